@@ -1,0 +1,26 @@
+"""Reverse-mode automatic differentiation: Functions, the graph, and backward run as steps.
+
+``Function.apply`` records each operation (and tells observers about it); ``backward_steps``
+walks the recorded graph backwards one node at a time. ``functional`` and ``gradcheck`` are tools
+built on Tensor and are imported by ``gradlab`` itself once Tensor exists.
+"""
+
+from .anomaly import detect_anomaly, is_anomaly_enabled
+from .engine import BackwardStep, backward_steps, grad
+from .function import AccumulateGrad, Function, Node, TrackedTensor
+from .grad_mode import enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad, set_grad_enabled
+from .observers import ObserverHandle, OpRecord, subscribe
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None) -> None:
+    """``gradlab.autograd.backward``: backward from several outputs at once."""
+    for _ in backward_steps(tensors, grad_tensors, retain_graph, create_graph, inputs):
+        pass
+
+
+__all__ = [
+    "AccumulateGrad", "BackwardStep", "Function", "Node", "ObserverHandle", "OpRecord", "TrackedTensor",
+    "backward", "backward_steps", "detect_anomaly", "enable_grad", "grad", "inference_mode",
+    "is_anomaly_enabled", "is_grad_enabled", "is_inference_mode_enabled", "no_grad", "set_grad_enabled",
+    "subscribe",
+]

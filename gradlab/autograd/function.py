@@ -1,0 +1,243 @@
+"""``Function``, its graph ``Node``, and ``apply``: the one place where the graph is recorded.
+
+A Function is a pair of static methods, ``forward(ctx, *inputs)`` and ``backward(ctx, *grads)``,
+exactly as in PyTorch. ``apply`` runs forward, and when an input requires grad it makes a Node:
+the object that backward will visit, holding the edges to the inputs' own nodes and whatever
+forward saved. The same Node is the ``ctx`` that forward and backward receive.
+"""
+
+from __future__ import annotations
+
+import itertools
+import weakref
+
+from . import observers
+from .grad_mode import grad_state
+
+
+class TrackedTensor:
+    """The half of a tensor that autograd knows about: gradient, history, version, hooks.
+
+    ``gradlab.Tensor`` subclasses it and adds the data and the operations. Keeping these fields
+    here lets the engine work on tensors without importing the layer above it.
+    """
+
+    __slots__ = ("requires_grad", "grad", "grad_fn", "_output_nr", "_version", "_base", "_hooks",
+                 "_retains_grad", "_accumulator", "__weakref__")
+
+    @property
+    def is_leaf(self) -> bool:
+        """A leaf was made by the user (or does not require grad); only leaves get ``.grad`` by default."""
+        return self.grad_fn is None
+
+    @property
+    def _version_count(self) -> int:
+        return self._version[0]
+
+
+_FREED = object()
+_sequence = itertools.count()
+
+
+class Node:
+    """A recorded operation in the backward graph (``grad_fn``), and the ``ctx`` of its Function.
+
+    ``next_functions`` holds one ``(node, output_index)`` edge per forward input: where the
+    gradient for that input goes next. Leaves that require grad are reached through an
+    ``AccumulateGrad`` node, and inputs that need no gradient have ``(None, 0)``.
+    """
+
+    __slots__ = ("next_functions", "needs_input_grad", "_output_shapes", "_seq", "__dict__", "__weakref__")
+
+    function = None  # the Function class this node belongs to (set on each generated subclass)
+    _saved = ()
+    _saved_versions = ()
+    _materialize_grads = True
+    _non_differentiable = ()
+    _tensor_hooks = None  # {output index: [hook(grad)]}, from register_hook on non-leaf tensors
+    _pre_hooks = None  # [hook(grad_outputs)], from Node.register_prehook
+    _post_hooks = None  # [hook(grad_inputs, grad_outputs)], from Node.register_hook
+    _forward_trace = None  # where forward ran, kept while detect_anomaly is on
+
+    # --- what forward may call on ctx ----------------------------------------------------------
+
+    def save_for_backward(self, *tensors) -> None:
+        """Keep tensors for backward; using them after an in-place change is an error."""
+        self._saved = tensors
+        self._saved_versions = tuple(t._version[0] if t is not None else 0 for t in tensors)
+
+    @property
+    def saved_tensors(self) -> tuple:
+        saved = self._saved
+        if saved is _FREED:
+            raise RuntimeError(
+                "Trying to backward through the graph a second time (or directly access saved tensors after "
+                "they have already been freed). Saved intermediate values of the graph are freed when you call "
+                ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
+                "graph a second time or if you need to access saved tensors after calling backward."
+            )
+        for i, (t, version) in enumerate(zip(saved, self._saved_versions)):
+            if t is not None and t._version[0] != version:
+                raise RuntimeError(
+                    "one of the variables needed for gradient computation has been modified by an inplace "
+                    f"operation: [{_describe(t)}], which is saved tensor {i} of {self.name()}, is at version "
+                    f"{t._version[0]}; expected version {version} instead. Hint: the in-place change happened "
+                    "after this tensor was used; use an out-of-place operation (e.g. x = x + 1 instead of "
+                    "x += 1) or .clone() it first."
+                )
+        return saved
+
+    def mark_non_differentiable(self, *tensors) -> None:
+        """Declare outputs (such as indices) that have no gradient."""
+        self._non_differentiable = tuple(id(t) for t in tensors)
+
+    def set_materialize_grads(self, value: bool) -> None:
+        """When False, backward receives None instead of zeros for outputs nobody used."""
+        self._materialize_grads = bool(value)
+
+    def mark_dirty(self, *tensors) -> None:
+        """Accepted for PyTorch compatibility; in-place Functions are handled by the tensor layer."""
+
+    # --- what users and the lab see --------------------------------------------------------------
+
+    def name(self) -> str:
+        return type(self).__name__
+
+    def register_hook(self, hook):
+        """Call ``hook(grad_inputs, grad_outputs)`` after this node's backward has run."""
+        if self._post_hooks is None:
+            self._post_hooks = []
+        return _RemovableHandle(self._post_hooks, hook)
+
+    def register_prehook(self, hook):
+        """Call ``hook(grad_outputs)`` before this node's backward; a returned tuple replaces them."""
+        if self._pre_hooks is None:
+            self._pre_hooks = []
+        return _RemovableHandle(self._pre_hooks, hook)
+
+    def _release(self) -> None:
+        self._saved = _FREED
+
+    def __repr__(self):
+        return f"<{self.name()} object at {id(self):#x}>"
+
+
+class AccumulateGrad(Node):
+    """The node at a leaf tensor: its 'backward' adds the incoming gradient to ``leaf.grad``."""
+
+    __slots__ = ("variable",)
+
+    def __init__(self, variable):
+        self.variable = variable
+        self.next_functions = ()
+        self.needs_input_grad = ()
+        self._output_shapes = (variable.shape,)
+        self._seq = float("inf")  # ready leaves are served first, as in PyTorch
+
+    def name(self) -> str:
+        return "AccumulateGrad"
+
+
+def accumulator(leaf) -> AccumulateGrad:
+    """The one AccumulateGrad node of a leaf (kept by weak reference so leaf and node can die)."""
+    ref = getattr(leaf, "_accumulator", None)
+    node = ref() if ref is not None else None
+    if node is None:
+        node = AccumulateGrad(leaf)
+        leaf._accumulator = weakref.ref(node)
+    return node
+
+
+class _RemovableHandle:
+    """Returned by every register_* call: ``remove()`` takes the hook out again."""
+
+    def __init__(self, hooks: list, hook):
+        self._hooks = hooks
+        self._hook = hook
+        hooks.append(hook)
+
+    def remove(self) -> None:
+        if self._hook in self._hooks:
+            self._hooks.remove(self._hook)
+
+
+class Function:
+    """Base class of every differentiable operation, built in or written by a user.
+
+    Subclasses define ``forward(ctx, *inputs)`` and ``backward(ctx, *grad_outputs)`` as static
+    methods and are called through ``apply``. backward returns one gradient per forward input
+    (None for inputs that need none).
+    """
+
+    _node_type = Node
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls._node_type = type(f"{cls.__name__}Backward", (Node,), {"__slots__": (), "function": cls})
+
+    @staticmethod
+    def forward(ctx, *inputs):
+        raise NotImplementedError(f"{ctx.function.__name__} must define forward(ctx, *inputs)")
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        raise NotImplementedError(f"{ctx.function.__name__} must define backward(ctx, *grad_outputs) to be differentiated")
+
+    @classmethod
+    def apply(cls, *inputs):
+        """Run forward; if any input requires grad (and grad mode is on), record a Node for backward."""
+        ctx = cls._node_type()
+        record = False
+        if grad_state.enabled:
+            for x in inputs:
+                if isinstance(x, TrackedTensor) and x.requires_grad:
+                    record = True
+                    break
+        if record:
+            ctx.needs_input_grad = tuple(isinstance(x, TrackedTensor) and x.requires_grad for x in inputs)
+            grad_state.enabled = False
+            try:
+                outputs = cls.forward(ctx, *inputs)
+            finally:
+                grad_state.enabled = True
+            outputs = _connect(ctx, inputs, outputs)
+        else:
+            ctx.needs_input_grad = (False,) * len(inputs)
+            outputs = cls.forward(ctx, *inputs)
+        if observers.active:
+            observers.notify(cls, inputs, outputs, ctx if record else None)
+        return outputs
+
+
+def _connect(node: Node, inputs: tuple, outputs):
+    """Give the node its edges to the inputs, and make it the grad_fn of its outputs."""
+    edges = []
+    for x in inputs:
+        if isinstance(x, TrackedTensor) and x.requires_grad:
+            fn = x.grad_fn
+            edges.append((fn, x._output_nr) if fn is not None else (accumulator(x), 0))
+        else:
+            edges.append((None, 0))
+    node.next_functions = tuple(edges)
+    node._seq = next(_sequence)
+    single = not isinstance(outputs, tuple)
+    outs = (outputs,) if single else outputs
+    shapes = []
+    for i, out in enumerate(outs):
+        if isinstance(out, TrackedTensor):
+            if any(out is x for x in inputs):
+                out = out.detach()  # forward returned an input as it is: give the output its own tensor
+                outs = outs[:i] + (out,) + outs[i + 1:]
+            if out.dtype.is_floating_point and id(out) not in node._non_differentiable:
+                out.requires_grad = True
+                out.grad_fn = node
+                out._output_nr = i
+            shapes.append(out.shape)
+        else:
+            shapes.append(None)
+    node._output_shapes = tuple(shapes)
+    return outs[0] if single else outs
+
+
+def _describe(t) -> str:
+    return f"{getattr(t.dtype, 'name', t.dtype)} tensor of shape {list(t.shape)}"

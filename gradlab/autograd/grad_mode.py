@@ -1,0 +1,105 @@
+"""Whether operations are being recorded: ``no_grad``, ``enable_grad``, ``set_grad_enabled``, ``inference_mode``.
+
+One global switch, read by ``Function.apply`` on every call. Each context manager also works as a
+decorator, as in PyTorch.
+"""
+
+from __future__ import annotations
+
+import functools
+
+
+class _GradState:
+    __slots__ = ("enabled", "inference")
+
+    def __init__(self):
+        self.enabled = True
+        self.inference = False
+
+
+grad_state = _GradState()
+
+
+def is_grad_enabled() -> bool:
+    """True when new operations are recorded for backward."""
+    return grad_state.enabled
+
+
+def is_inference_mode_enabled() -> bool:
+    return grad_state.inference
+
+
+class _ModeSwitch:
+    """Base of the grad-mode context managers: set a mode on enter, restore the old one on exit."""
+
+    def _target(self) -> tuple[bool, bool]:
+        raise NotImplementedError
+
+    def __enter__(self):
+        self._saved = (grad_state.enabled, grad_state.inference)
+        grad_state.enabled, grad_state.inference = self._target()
+        return self
+
+    def __exit__(self, *exc):
+        grad_state.enabled, grad_state.inference = self._saved
+        return False
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with self.__class__(*self._args()):
+                return fn(*args, **kwargs)
+
+        return wrapper
+
+    def _args(self) -> tuple:
+        return ()
+
+
+class no_grad(_ModeSwitch):
+    """Run without recording the graph: results have no grad_fn and use no memory for backward."""
+
+    def _target(self):
+        return False, grad_state.inference
+
+
+class enable_grad(_ModeSwitch):
+    """Record the graph again inside a no_grad block."""
+
+    def _target(self):
+        return True, False
+
+
+class set_grad_enabled(_ModeSwitch):
+    """Turn recording on or off by a flag; takes effect at once, and restores on exit when used with ``with``."""
+
+    def __init__(self, mode: bool):
+        self.mode = bool(mode)
+        self._saved = (grad_state.enabled, grad_state.inference)
+        grad_state.enabled = self.mode
+
+    def _target(self):
+        return self.mode, grad_state.inference and not self.mode
+
+    def _args(self):
+        return (self.mode,)
+
+    def __enter__(self):
+        return self  # the switch already happened in __init__, as in PyTorch
+
+    def __call__(self, fn):
+        grad_state.enabled, grad_state.inference = self._saved  # as a decorator, switch only inside fn
+        return super().__call__(fn)
+
+
+class inference_mode(_ModeSwitch):
+    """Like no_grad, for code that will never need gradients (``torch.inference_mode``)."""
+
+    def __init__(self, mode: bool = True):
+        self.mode = bool(mode)
+
+    def _target(self):
+        return (False, True) if self.mode else (grad_state.enabled, False)
+
+    def _args(self):
+        return (self.mode,)

@@ -1,0 +1,104 @@
+"""``gradcheck`` and ``gradgradcheck``: compare backward with finite differences.
+
+The numerical Jacobian nudges each input element by ±eps and watches the outputs change; the
+analytical one asks backward for one row at a time. They must agree (use float64: float32 has
+too few digits for a meaningful difference quotient).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .engine import grad
+from .function import TrackedTensor
+
+
+class GradcheckError(RuntimeError):
+    """Backward disagrees with the numerical derivative."""
+
+
+def _as_tuple(x):
+    return x if isinstance(x, tuple) else (tuple(x) if isinstance(x, list) else (x,))
+
+
+def _outputs(fn, inputs):
+    return tuple(o for o in _as_tuple(fn(*inputs)) if isinstance(o, TrackedTensor) and o.dtype.is_floating_point)
+
+
+def _numerical_jacobian(fn, inputs, x, eps):
+    """d(outputs)/d(x) by central differences: one column per element of x."""
+    backend = x.device.backend
+    columns = []
+    for index in np.ndindex(*x.shape):
+        original = float(backend.to_numpy(x.data)[index])
+        values = []
+        for delta in (eps, -eps):
+            backend.setitem(x.data, index, original + delta)
+            values.append([np.asarray(o.detach().numpy(), dtype=np.float64).ravel() for o in _outputs(fn, inputs)])
+        backend.setitem(x.data, index, original)
+        columns.append(np.concatenate([(p - m) / (2 * eps) for p, m in zip(*values)]) if values[0] else np.zeros(0))
+    return np.stack(columns, axis=1) if columns else np.zeros((0, 0))
+
+
+def _analytical_jacobian(fn, inputs, x):
+    """d(outputs)/d(x) from backward: one row per output element (a vector-Jacobian product each)."""
+    outputs = _outputs(fn, inputs)
+    rows = []
+    for k, out in enumerate(outputs):
+        for index in np.ndindex(*out.shape):
+            if not out.requires_grad:
+                rows.append(np.zeros(x.numel()))
+                continue
+            seed = out.new_zeros(out.shape)
+            seed.data[index] = 1.0
+            (g,) = grad(out, x, seed, retain_graph=True, allow_unused=True)
+            rows.append(np.zeros(x.numel()) if g is None else np.asarray(g.detach().numpy(), dtype=np.float64).ravel())
+    return np.stack(rows, axis=0) if rows else np.zeros((0, x.numel()))
+
+
+def gradcheck(fn, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True, **_ignored) -> bool:
+    """True if backward matches finite differences for every input that requires grad."""
+    inputs = _as_tuple(inputs)
+    for i, x in enumerate(inputs):
+        if not (isinstance(x, TrackedTensor) and x.requires_grad):
+            continue
+        if x.dtype.name != "float64":
+            import warnings
+
+            warnings.warn(f"gradcheck: input {i} is {x.dtype.name}, not float64; the check may fail for lack of precision")
+        numerical = _numerical_jacobian(fn, inputs, x, eps)
+        analytical = _analytical_jacobian(fn, inputs, x)
+        if numerical.shape != analytical.shape or not np.allclose(analytical, numerical, atol=atol, rtol=rtol):
+            if not raise_exception:
+                return False
+            worst = np.abs(analytical - numerical).max() if numerical.shape == analytical.shape else float("nan")
+            raise GradcheckError(
+                f"gradcheck: Jacobian mismatch for input {i} (shape {tuple(x.shape)}), largest difference {worst:.3g}\n"
+                f"numerical:\n{numerical}\nanalytical:\n{analytical}"
+            )
+    return True
+
+
+def gradgradcheck(fn, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True, **_ignored) -> bool:
+    """gradcheck applied to the gradient itself: checks second derivatives (backward of backward)."""
+    inputs = _as_tuple(inputs)
+    outputs = _outputs(fn, inputs)
+    if grad_outputs is None:
+        rng = np.random.default_rng(0)
+        grad_outputs = tuple(
+            o.new_tensor(rng.standard_normal(o.shape)).requires_grad_(True) for o in outputs
+        )
+    grad_outputs = _as_tuple(grad_outputs)
+    differentiable = [x for x in inputs if isinstance(x, TrackedTensor) and x.requires_grad]
+
+    def first_derivative(*args):
+        xs, gs = args[: len(inputs)], args[len(inputs):]
+        outs = _outputs(fn, xs)
+        wanted = [x for x in xs if isinstance(x, TrackedTensor) and x.requires_grad]
+        grads = grad(outs, wanted, gs, create_graph=True, allow_unused=True)
+        return tuple(g if g is not None else x.new_zeros(x.shape) for g, x in zip(grads, wanted))
+
+    if not differentiable:
+        return True
+    return gradcheck(first_derivative, inputs + grad_outputs, eps=eps, atol=atol, rtol=rtol,
+                     raise_exception=raise_exception)

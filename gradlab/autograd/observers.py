@@ -1,0 +1,58 @@
+"""Observers: functions told about every operation that ``Function.apply`` runs.
+
+This is the lab's window into the engine: graph capture, the tracer and the profiler subscribe
+here. With none attached, ``apply`` pays for one falsy check of ``active``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+
+@dataclass(frozen=True)
+class OpRecord:
+    """One operation as it ran: the Function class, its inputs, its outputs, and its graph node.
+
+    ``node`` is None when nothing was recorded for backward (no input required grad, or no_grad).
+    """
+
+    function: type
+    inputs: tuple
+    outputs: tuple
+    node: Any
+
+
+active: list = []
+
+
+class ObserverHandle:
+    """Returned by ``subscribe``; ``remove()`` detaches the observer (also usable as a context manager)."""
+
+    def __init__(self, fn: Callable[[OpRecord], None]):
+        self.fn = fn
+
+    def remove(self) -> None:
+        if self.fn in active:
+            active.remove(self.fn)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+        return False
+
+
+def subscribe(fn: Callable[[OpRecord], None]) -> ObserverHandle:
+    """Call ``fn(record)`` after every operation from now on, until the handle is removed."""
+    if not callable(fn):
+        raise TypeError(f"autograd.subscribe expects a callable taking an OpRecord, got {type(fn).__name__}")
+    active.append(fn)
+    return ObserverHandle(fn)
+
+
+def notify(function, inputs, outputs, node) -> None:
+    record = OpRecord(function, inputs, outputs if isinstance(outputs, tuple) else (outputs,), node)
+    for fn in tuple(active):
+        fn(record)

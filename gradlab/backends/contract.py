@@ -1,0 +1,123 @@
+"""The backend contract: the small set of primitives every device must provide.
+
+Every op in ``gradlab.ops`` computes through these names and nothing else, so a new device is
+exactly this list implemented on its own arrays. Arrays here are the backend's own (numpy
+``ndarray``, ``mlx.core.array``, ...); dtypes arrive as ``gradlab.dtypes.DType`` and each backend
+maps them with ``native_dtype``. Below the primitives sit the optional fused kernels: each has a
+fallback composed from primitives, and a backend overrides it only to be faster.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..dtypes import DType
+
+PRIMITIVES = {
+    # dtypes and transfer
+    "native_dtype": "the backend's dtype object for a gradlab DType",
+    "dtype_of": "the gradlab DType of a backend array",
+    "asarray": "a backend array from Python data or a numpy array, in the given DType",
+    "to_numpy": "a numpy array with the same values (a copy off the host, maybe a view on it)",
+    "astype": "a copy of the array converted to another DType",
+    "copy": "a contiguous copy of the array",
+    # creation
+    "empty": "an uninitialised array of a shape and DType",
+    "zeros": "an array of zeros",
+    "ones": "an array of ones",
+    "full": "an array filled with one value",
+    "arange": "values from start to stop (exclusive) in steps",
+    # elementwise, one input
+    "neg abs exp log log1p expm1 sqrt sin cos tan tanh sign floor ceil round erf": "elementwise maths",
+    "isnan isinf logical_not": "elementwise predicates giving bool arrays",
+    # elementwise, two inputs (arrays or Python numbers, broadcasting)
+    "add sub mul div pow floor_divide remainder maximum minimum": "elementwise arithmetic",
+    "eq ne lt le gt ge logical_and logical_or logical_xor": "elementwise comparisons giving bool arrays",
+    "where": "cond ? a : b, elementwise with broadcasting",
+    # reductions over an axis tuple (or None for all), with keepdims
+    "sum prod max min all any": "reductions",
+    "argmax argmin": "index of the largest/smallest value along one axis (or of the flattened array)",
+    "cumsum cumprod": "running sum/product along one axis",
+    # movement: views where the array type allows them
+    "reshape": "same data, new shape (a view when the layout allows)",
+    "permute": "axes reordered (a view)",
+    "broadcast_to": "stretch size-1 axes without copying (a read-only view)",
+    "getitem": "index with ints, slices, None, Ellipsis, bool masks and integer arrays",
+    "setitem": "write values into an indexed region, in place",
+    "add_at": "a[index] += values, in place, adding repeated indices (the gradient of indexing)",
+    "concatenate stack": "join arrays along an existing / a new axis",
+    "flip roll pad": "reverse, rotate and pad along axes",
+    "take_along_axis": "gather values along one axis by an index array",
+    "tril triu": "keep the lower / upper triangle of the last two axes",
+    "is_contiguous": "whether the array is laid out row-major without gaps",
+    # linear algebra
+    "matmul": "matrix product with batch broadcasting",
+    "einsum": "Einstein summation over explicit subscripts",
+}
+
+
+class Backend:
+    """Base class of every backend: fused kernels composed from the primitives above.
+
+    Subclasses implement each primitive in ``PRIMITIVES``; the methods below are the optional fused
+    kernels, written once in terms of primitives, and are overridden only to be faster.
+    """
+
+    name = "abstract"
+
+    # --- fused kernels with composed fallbacks -------------------------------------------------
+
+    def logsumexp(self, a, axis, keepdims):
+        """log(sum(exp(a))) without overflow: subtract the maximum first."""
+        m = self.max(a, axis, True)
+        m = self.where(self.isinf(m), self.zeros_like(m), m)
+        s = self.log(self.sum(self.exp(self.sub(a, m)), axis, True))
+        out = self.add(s, m)
+        return out if keepdims else self.reshape(out, _drop_axes(out.shape, axis))
+
+    def softmax(self, a, axis):
+        """exp(a - max) / sum(exp(a - max)): the maximum keeps exp from overflowing."""
+        e = self.exp(self.sub(a, self.max(a, (axis,), True)))
+        return self.div(e, self.sum(e, (axis,), True))
+
+    def log_softmax(self, a, axis):
+        """a - logsumexp(a), stable for large logits."""
+        return self.sub(a, self.logsumexp(a, (axis,), True))
+
+    def sigmoid(self, a):
+        """1 / (1 + exp(-a)), written so that exp never overflows."""
+        e = self.exp(self.neg(self.abs(a)))
+        pos = self.div(1.0, self.add(e, 1.0))
+        return self.where(self.ge(a, 0), pos, self.sub(1.0, pos))
+
+    def zeros_like(self, a):
+        return self.zeros(a.shape, self.dtype_of(a))
+
+    # --- random numbers: drawn on the host with numpy's generator, then moved ------------------
+
+    def random_uniform(self, rng: np.random.Generator, shape, low, high, dtype: DType):
+        """Uniform floats in [low, high); a fixed seed gives the same values on every backend."""
+        return self.asarray(rng.uniform(low, high, size=shape), dtype)
+
+    def random_normal(self, rng: np.random.Generator, shape, mean, std, dtype: DType):
+        return self.asarray(rng.normal(mean, std, size=shape), dtype)
+
+    def random_integers(self, rng: np.random.Generator, low, high, shape, dtype: DType):
+        return self.asarray(rng.integers(low, high, size=shape), dtype)
+
+    def random_permutation(self, rng: np.random.Generator, n, dtype: DType):
+        return self.asarray(rng.permutation(n), dtype)
+
+    def synchronize(self):
+        """Wait for queued work to finish (a no-op on synchronous backends)."""
+
+    def __repr__(self):
+        return f"<gradlab backend {self.name!r}>"
+
+
+def _drop_axes(shape, axis):
+    if axis is None:
+        return ()
+    ndim = len(shape)
+    axes = {ax % ndim for ax in (axis if isinstance(axis, tuple) else (axis,))}
+    return tuple(n for i, n in enumerate(shape) if i not in axes)

@@ -1,0 +1,265 @@
+"""The numpy backend: the reference implementation of every primitive, and the default device.
+
+Most primitives are numpy ufuncs used as they are. Two details matter: numpy turns 0-d results
+into scalars, so every result is forced back to an array (``out=...`` where numpy supports it),
+and floating-point warnings that PyTorch never gives (log(0), 0/0) are silenced where they occur.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+
+from .. import dtypes as dt
+from .contract import Backend
+
+_NATIVE = {
+    dt.bool_: np.dtype(np.bool_),
+    dt.int32: np.dtype(np.int32),
+    dt.int64: np.dtype(np.int64),
+    dt.float16: np.dtype(np.float16),
+    dt.float32: np.dtype(np.float32),
+    dt.float64: np.dtype(np.float64),
+}
+_FROM_NATIVE = {v: k for k, v in _NATIVE.items()}
+
+try:  # numpy >= 2.3: out=... asks a ufunc for an array even when the result is 0-d
+    np.negative(np.zeros(()), out=...)
+    _ARRAY_OUT = True
+except TypeError:
+    _ARRAY_OUT = False
+
+
+def _ufunc(ufunc, quiet=False):
+    """A ufunc as a backend method that always returns an ndarray, never a numpy scalar.
+
+    quiet=True silences floating-point warnings (log(0), 0/0) that PyTorch never gives.
+    """
+    if _ARRAY_OUT:
+        fn = functools.partial(ufunc, out=...)
+    else:
+        def fn(*args):
+            return np.asarray(ufunc(*args))
+    if quiet:
+        loud = fn
+
+        def fn(*args):
+            with np.errstate(all="ignore"):
+                return loud(*args)
+    return staticmethod(fn)
+
+
+def _reduction(method):
+    def reduce(a, axis=None, keepdims=False):
+        return np.asarray(method(a, axis=axis, keepdims=keepdims))
+
+    return reduce
+
+
+_erf_impl = None
+
+
+def _erf(a):
+    """The error function: scipy's when installed, else math.erf element by element."""
+    global _erf_impl
+    if _erf_impl is None:
+        try:
+            from scipy.special import erf as _erf_impl_
+        except ImportError:  # exact but slow; `pip install scipy` makes it fast
+            _erf_impl_ = np.vectorize(math.erf, otypes=[np.float64])
+        _erf_impl = _erf_impl_
+    return np.asarray(_erf_impl(a), dtype=a.dtype)
+
+
+class NumpyBackend(Backend):
+    """Primitives on numpy ndarrays, on the host CPU."""
+
+    name = "numpy"
+    array_type = np.ndarray
+
+    # dtypes and transfer
+    @staticmethod
+    def native_dtype(dtype):
+        return _NATIVE[dtype]
+
+    @staticmethod
+    def dtype_of(a):
+        return _FROM_NATIVE[a.dtype]
+
+    @staticmethod
+    def asarray(obj, dtype):
+        return np.array(obj, dtype=_NATIVE[dtype], copy=None)
+
+    @staticmethod
+    def to_numpy(a):
+        return a
+
+    @staticmethod
+    def astype(a, dtype):
+        return a.astype(_NATIVE[dtype])
+
+    @staticmethod
+    def copy(a):
+        return np.array(a, copy=True, order="C")
+
+    # creation
+    @staticmethod
+    def empty(shape, dtype):
+        return np.empty(shape, _NATIVE[dtype])
+
+    @staticmethod
+    def zeros(shape, dtype):
+        return np.zeros(shape, _NATIVE[dtype])
+
+    @staticmethod
+    def ones(shape, dtype):
+        return np.ones(shape, _NATIVE[dtype])
+
+    @staticmethod
+    def full(shape, value, dtype):
+        return np.full(shape, value, _NATIVE[dtype])
+
+    @staticmethod
+    def arange(start, stop, step, dtype):
+        return np.arange(start, stop, step, dtype=_NATIVE[dtype])
+
+    # elementwise, one input
+    neg = _ufunc(np.negative)
+    abs = _ufunc(np.abs)
+    exp = _ufunc(np.exp, quiet=True)
+    log = _ufunc(np.log, quiet=True)
+    log1p = _ufunc(np.log1p, quiet=True)
+    expm1 = _ufunc(np.expm1, quiet=True)
+    sqrt = _ufunc(np.sqrt, quiet=True)
+    sin = _ufunc(np.sin)
+    cos = _ufunc(np.cos)
+    tan = _ufunc(np.tan)
+    tanh = _ufunc(np.tanh)
+    sign = _ufunc(np.sign)
+    floor = _ufunc(np.floor)
+    ceil = _ufunc(np.ceil)
+    round = _ufunc(np.rint)  # round half to even, as PyTorch does
+    erf = staticmethod(_erf)
+    isnan = _ufunc(np.isnan)
+    isinf = _ufunc(np.isinf)
+    logical_not = _ufunc(np.logical_not)
+
+    # elementwise, two inputs
+    add = _ufunc(np.add)
+    sub = _ufunc(np.subtract)
+    mul = _ufunc(np.multiply)
+    div = _ufunc(np.true_divide, quiet=True)
+    pow = _ufunc(np.power, quiet=True)
+    floor_divide = _ufunc(np.floor_divide, quiet=True)
+    remainder = _ufunc(np.remainder, quiet=True)
+    maximum = _ufunc(np.maximum)
+    minimum = _ufunc(np.minimum)
+    eq = _ufunc(np.equal)
+    ne = _ufunc(np.not_equal)
+    lt = _ufunc(np.less)
+    le = _ufunc(np.less_equal)
+    gt = _ufunc(np.greater)
+    ge = _ufunc(np.greater_equal)
+    logical_and = _ufunc(np.logical_and)
+    logical_or = _ufunc(np.logical_or)
+    logical_xor = _ufunc(np.logical_xor)
+
+    @staticmethod
+    def where(cond, a, b):
+        return np.asarray(np.where(cond, a, b))
+
+    # reductions
+    sum = staticmethod(_reduction(np.sum))
+    prod = staticmethod(_reduction(np.prod))
+    max = staticmethod(_reduction(np.max))
+    min = staticmethod(_reduction(np.min))
+    all = staticmethod(_reduction(np.all))
+    any = staticmethod(_reduction(np.any))
+
+    @staticmethod
+    def argmax(a, axis=None, keepdims=False):
+        return np.asarray(np.argmax(a, axis=axis, keepdims=keepdims))
+
+    @staticmethod
+    def argmin(a, axis=None, keepdims=False):
+        return np.asarray(np.argmin(a, axis=axis, keepdims=keepdims))
+
+    @staticmethod
+    def cumsum(a, axis):
+        return np.cumsum(a, axis=axis)
+
+    @staticmethod
+    def cumprod(a, axis):
+        return np.cumprod(a, axis=axis)
+
+    # movement
+    @staticmethod
+    def reshape(a, shape):
+        return a.reshape(shape)
+
+    @staticmethod
+    def permute(a, axes):
+        return a.transpose(axes)
+
+    @staticmethod
+    def broadcast_to(a, shape):
+        return np.broadcast_to(a, shape)
+
+    @staticmethod
+    def getitem(a, index):
+        return np.asarray(a[index])
+
+    @staticmethod
+    def setitem(a, index, value):
+        a[index] = value
+
+    @staticmethod
+    def add_at(a, index, values):
+        np.add.at(a, index, values)
+
+    @staticmethod
+    def concatenate(arrays, axis):
+        return np.concatenate(arrays, axis=axis)
+
+    @staticmethod
+    def stack(arrays, axis):
+        return np.stack(arrays, axis=axis)
+
+    @staticmethod
+    def flip(a, axes):
+        return np.flip(a, axes)
+
+    @staticmethod
+    def roll(a, shifts, axes):
+        return np.roll(a, shifts, axes)
+
+    @staticmethod
+    def pad(a, pad_width, value):
+        return np.pad(a, pad_width, mode="constant", constant_values=value)
+
+    @staticmethod
+    def take_along_axis(a, index, axis):
+        return np.take_along_axis(a, index, axis=axis)
+
+    @staticmethod
+    def tril(a, k):
+        return np.tril(a, k)
+
+    @staticmethod
+    def triu(a, k):
+        return np.triu(a, k)
+
+    @staticmethod
+    def is_contiguous(a):
+        return a.flags.c_contiguous
+
+    # linear algebra
+    matmul = _ufunc(np.matmul)
+
+    @staticmethod
+    def einsum(subscripts, *arrays):
+        return np.asarray(np.einsum(subscripts, *arrays, optimize=len(arrays) > 2))
+
+    # fused kernels: numpy's own are the composed fallbacks, so none are overridden here

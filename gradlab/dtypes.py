@@ -1,0 +1,124 @@
+"""Data types, named as in PyTorch, and the rule that picks a result's dtype.
+
+A dtype here is a small named object; each backend maps it to its own array dtype. Type promotion
+follows PyTorch: bool < integers < floats, a Python number never widens a tensor within its
+category, and a 0-d tensor only decides the result when it is of a higher category.
+"""
+
+from __future__ import annotations
+
+
+class DType:
+    """One element type: its PyTorch name, its size in bytes and its category."""
+
+    __slots__ = ("name", "itemsize", "category", "rank")
+
+    def __init__(self, name: str, itemsize: int, category: int, rank: int):
+        self.name = name
+        self.itemsize = itemsize
+        self.category = category  # 0 bool, 1 integer, 2 floating point
+        self.rank = rank  # order within a category: the wider wins
+
+    @property
+    def is_floating_point(self) -> bool:
+        return self.category == 2
+
+    @property
+    def is_signed(self) -> bool:
+        return self.category != 0
+
+    def __repr__(self) -> str:
+        return f"gradlab.{self.name}"
+
+    def __reduce__(self):
+        return (_by_name, (self.name,))
+
+
+bool_ = DType("bool", 1, 0, 0)
+int32 = DType("int32", 4, 1, 2)
+int64 = DType("int64", 8, 1, 3)
+float16 = DType("float16", 2, 2, 0)
+float32 = DType("float32", 4, 2, 1)
+float64 = DType("float64", 8, 2, 2)
+
+ALL_DTYPES = (bool_, int32, int64, float16, float32, float64)
+FLOAT_DTYPES = (float16, float32, float64)
+
+_NAMES = {d.name: d for d in ALL_DTYPES}
+_NAMES.update({"float": float32, "double": float64, "half": float16, "int": int32, "long": int64})
+
+
+def _by_name(name: str) -> DType:
+    return _NAMES[name]
+
+
+class _DefaultDType:
+    value = float32
+
+
+def get_default_dtype() -> DType:
+    """The dtype of floating-point tensors made from Python floats (float32 unless changed)."""
+    return _DefaultDType.value
+
+
+def set_default_dtype(dtype: DType) -> None:
+    """Change the default floating-point dtype, as ``torch.set_default_dtype`` does."""
+    dtype = as_dtype(dtype)
+    if not dtype.is_floating_point:
+        raise TypeError(f"set_default_dtype: only floating-point dtypes can be the default, got {dtype}")
+    _DefaultDType.value = dtype
+
+
+def as_dtype(dtype) -> DType:
+    """Accept a DType, its name ('float32'), a Python type (float, int, bool) or a numpy dtype."""
+    if isinstance(dtype, DType):
+        return dtype
+    if dtype is float:
+        return get_default_dtype()
+    if dtype is int:
+        return int64
+    if dtype is bool:
+        return bool_
+    name = getattr(dtype, "name", None) if not isinstance(dtype, str) else dtype
+    if name is None and isinstance(dtype, type):
+        name = dtype.__name__
+    if name in _NAMES:
+        return _NAMES[name]
+    supported = ", ".join(d.name for d in ALL_DTYPES)
+    raise TypeError(f"unsupported dtype {dtype!r}; gradlab supports {supported}")
+
+
+def scalar_dtype(value) -> DType:
+    """The category a Python number belongs to, at its default width."""
+    if isinstance(value, bool):
+        return bool_
+    if isinstance(value, int):
+        return int64
+    return get_default_dtype()
+
+
+def promote(a: DType, b: DType) -> DType:
+    """The wider of two tensor dtypes: a higher category wins, then the higher rank."""
+    if a is b:
+        return a
+    if a.category != b.category:
+        return a if a.category > b.category else b
+    return a if a.rank >= b.rank else b
+
+
+def result_dtype(a: DType, a_dim: int, b: DType, b_dim: int) -> DType:
+    """PyTorch's rule for two tensors: a 0-d tensor only decides if its category is higher."""
+    if a is b:
+        return a
+    if (a_dim == 0) == (b_dim == 0):
+        return promote(a, b)
+    zero_d, shaped = (a, b) if a_dim == 0 else (b, a)
+    return zero_d if zero_d.category > shaped.category else shaped
+
+
+def result_dtype_with_scalar(a: DType, value) -> DType:
+    """A tensor combined with a Python number keeps its dtype unless the number is of a higher category."""
+    s = scalar_dtype(value)
+    if s.category > a.category:
+        return get_default_dtype() if s.category == 2 else s
+    return a

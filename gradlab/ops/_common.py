@@ -1,0 +1,113 @@
+"""Helpers every op module shares: operands, broadcasting, dims, and error messages.
+
+Ops are written on gradlab Tensors but reach their data through ``x.data`` and their backend
+through ``x.device.backend``; new tensors come from ``x._wrap(array)`` so this layer never needs
+to import the Tensor class above it.
+"""
+
+from __future__ import annotations
+
+from ..autograd.function import TrackedTensor
+from ..dtypes import result_dtype, result_dtype_with_scalar
+
+Tensor = TrackedTensor  # for isinstance checks: every gradlab Tensor is a TrackedTensor
+
+
+class ShapeError(RuntimeError):
+    """Shapes that an operation cannot combine (PyTorch raises RuntimeError for these too)."""
+
+
+def shape_str(shape) -> str:
+    return "(" + ", ".join(str(n) for n in shape) + ")"
+
+
+def describe(x) -> str:
+    """'float32 tensor of shape (2, 3) on cpu' or 'Python float 2.0' for error messages."""
+    if isinstance(x, TrackedTensor):
+        return f"{x.dtype.name} tensor of shape {shape_str(x.shape)} on {x.device}"
+    return f"Python {type(x).__name__} {x!r}"
+
+
+def broadcast_shapes(*shapes) -> tuple:
+    """The shape that all of ``shapes`` broadcast to, by numpy's and PyTorch's rule."""
+    ndim = max((len(s) for s in shapes), default=0)
+    out = [1] * ndim
+    for shape in shapes:
+        for i, n in enumerate(shape, ndim - len(shape)):
+            if n != 1:
+                if out[i] != 1 and out[i] != n:
+                    raise ShapeError(
+                        "shapes " + " and ".join(shape_str(s) for s in shapes) + " cannot be broadcast together: "
+                        f"at dimension {i - ndim} the sizes are {out[i]} and {n}; sizes must match or be 1"
+                    )
+                out[i] = n
+    return tuple(out)
+
+
+def binary_operands(op: str, a, b):
+    """The arrays (or Python numbers) to compute with, cast to the result dtype, and that dtype.
+
+    ``a`` is a Tensor; ``b`` is a Tensor or a Python number. The usual case (same dtype and
+    device) is one comparison; promotion and device checks happen only when they differ.
+    """
+    if isinstance(b, TrackedTensor):
+        if a.device is not b.device:
+            raise RuntimeError(
+                f"{op}: expected all tensors to be on the same device, but found {describe(a)} and {describe(b)}; "
+                f"move one with .to('{a.device}')"
+            )
+        da, db = a.dtype, b.dtype
+        if da is db:
+            return a.data, b.data, da
+        dtype = result_dtype(da, a.ndim, db, b.ndim)
+        backend = a.device.backend
+        a_data = a.data if da is dtype else backend.astype(a.data, dtype)
+        b_data = b.data if db is dtype else backend.astype(b.data, dtype)
+        return a_data, b_data, dtype
+    if isinstance(b, (int, float, bool)) or hasattr(b, "__float__") and not hasattr(b, "shape"):
+        dtype = result_dtype_with_scalar(a.dtype, b)
+        a_data = a.data if a.dtype is dtype else a.device.backend.astype(a.data, dtype)
+        return a_data, b, dtype
+    raise TypeError(f"{op}: unsupported operand {describe(b)}; expected a gradlab Tensor or a Python number")
+
+
+def sum_to_shape(grad, shape):
+    """Undo broadcasting in backward: sum the gradient over the axes that were stretched."""
+    if grad.shape == shape:
+        return grad
+    lead = grad.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(i + lead for i, n in enumerate(shape) if n == 1 and grad.shape[i + lead] != 1)
+    if axes:
+        grad = grad.sum(axes, keepdim=True)
+    if lead:
+        grad = grad.reshape(shape)
+    return grad
+
+
+def normalize_dim(op: str, dim: int, ndim: int) -> int:
+    """A dim in range [-ndim, ndim) as a non-negative index, or an IndexError naming the op."""
+    size = max(ndim, 1)
+    if not -size <= dim < size:
+        raise IndexError(
+            f"{op}: Dimension out of range (expected to be in range of [{-size}, {size - 1}], but got {dim})"
+        )
+    return dim % size
+
+
+def normalize_dims(op: str, dim, ndim: int) -> tuple:
+    """dim=None (all), an int or a tuple of ints, as a sorted tuple of non-negative axes."""
+    if dim is None:
+        return tuple(range(ndim))
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    axes = tuple(sorted({normalize_dim(op, d, ndim) for d in dims}))
+    if len(axes) != len(dims):
+        raise RuntimeError(f"{op}: dim {dims} appears multiple times in the list of dims")
+    return axes
+
+
+def float_dtype_required(op: str, x) -> None:
+    """Raise PyTorch's error for ops that are only defined on floating-point tensors."""
+    if not x.dtype.is_floating_point:
+        raise RuntimeError(
+            f"{op}: expected a floating-point tensor but got {describe(x)}; convert it first with .float()"
+        )

@@ -1,0 +1,386 @@
+"""Arithmetic: + - * / ** // %, negation and comparisons, with broadcasting.
+
+Each Function keeps forward and backward side by side. Backward is written with Tensor
+operations, so the same formula gives plain gradients normally and a differentiable graph under
+``create_graph=True`` (that is all higher-order gradients need). ``sum_to_shape`` undoes
+broadcasting: an input that was stretched receives the sum of the gradient over the stretch.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..autograd.function import Function
+from ._common import ShapeError, TrackedTensor, binary_operands, broadcast_shapes, describe, sum_to_shape
+
+
+def _compute(op: str, primitive: str, a, b):
+    """Run one binary primitive; a backend failure becomes an error naming op, shapes and fix."""
+    a_data, b_data, dtype = binary_operands(op, a, b)
+    try:
+        return a._wrap(getattr(a.device.backend, primitive)(a_data, b_data))
+    except ValueError:
+        broadcast_shapes(a.shape, getattr(b, "shape", ()))  # raises the clear ShapeError when shapes clash
+        raise
+
+
+def _shape(x):
+    return x.shape if isinstance(x, TrackedTensor) else None
+
+
+class Add(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.a_shape, ctx.b_shape = a.shape, _shape(b)
+        return _compute("add", "add", a, b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return sum_to_shape(grad, ctx.a_shape), (sum_to_shape(grad, ctx.b_shape) if ctx.needs_input_grad[1] else None)
+
+
+class Sub(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.a_shape, ctx.b_shape = a.shape, _shape(b)
+        return _compute("sub", "sub", a, b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return sum_to_shape(grad, ctx.a_shape), (sum_to_shape(-grad, ctx.b_shape) if ctx.needs_input_grad[1] else None)
+
+
+class Mul(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b if isinstance(b, TrackedTensor) else None)
+        ctx.b_number = None if isinstance(b, TrackedTensor) else b
+        return _compute("mul", "mul", a, b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        if b is None:
+            return grad * ctx.b_number, None
+        grad_a = sum_to_shape(grad * b, a.shape) if ctx.needs_input_grad[0] else None
+        grad_b = sum_to_shape(grad * a, b.shape) if ctx.needs_input_grad[1] else None
+        return grad_a, grad_b
+
+
+class Div(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        if isinstance(b, TrackedTensor) and not (a.dtype.is_floating_point or b.dtype.is_floating_point):
+            a = a.float()  # true division of integers gives floats, as in PyTorch
+        elif not isinstance(b, TrackedTensor) and not a.dtype.is_floating_point:
+            a = a.float()
+        ctx.save_for_backward(a, b if isinstance(b, TrackedTensor) else None)
+        ctx.b_number = None if isinstance(b, TrackedTensor) else b
+        return _compute("div", "div", a, b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        if b is None:
+            return grad / ctx.b_number, None
+        grad_a = sum_to_shape(grad / b, a.shape) if ctx.needs_input_grad[0] else None
+        grad_b = sum_to_shape(-grad * a / (b * b), b.shape) if ctx.needs_input_grad[1] else None
+        return grad_a, grad_b
+
+
+class Neg(Function):
+    @staticmethod
+    def forward(ctx, a):
+        if a.dtype.name == "bool":
+            raise RuntimeError(
+                "neg: negation, the `-` operator, on a bool tensor is not supported. "
+                "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead."
+            )
+        return a._wrap(a.device.backend.neg(a.data))
+
+    @staticmethod
+    def backward(ctx, grad):
+        return -grad
+
+
+class Pow(Function):
+    """a ** b: d/da = b * a^(b-1); d/db = a^b * log(a)."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        if isinstance(b, TrackedTensor) or not isinstance(b, (int, float)):
+            out = _compute("pow", "pow", a, b)
+        else:
+            if isinstance(b, int) and b < 0 and not a.dtype.is_floating_point:
+                raise RuntimeError(
+                    f"pow: integers to negative integer powers are not allowed ({describe(a)} ** {b}); "
+                    "convert the base with .float() first"
+                )
+            out = _compute("pow", "pow", a, b)
+        ctx.save_for_backward(a, b if isinstance(b, TrackedTensor) else None, out)
+        ctx.b_number = None if isinstance(b, TrackedTensor) else b
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b, out = ctx.saved_tensors
+        if b is None:
+            exponent = ctx.b_number
+            if exponent == 0:
+                return grad * 0.0, None
+            return grad * exponent * a ** (exponent - 1), None
+        grad_a = sum_to_shape(grad * b * a ** (b - 1), a.shape) if ctx.needs_input_grad[0] else None
+        grad_b = None
+        if ctx.needs_input_grad[1]:
+            log_a = a.log().masked_fill((a == 0) & (b >= 0), 0.0)  # 0^b contributes no gradient to b
+            grad_b = sum_to_shape(grad * out * log_a, b.shape)
+        return grad_a, grad_b
+
+
+class RPow(Function):
+    """number ** tensor: d/db = number^b * log(number)."""
+
+    @staticmethod
+    def forward(ctx, b, number):
+        b_data = b.data if b.dtype.is_floating_point else b.float().data
+        out = b._wrap(b.device.backend.pow(number, b_data))
+        ctx.save_for_backward(out)
+        ctx.number = number
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        (out,) = ctx.saved_tensors
+        log_number = math.log(ctx.number) if ctx.number > 0 else (0.0 if ctx.number == 0 else float("nan"))
+        return grad * out * log_number, None
+
+
+def _no_grad_binary(op: str, primitive: str):
+    """Ops without a gradient (comparisons, floor division, remainder, logical ops)."""
+
+    class NoGradBinary(Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            return _compute(op, primitive, a, b)
+
+        @staticmethod
+        def backward(ctx, grad):
+            return None, None
+
+    NoGradBinary.__name__ = NoGradBinary.__qualname__ = "".join(p.capitalize() for p in op.split("_"))
+    NoGradBinary._node_type.__name__ = NoGradBinary.__name__ + "Backward"
+    return NoGradBinary
+
+
+Eq = _no_grad_binary("eq", "eq")
+Ne = _no_grad_binary("ne", "ne")
+Lt = _no_grad_binary("lt", "lt")
+Le = _no_grad_binary("le", "le")
+Gt = _no_grad_binary("gt", "gt")
+Ge = _no_grad_binary("ge", "ge")
+LogicalAnd = _no_grad_binary("logical_and", "logical_and")
+LogicalOr = _no_grad_binary("logical_or", "logical_or")
+LogicalXor = _no_grad_binary("logical_xor", "logical_xor")
+
+
+class FloorDivide(Function):
+    """a // b: piecewise constant, so its gradient is zero (PyTorch gives None: not differentiable)."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        return _compute("floor_divide", "floor_divide", a, b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return None, None
+
+
+class Remainder(Function):
+    """a % b (sign of b, like Python): d/da = 1, d/db = -floor(a / b)."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b if isinstance(b, TrackedTensor) else None)
+        ctx.a_shape = a.shape
+        return _compute("remainder", "remainder", a, b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        grad_b = sum_to_shape(-grad * (a / b).floor(), b.shape) if b is not None and ctx.needs_input_grad[1] else None
+        return sum_to_shape(grad, ctx.a_shape), grad_b
+
+
+def _bool_operands(op, a, b):
+    for x in (a, b):
+        if not isinstance(x, TrackedTensor) or x.dtype.name != "bool":
+            raise TypeError(f"{op}: logical operators need bool tensors, got {describe(x)}; "
+                            "compare first, e.g. (x > 0) & (y < 1)")
+
+
+def add(input, other, *, alpha=1):
+    """input + alpha * other, broadcasting."""
+    return Add.apply(input, other if alpha == 1 else other * alpha)
+
+
+def sub(input, other, *, alpha=1):
+    return Sub.apply(input, other if alpha == 1 else other * alpha)
+
+
+def mul(input, other):
+    return Mul.apply(input, other)
+
+
+def div(input, other, *, rounding_mode=None):
+    """True division; rounding_mode 'floor' or 'trunc' as in PyTorch."""
+    if rounding_mode is None:
+        return Div.apply(input, other)
+    if rounding_mode == "floor":
+        return FloorDivide.apply(input, other)
+    if rounding_mode == "trunc":
+        q = Div.apply(input, other)
+        q = q.sign() * q.abs().floor()
+        return q if input.dtype.is_floating_point else q.to(input.dtype)
+    raise ValueError(f"div: rounding_mode must be None, 'floor' or 'trunc', got {rounding_mode!r}")
+
+
+def pow(input, exponent):
+    if not isinstance(input, TrackedTensor):
+        return RPow.apply(exponent, input)
+    return Pow.apply(input, exponent)
+
+
+def neg(input):
+    return Neg.apply(input)
+
+
+class ArithmeticMethods:
+    """Tensor's arithmetic methods and operators (mixed into gradlab.Tensor)."""
+
+    __slots__ = ()
+
+    def add(self, other, *, alpha=1):
+        return add(self, other, alpha=alpha)
+
+    def sub(self, other, *, alpha=1):
+        return sub(self, other, alpha=alpha)
+
+    def mul(self, other):
+        return Mul.apply(self, other)
+
+    def div(self, other, *, rounding_mode=None):
+        return div(self, other, rounding_mode=rounding_mode)
+
+    def pow(self, exponent):
+        return Pow.apply(self, exponent)
+
+    def neg(self):
+        return Neg.apply(self)
+
+    def floor_divide(self, other):
+        return FloorDivide.apply(self, other)
+
+    def remainder(self, other):
+        return Remainder.apply(self, other)
+
+    def fmod(self, other):
+        return self - (self / other).trunc() * other
+
+    def eq(self, other):
+        return Eq.apply(self, other)
+
+    def ne(self, other):
+        return Ne.apply(self, other)
+
+    def lt(self, other):
+        return Lt.apply(self, other)
+
+    def le(self, other):
+        return Le.apply(self, other)
+
+    def gt(self, other):
+        return Gt.apply(self, other)
+
+    def ge(self, other):
+        return Ge.apply(self, other)
+
+    def logical_and(self, other):
+        return LogicalAnd.apply(self, other)
+
+    def logical_or(self, other):
+        return LogicalOr.apply(self, other)
+
+    def logical_xor(self, other):
+        return LogicalXor.apply(self, other)
+
+    subtract = sub
+    multiply = mul
+    divide = div
+    true_divide = div
+    greater = gt
+    greater_equal = ge
+    less = lt
+    less_equal = le
+    not_equal = ne
+
+    __add__ = add
+    __sub__ = sub
+    __mul__ = mul
+    __truediv__ = div
+    __pow__ = pow
+    __floordiv__ = floor_divide
+    __mod__ = remainder
+    __neg__ = neg
+    __eq__ = eq
+    __ne__ = ne
+    __lt__ = lt
+    __le__ = le
+    __gt__ = gt
+    __ge__ = ge
+
+    def __radd__(self, other):
+        return Add.apply(self, other)
+
+    def __rmul__(self, other):
+        return Mul.apply(self, other)
+
+    def __rsub__(self, other):
+        return Add.apply(Neg.apply(self), other)
+
+    def __rtruediv__(self, other):
+        return Mul.apply(self.reciprocal(), other) if self.dtype.is_floating_point else Div.apply(self.full_like(other), self)
+
+    def __rpow__(self, other):
+        return RPow.apply(self, other)
+
+    def __rfloordiv__(self, other):
+        return FloorDivide.apply(self.full_like(other), self)
+
+    def __rmod__(self, other):
+        return Remainder.apply(self.full_like(other), self)
+
+    def __pos__(self):
+        return self
+
+    def __and__(self, other):
+        _bool_operands("&", self, other)
+        return LogicalAnd.apply(self, other)
+
+    def __or__(self, other):
+        _bool_operands("|", self, other)
+        return LogicalOr.apply(self, other)
+
+    def __xor__(self, other):
+        _bool_operands("^", self, other)
+        return LogicalXor.apply(self, other)
+
+    def __invert__(self):
+        if self.dtype.name != "bool":
+            raise TypeError(f"~: logical not needs a bool tensor, got {describe(self)}; compare first, e.g. ~(x > 0)")
+        return self.logical_not()
+
+    __rand__ = __and__
+    __ror__ = __or__
+    __rxor__ = __xor__
+
+    __hash__ = object.__hash__

@@ -1,0 +1,7 @@
+"""(being written)"""
+
+
+class ShapeMethods:
+    """Tensor's shape methods (mixed into gradlab.Tensor)."""
+
+    __slots__ = ()

@@ -1,0 +1,128 @@
+"""Random numbers: ``manual_seed``, ``Generator`` and the random factories.
+
+Every draw comes from numpy's PCG64 on the host and is then moved to the device, so one seed
+gives the same numbers on every backend: a model initialised on 'cpu' and on 'cuda' starts equal.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import dtypes as dt
+from .backends.device import resolve_device
+from .creation import _finish, _size
+from .tensor import Tensor
+
+
+class Generator:
+    """A seeded source of random numbers (``torch.Generator``); pass it as ``generator=``."""
+
+    def __init__(self, device="cpu"):
+        self.device = resolve_device(device)
+        self._seed = 67280421310721
+        self._rng = np.random.default_rng(self._seed)
+
+    def manual_seed(self, seed: int) -> "Generator":
+        self._seed = int(seed)
+        self._rng = np.random.default_rng(self._seed)
+        return self
+
+    def seed(self) -> int:
+        self.manual_seed(int(np.random.SeedSequence().entropy % (2**63)))
+        return self._seed
+
+    def initial_seed(self) -> int:
+        return self._seed
+
+    def get_state(self):
+        return self._rng.bit_generator.state
+
+    def set_state(self, state) -> "Generator":
+        self._rng.bit_generator.state = state
+        return self
+
+
+default_generator = Generator()
+
+
+def manual_seed(seed: int) -> Generator:
+    """Seed the default generator: the same seed gives the same numbers, on every device."""
+    return default_generator.manual_seed(seed)
+
+
+def seed() -> int:
+    return default_generator.seed()
+
+
+def initial_seed() -> int:
+    return default_generator.initial_seed()
+
+
+def _rng(generator) -> np.random.Generator:
+    return (generator or default_generator)._rng
+
+
+def _float_dtype(op, dtype):
+    dtype = dt.as_dtype(dtype or dt.get_default_dtype())
+    if not dtype.is_floating_point:
+        raise RuntimeError(f"{op}: expected a floating-point dtype, got {dtype.name}")
+    return dtype
+
+
+def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
+    """Uniform random numbers in [0, 1)."""
+    device = resolve_device(device)
+    array = device.backend.random_uniform(_rng(generator), _size(size), 0.0, 1.0, _float_dtype("rand", dtype))
+    return _finish(array, device, requires_grad)
+
+
+def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
+    """Standard normal random numbers (mean 0, standard deviation 1)."""
+    device = resolve_device(device)
+    array = device.backend.random_normal(_rng(generator), _size(size), 0.0, 1.0, _float_dtype("randn", dtype))
+    return _finish(array, device, requires_grad)
+
+
+def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
+    """Random integers in [low, high): ``randint(10, (3,))`` or ``randint(2, 10, (3,))``."""
+    if size is None:
+        if high is None or isinstance(high, int):
+            raise TypeError("randint() missing the size argument, e.g. randint(0, 10, (3,))")
+        low, high, size = 0, low, high
+    elif high is None:
+        low, high = 0, low
+    if high <= low:
+        raise RuntimeError(f"randint: expected low < high, but got low={low}, high={high}")
+    device = resolve_device(device)
+    array = device.backend.random_integers(_rng(generator), low, high, _size((tuple(size),)), dt.as_dtype(dtype or dt.int64))
+    return _finish(array, device, requires_grad)
+
+
+def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
+    """Normal random numbers; ``mean``/``std`` may be tensors (elementwise) or numbers with a ``size``."""
+    if isinstance(mean, Tensor) or isinstance(std, Tensor):
+        ref = mean if isinstance(mean, Tensor) else std
+        shape = np.broadcast_shapes(getattr(mean, "shape", ()), getattr(std, "shape", ()))
+        noise = randn(*shape, generator=generator, dtype=ref.dtype, device=ref.device)
+        return (noise * std + mean).detach()
+    if size is None:
+        raise TypeError("normal: give a size when mean and std are numbers, e.g. normal(0.0, 1.0, (3,))")
+    if std < 0:
+        raise RuntimeError(f"normal: expected std >= 0.0, but found std {std}")
+    device = resolve_device(device)
+    array = device.backend.random_normal(_rng(generator), _size((tuple(size),)), mean, std, _float_dtype("normal", dtype))
+    return _finish(array, device, requires_grad)
+
+
+def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):
+    """A random permutation of 0 .. n-1."""
+    device = resolve_device(device)
+    return _finish(device.backend.random_permutation(_rng(generator), n, dt.as_dtype(dtype or dt.int64)), device, requires_grad)
+
+
+def rand_like(input, *, generator=None, dtype=None, device=None):
+    return rand(*input.shape, generator=generator, dtype=dtype or input.dtype, device=device or input.device)
+
+
+def randn_like(input, *, generator=None, dtype=None, device=None):
+    return randn(*input.shape, generator=generator, dtype=dtype or input.dtype, device=device or input.device)

@@ -1,0 +1,538 @@
+"""``Tensor``: one backend array plus the autograd fields, with PyTorch's methods.
+
+The class is assembled from small parts: ``TrackedTensor`` (gradient, history, version) from
+autograd, and one mixin of methods per file in ``gradlab.ops``. What lives here is what belongs
+to the tensor itself: making tensors, reading them back, copies and casts, backward and hooks,
+and the rule for in-place operations.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+
+from . import dtypes as dt
+from .autograd.engine import backward_steps
+from .autograd.function import TrackedTensor
+from .autograd.grad_mode import grad_state
+from .backends.device import Device, resolve_device
+from .ops._common import describe, shape_str
+from .ops.arithmetic import ArithmeticMethods
+from .ops.conversion import Cast, Clone, ToDevice
+from .ops.elementwise import ElementwiseMethods
+from .ops.indexing import IndexingMethods
+from .ops.linalg import LinalgMethods
+from .ops.reductions import ReductionMethods
+from .ops.shape import ShapeMethods
+from .printing import format_tensor
+
+_new = object.__new__
+
+
+class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ReductionMethods, ShapeMethods,
+             IndexingMethods, LinalgMethods):
+    """A multi-dimensional array that can remember how it was computed.
+
+    ``data`` is the backend's array (a numpy ndarray on 'cpu'); ``device`` says which backend.
+    Set ``requires_grad=True`` on the tensors you want gradients for; every operation on them
+    is recorded, and ``backward()`` fills their ``.grad``.
+    """
+
+    __slots__ = ("data", "device")
+
+    def __init__(self, data=None, dtype=None, device=None, requires_grad=False):
+        source = as_backend_array(data if data is not None else [], dtype, device, "Tensor")
+        _init(self, source[0], source[1])
+        if requires_grad:
+            self.requires_grad_(True)
+
+    # --- making tensors inside the library -------------------------------------------------------
+
+    def _wrap(self, array, device=None) -> "Tensor":
+        """A new tensor holding ``array`` on this tensor's device (ops make their outputs this way)."""
+        t = _new(Tensor)
+        t.data = array
+        t.device = device or self.device
+        t.requires_grad = False
+        t.grad = None
+        t.grad_fn = None
+        t._output_nr = 0
+        t._version = [0]
+        return t
+
+    def _view_of(self, array) -> "Tensor":
+        """A new tensor that shares this one's memory: it shares the version counter too."""
+        t = self._wrap(array)
+        t._version = self._version
+        t._base = getattr(self, "_base", None) or self
+        return t
+
+    # --- what a tensor is ------------------------------------------------------------------------
+
+    @property
+    def shape(self) -> tuple:
+        return self.data.shape
+
+    @property
+    def dtype(self) -> dt.DType:
+        return self.device.backend.dtype_of(self.data)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.data.shape)
+
+    def dim(self) -> int:
+        return len(self.data.shape)
+
+    def size(self, dim=None):
+        if dim is None:
+            return self.data.shape
+        from .ops._common import normalize_dim
+
+        return self.data.shape[normalize_dim("size", dim, self.ndim)]
+
+    def numel(self) -> int:
+        n = 1
+        for s in self.data.shape:
+            n *= s
+        return n
+
+    nelement = numel
+
+    def element_size(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel() * self.dtype.itemsize
+
+    def is_floating_point(self) -> bool:
+        return self.dtype.is_floating_point
+
+    def is_contiguous(self) -> bool:
+        return bool(self.device.backend.is_contiguous(self.data))
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.device.type == "cuda"
+
+    @property
+    def retains_grad(self) -> bool:
+        return bool(getattr(self, "_retains_grad", False))
+
+    def stride(self, dim=None):
+        strides = tuple(s // self.dtype.itemsize for s in getattr(self.data, "strides", ()))
+        return strides if dim is None else strides[dim]
+
+    # --- reading values back ---------------------------------------------------------------------
+
+    def numpy(self) -> np.ndarray:
+        """The values as a numpy array (the same memory on 'cpu'), like ``torch.Tensor.numpy``."""
+        if self.requires_grad:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
+        self.device.backend.synchronize()
+        return self.device.backend.to_numpy(self.data)
+
+    def item(self):
+        """The single value of a one-element tensor as a Python number."""
+        if self.numel() != 1:
+            raise RuntimeError(
+                f"item: a Tensor with {self.numel()} elements cannot be converted to a Python number; "
+                f"only one-element tensors can (this one has shape {shape_str(self.shape)}). Index or reduce it first."
+            )
+        return self.device.backend.to_numpy(self.data).reshape(()).item()
+
+    def tolist(self):
+        return self.device.backend.to_numpy(self.data).tolist()
+
+    def __array__(self, dtype=None, copy=None):
+        array = self.detach().numpy()
+        return array if dtype is None else array.astype(dtype)
+
+    def __repr__(self) -> str:
+        return format_tensor(self)
+
+    def __len__(self) -> int:
+        if not self.data.shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self.data.shape[0]
+
+    def __iter__(self):
+        if not self.data.shape:
+            raise TypeError("iteration over a 0-d tensor")
+        return iter(self.unbind(0))
+
+    def __bool__(self) -> bool:
+        if self.numel() != 1:
+            raise RuntimeError(
+                f"Boolean value of Tensor with more than one value is ambiguous (shape {shape_str(self.shape)}); "
+                "use .any() or .all()"
+            )
+        return bool(self.item())
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if self.dtype.is_floating_point or self.numel() != 1:
+            raise TypeError(f"only integer tensors of a single element can be converted to an index, got {describe(self)}")
+        return int(self.item())
+
+    def __format__(self, spec):
+        return format(self.item(), spec) if self.numel() == 1 and spec else repr(self)
+
+    def __reduce__(self):
+        return (_rebuild, (self.device.backend.to_numpy(self.data), self.dtype.name, str(self.device), self.requires_grad))
+
+    def __deepcopy__(self, memo):
+        if not self.is_leaf:
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support the deepcopy protocol")
+        copy = type(self)._from_array(self.device.backend.copy(self.data), self.device)
+        copy.requires_grad = self.requires_grad
+        if self.grad is not None:
+            copy.grad = self.grad.__deepcopy__(memo)
+        memo[id(self)] = copy
+        return copy
+
+    @classmethod
+    def _from_array(cls, array, device) -> "Tensor":
+        t = _new(cls)
+        _init(t, array, device)
+        return t
+
+    # --- copies, casts and devices ---------------------------------------------------------------
+
+    def detach(self) -> "Tensor":
+        """The same data, cut out of the graph: no grad_fn, requires_grad False."""
+        return self._view_of(self.data)
+
+    def detach_(self) -> "Tensor":
+        self.grad_fn = None
+        self.requires_grad = False
+        return self
+
+    def clone(self, *, memory_format=None) -> "Tensor":
+        return Clone.apply(self)
+
+    def contiguous(self, memory_format=None) -> "Tensor":
+        return self if self.is_contiguous() else Clone.apply(self)
+
+    def to(self, *args, dtype=None, device=None, copy=False, non_blocking=False) -> "Tensor":
+        """``to(dtype)``, ``to(device)``, ``to(device, dtype)`` or ``to(other_tensor)``, as in PyTorch."""
+        for arg in args:
+            if isinstance(arg, Tensor):
+                dtype, device = arg.dtype, arg.device
+            elif isinstance(arg, (str, Device)):
+                device = arg
+            elif arg is not None:
+                dtype = arg
+        out = self
+        if device is not None:
+            device = resolve_device(device)
+            if device is not self.device:
+                out = ToDevice.apply(out, device)
+        if dtype is not None:
+            dtype = dt.as_dtype(dtype)
+            if dtype is not out.dtype:
+                out = Cast.apply(out, dtype)
+        if copy and out is self:
+            out = Clone.apply(self)
+        return out
+
+    def type(self, dtype=None):
+        if dtype is None:
+            return f"gradlab.{self.dtype.name}"
+        return self.to(dtype)
+
+    def type_as(self, other) -> "Tensor":
+        return self.to(other.dtype)
+
+    def cpu(self) -> "Tensor":
+        return self.to("cpu")
+
+    def cuda(self, device=None) -> "Tensor":
+        return self.to(device or "cuda")
+
+    def float(self) -> "Tensor":
+        return self.to(dt.float32)
+
+    def double(self) -> "Tensor":
+        return self.to(dt.float64)
+
+    def half(self) -> "Tensor":
+        return self.to(dt.float16)
+
+    def long(self) -> "Tensor":
+        return self.to(dt.int64)
+
+    def int(self) -> "Tensor":
+        return self.to(dt.int32)
+
+    def bool(self) -> "Tensor":
+        return self.to(dt.bool_)
+
+    # --- new tensors like this one ---------------------------------------------------------------
+
+    def new_tensor(self, data, dtype=None, device=None, requires_grad=False) -> "Tensor":
+        return Tensor(data, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+
+    def new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False) -> "Tensor":
+        device = resolve_device(device) if device is not None else self.device
+        array = device.backend.full(_shape_arg(size), fill_value, dt.as_dtype(dtype) if dtype else self.dtype)
+        out = Tensor._from_array(array, device)
+        return out.requires_grad_(True) if requires_grad else out
+
+    def new_zeros(self, size, dtype=None, device=None, requires_grad=False) -> "Tensor":
+        return self.new_full(size, 0, dtype, device, requires_grad)
+
+    def new_ones(self, size, dtype=None, device=None, requires_grad=False) -> "Tensor":
+        return self.new_full(size, 1, dtype, device, requires_grad)
+
+    def new_empty(self, size, dtype=None, device=None, requires_grad=False) -> "Tensor":
+        return self.new_full(size, 0, dtype, device, requires_grad)
+
+    def full_like(self, fill_value) -> "Tensor":
+        return self.new_full(self.shape, fill_value)
+
+    # --- autograd --------------------------------------------------------------------------------
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        """Ask (or stop asking) for this leaf's gradient; only floating-point tensors can have one."""
+        if requires_grad and not self.dtype.is_floating_point:
+            raise RuntimeError(
+                f"only Tensors of floating point dtype can require gradients, but this is a {describe(self)}; "
+                "convert it first, e.g. x = x.float().requires_grad_()"
+            )
+        if not requires_grad and self.grad_fn is not None:
+            raise RuntimeError(
+                "you can only change requires_grad flags of leaf variables. If you want to use a computed "
+                "variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach()."
+            )
+        self.requires_grad = bool(requires_grad)
+        return self
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None) -> None:
+        """Compute the gradient of this tensor with respect to every leaf that requires grad.
+
+        It runs ``autograd.backward_steps`` to the end; the lab steps through the same generator.
+        """
+        for _ in backward_steps(self, gradient, retain_graph, create_graph, inputs):
+            pass
+
+    def register_hook(self, hook):
+        """Call ``hook(grad)`` when this tensor's gradient is computed; a returned tensor replaces it."""
+        if not self.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self.grad_fn is None:
+            if getattr(self, "_hooks", None) is None:
+                self._hooks = []
+            hooks = self._hooks
+        else:
+            node = self.grad_fn
+            if node._tensor_hooks is None:
+                node._tensor_hooks = {}
+            hooks = node._tensor_hooks.setdefault(self._output_nr, [])
+        return _TensorHookHandle(hooks, hook)
+
+    def retain_grad(self) -> None:
+        """Keep ``.grad`` for this non-leaf tensor too (leaves keep theirs anyway)."""
+        if not self.requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self.grad_fn is None or getattr(self, "_retains_grad", False):
+            return
+        self._retains_grad = True
+        me = weakref.ref(self)
+
+        def keep(grad):
+            t = me()
+            if t is not None:
+                t.grad = grad.detach().clone() if t.grad is None else t.grad + grad.detach()
+
+        self.register_hook(keep)
+
+    # --- in-place operations ---------------------------------------------------------------------
+
+    def _inplace(self, op: str, compute, *args) -> "Tensor":
+        """Do ``compute(self, *args)`` out of place, then write the result into this tensor's memory.
+
+        When the graph is being recorded the tensor takes the result's grad_fn, and a copy of its
+        old value stands in for it, so the graph stays correct. The version counter goes up, which
+        is how backward notices that a saved tensor was changed afterwards.
+        """
+        recording = grad_state.enabled and (
+            self.requires_grad or any(isinstance(a, TrackedTensor) and a.requires_grad for a in args)
+        )
+        if recording:
+            if self.requires_grad and self.grad_fn is None:
+                raise RuntimeError(
+                    f"{op}: a leaf Variable that requires grad is being used in an in-place operation. "
+                    f"Do the update inside `with gradlab.no_grad():` (as optimizers do), or use the out-of-place form."
+                )
+            base = getattr(self, "_base", None)
+            if base is not None and base.requires_grad:
+                raise RuntimeError(
+                    f"{op}: in-place change of a view of a tensor that requires grad is not supported by gradlab; "
+                    "make the change on the tensor itself, or .clone() the view first"
+                )
+            before = self._wrap(self.device.backend.copy(self.data))
+            before.requires_grad, before.grad_fn, before._output_nr = self.requires_grad, self.grad_fn, self._output_nr
+            result = compute(before, *args)
+        else:
+            result = compute(self, *args)
+        self._write(op, result)
+        if recording:
+            self.grad_fn, self._output_nr, self.requires_grad = result.grad_fn, result._output_nr, result.requires_grad
+        return self
+
+    def _write(self, op: str, result) -> None:
+        """Copy result's values into this tensor's memory (same shape, a dtype it can hold)."""
+        if tuple(result.shape) != tuple(self.shape):
+            raise RuntimeError(
+                f"{op}: output with shape {shape_str(self.shape)} doesn't match the broadcast shape "
+                f"{shape_str(result.shape)}; an in-place operation cannot change the shape of its tensor"
+            )
+        if result.dtype is not self.dtype:
+            if result.dtype.category > self.dtype.category:
+                raise RuntimeError(
+                    f"{op}: result type {result.dtype.name} can't be cast to the desired output type "
+                    f"{self.dtype.name}; use the out-of-place form, or convert the tensor first"
+                )
+            result = result.to(self.dtype)
+        try:
+            self.device.backend.setitem(self.data, Ellipsis, result.data)
+        except ValueError as error:
+            raise RuntimeError(
+                f"{op}: unsupported operation: this tensor is a broadcast (expanded) view, so more than one "
+                "element refers to a single memory location. Please clone() the tensor before the in-place operation."
+            ) from error
+        self._version[0] += 1
+
+    def add_(self, other, *, alpha=1):
+        return self._inplace("add_", lambda x, o: x.add(o, alpha=alpha), other)
+
+    def sub_(self, other, *, alpha=1):
+        return self._inplace("sub_", lambda x, o: x.sub(o, alpha=alpha), other)
+
+    def mul_(self, other):
+        return self._inplace("mul_", Tensor.mul, other)
+
+    def div_(self, other, *, rounding_mode=None):
+        return self._inplace("div_", lambda x, o: x.div(o, rounding_mode=rounding_mode), other)
+
+    def pow_(self, exponent):
+        return self._inplace("pow_", Tensor.pow, exponent)
+
+    def neg_(self):
+        return self._inplace("neg_", Tensor.neg)
+
+    def copy_(self, src, non_blocking=False):
+        if not isinstance(src, Tensor):
+            src = self.new_tensor(src)
+        return self._inplace("copy_", lambda x, s: s.to(x.device, x.dtype).expand(x.shape), src)
+
+    def fill_(self, value):
+        return self._inplace("fill_", lambda x, v: x.new_full(x.shape, v.item() if isinstance(v, Tensor) else v), value)
+
+    def zero_(self):
+        return self.fill_(0)
+
+    def __iadd__(self, other):
+        return self.add_(other)
+
+    def __isub__(self, other):
+        return self.sub_(other)
+
+    def __imul__(self, other):
+        return self.mul_(other)
+
+    def __itruediv__(self, other):
+        return self.div_(other)
+
+    def __ipow__(self, other):
+        return self.pow_(other)
+
+    __hash__ = object.__hash__
+
+
+class _TensorHookHandle:
+    def __init__(self, hooks: list, hook):
+        self._hooks, self._hook = hooks, hook
+        hooks.append(hook)
+
+    def remove(self) -> None:
+        for i, h in enumerate(self._hooks):
+            if h is self._hook:
+                del self._hooks[i]
+                return
+
+
+def _init(t, array, device) -> None:
+    t.data = array
+    t.device = device
+    t.requires_grad = False
+    t.grad = None
+    t.grad_fn = None
+    t._output_nr = 0
+    t._version = [0]
+
+
+def _shape_arg(size) -> tuple:
+    if isinstance(size, int):
+        return (size,)
+    return tuple(int(n) for n in size)
+
+
+def _rebuild(array, dtype_name, device, requires_grad):
+    t = Tensor(array, dtype=dt.as_dtype(dtype_name), device=device)
+    return t.requires_grad_(True) if requires_grad else t
+
+
+def _infer_dtype(data) -> dt.DType:
+    """PyTorch's rule for Python data: bools stay bool, ints become int64, floats the default dtype."""
+    if isinstance(data, np.ndarray) or isinstance(data, np.generic):
+        if data.dtype.kind == "f":
+            return dt.as_dtype(data.dtype.name) if data.dtype.name in ("float16", "float32", "float64") else dt.float64
+        if data.dtype.kind in "iu":
+            return dt.int32 if data.dtype == np.int32 else dt.int64
+        if data.dtype.kind == "b":
+            return dt.bool_
+        raise TypeError(f"can't convert a numpy array of dtype {data.dtype} to a gradlab tensor; "
+                        "supported: bool, int32, int64, float16, float32, float64")
+    probe = np.asarray(data)
+    if probe.dtype.kind == "b":
+        return dt.bool_
+    if probe.dtype.kind in "iu":
+        return dt.int64
+    if probe.dtype.kind == "f":
+        return dt.get_default_dtype()
+    raise TypeError(
+        f"can't build a tensor from {type(data).__name__} data (numpy reads it as dtype {probe.dtype}); "
+        "expected numbers, nested lists of numbers, a numpy array or a tensor"
+    )
+
+
+def as_backend_array(data, dtype, device, op: str):
+    """(backend array, Device) for any data a factory accepts: numbers, nested lists, numpy arrays, tensors."""
+    device = resolve_device(device) if device is not None else None
+    if isinstance(data, Tensor):
+        device = device or data.device
+        dtype = dt.as_dtype(dtype) if dtype is not None else data.dtype
+        data = data.detach().device.backend.to_numpy(data.data)
+    else:
+        device = device or resolve_device(None)
+        try:
+            dtype = dt.as_dtype(dtype) if dtype is not None else _infer_dtype(data)
+        except ValueError as error:
+            raise ValueError(f"{op}: the nested sequences have uneven lengths, so they do not form a tensor ({error})") from None
+    try:
+        return device.backend.asarray(data, dtype), device
+    except (ValueError, TypeError) as error:
+        raise type(error)(f"{op}: could not convert the data to a {dtype.name} tensor: {error}") from None
