@@ -1,0 +1,52 @@
+"""Shared test helpers: float64 inputs, comparisons with numpy and (when installed) PyTorch."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gradlab as gl
+
+try:
+    import torch
+except ImportError:  # the tests that need it skip, and say why
+    torch = None
+
+requires_torch = pytest.mark.skipif(torch is None, reason="PyTorch is not installed (pip install torch==2.13.0)")
+
+
+def randn(*shape, seed=0, dtype=np.float64):
+    """A reproducible standard-normal numpy array."""
+    return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+
+
+def leaf(array, requires_grad=True, dtype=None):
+    """A gradlab leaf tensor holding a copy of ``array`` (float64 unless dtype says otherwise)."""
+    array = np.asarray(array)
+    if dtype is None and array.dtype.kind == "f":
+        dtype = gl.float64
+    return gl.tensor(array, dtype=dtype, requires_grad=requires_grad)
+
+
+def noncontiguous_leaf(array, requires_grad=True):
+    """A float64 leaf whose data is laid out column-major: same values, non-contiguous strides."""
+    array = np.asfortranarray(np.asarray(array, dtype=np.float64))
+    t = gl.from_numpy(array.copy(order="F"))
+    assert array.ndim < 2 or not t.is_contiguous()
+    return t.requires_grad_(requires_grad)
+
+
+def assert_close(actual, expected, rtol=1e-6, atol=1e-8):
+    """Compare a gradlab tensor (or anything array-like) with expected values and shape."""
+    if isinstance(actual, gl.Tensor):
+        actual = actual.detach().numpy()
+    if torch is not None and isinstance(expected, torch.Tensor):
+        expected = expected.detach().numpy()
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    assert actual.shape == expected.shape, f"shape {actual.shape} != expected {expected.shape}"
+    np.testing.assert_allclose(actual, expected, rtol=rtol, atol=atol)
+
+
+def to_torch(array, requires_grad=False):
+    t = torch.tensor(np.asarray(array))
+    return t.requires_grad_(requires_grad) if requires_grad else t
