@@ -20,6 +20,7 @@ from .scalar import Scalar
 from .tensor import Tensor
 
 from .autograd import functional as _functional, gradcheck as _gradcheck  # noqa: E402  (built on Tensor)
+from . import linalg  # noqa: E402  (gradlab.linalg.norm, ... as torch.linalg)
 
 autograd.functional = _functional
 autograd.gradcheck = _gradcheck.gradcheck

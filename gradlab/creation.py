@@ -1,7 +1,7 @@
 """Factories: tensors from data, constant tensors, ranges and identity matrices.
 
 They take PyTorch's arguments (``dtype``, ``device``, ``requires_grad``) and give PyTorch's default
-dtypes: Python floats make the default float dtype (float32), Python ints make int64.
+dtypes: Python floats make the default float dtype (float32), Python ints make int64, bools bool.
 """
 
 from __future__ import annotations
@@ -14,38 +14,54 @@ from . import dtypes as dt
 from .backends.device import resolve_device
 from .tensor import Tensor, as_backend_array
 
+_NUMPY_DTYPES = {np.dtype(name) for name in ("bool", "int32", "int64", "float16", "float32", "float64")}
 
-def _finish(array, device, requires_grad: bool) -> Tensor:
+
+def _finish(array, device, requires_grad: bool, op: str) -> Tensor:
+    """Wrap a fresh backend array as a leaf tensor; only floating-point leaves may require grad."""
     t = Tensor._from_array(array, device)
-    return t.requires_grad_(True) if requires_grad else t
+    if requires_grad:
+        if not t.dtype.is_floating_point:
+            raise RuntimeError(
+                f"{op}: only Tensors of floating point dtype can require gradients, but this one is {t.dtype.name}; "
+                "pass a float dtype (dtype=gradlab.float32) or drop requires_grad=True"
+            )
+        t.requires_grad = True
+    return t
 
 
-def _size(size) -> tuple:
+def _size(op: str, size: tuple) -> tuple:
     """Sizes may come as zeros(2, 3), zeros((2, 3)) or zeros([2, 3])."""
-    if len(size) == 1 and not isinstance(size[0], int):
-        size = tuple(size[0])
+    if len(size) == 1 and not isinstance(size[0], (int, np.integer)):
+        try:
+            size = tuple(size[0])
+        except TypeError:
+            raise TypeError(f"{op}: size must be integers or a tuple/list of integers, got {size[0]!r}") from None
     for n in size:
         if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
-            raise TypeError(f"sizes must be integers, got {size!r}")
+            raise TypeError(f"{op}: size must be integers or a tuple/list of integers, got {size!r}")
         if n < 0:
-            raise RuntimeError(f"Trying to create tensor with negative dimension {n}: {list(size)}")
+            raise RuntimeError(f"{op}: Trying to create tensor with negative dimension {n}: {list(size)}")
     return tuple(int(n) for n in size)
+
+
+def _float_default(dtype) -> dt.DType:
+    return dt.as_dtype(dtype) if dtype is not None else dt.get_default_dtype()
+
+
+# --- tensors from data -------------------------------------------------------------------------
 
 
 def tensor(data, dtype=None, device=None, requires_grad=False) -> Tensor:
     """A new tensor holding a copy of ``data`` (numbers, nested lists, a numpy array or a tensor)."""
-    array, device = as_backend_array(data, dtype, device, "tensor")
-    if isinstance(data, (np.ndarray, Tensor)) and device.type == "cpu":
-        array = array.copy() if np.shares_memory(array, np.asarray(data)) else array
-    return _finish(array, device, requires_grad)
+    array, device = as_backend_array(data, dtype, device, "tensor", copy=True)
+    return _finish(array, device, requires_grad, "tensor")
 
 
 def as_tensor(data, dtype=None, device=None) -> Tensor:
     """Like ``tensor`` but shares memory with a numpy array or tensor when dtype and device allow."""
-    if isinstance(data, Tensor) and (dtype is None or dt.as_dtype(dtype) is data.dtype) and (
-        device is None or resolve_device(device) is data.device
-    ):
-        return data
+    if isinstance(data, Tensor):
+        return data.to(device=device, dtype=dtype)
     array, device = as_backend_array(data, dtype, device, "as_tensor")
     return Tensor._from_array(array, device)
 
@@ -54,85 +70,116 @@ def from_numpy(array: np.ndarray) -> Tensor:
     """A CPU tensor that shares memory with a numpy array: changes to one show in the other."""
     if not isinstance(array, np.ndarray):
         raise TypeError(f"from_numpy: expected np.ndarray (got {type(array).__name__})")
-    if array.dtype.kind == "f" and array.dtype.name not in ("float16", "float32", "float64") or array.dtype.kind not in "fiub":
-        raise TypeError(f"from_numpy: can't convert np.ndarray of type {array.dtype}; supported: bool, int32, int64, float16, float32, float64")
-    if array.dtype.kind in "iu" and array.dtype.name not in ("int32", "int64"):
-        raise TypeError(f"from_numpy: numpy {array.dtype} has no gradlab dtype; convert it first, e.g. array.astype(np.int64)")
+    if array.dtype not in _NUMPY_DTYPES:
+        raise TypeError(
+            f"from_numpy: can't convert np.ndarray of type {array.dtype}. The only supported types are: "
+            "float64, float32, float16, int64, int32 and bool; convert it first, e.g. array.astype(np.float32)"
+        )
     return Tensor._from_array(array, resolve_device("cpu"))
 
 
+# --- constant tensors --------------------------------------------------------------------------
+
+
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False) -> Tensor:
-    if dtype is None:
-        dtype = dt.scalar_dtype(fill_value.item() if isinstance(fill_value, Tensor) else fill_value)
+    """A tensor filled with one value; its dtype follows the value (bool, int64 or the default float)."""
+    if isinstance(fill_value, Tensor):
+        fill_value = fill_value.item()
+    dtype = dt.as_dtype(dtype) if dtype is not None else dt.scalar_dtype(fill_value)
     device = resolve_device(device)
-    return _finish(device.backend.full(_size((size,) if isinstance(size, int) else (tuple(size),)), fill_value, dt.as_dtype(dtype)), device, requires_grad)
+    array = device.backend.full(_size("full", (size,)), fill_value, dtype)
+    return _finish(array, device, requires_grad, "full")
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
     device = resolve_device(device)
-    return _finish(device.backend.zeros(_size(size), dt.as_dtype(dtype or dt.get_default_dtype())), device, requires_grad)
+    return _finish(device.backend.zeros(_size("zeros", size), _float_default(dtype)), device, requires_grad, "zeros")
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
     device = resolve_device(device)
-    return _finish(device.backend.ones(_size(size), dt.as_dtype(dtype or dt.get_default_dtype())), device, requires_grad)
+    return _finish(device.backend.ones(_size("ones", size), _float_default(dtype)), device, requires_grad, "ones")
 
 
 def empty(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """A tensor whose values are whatever was in memory: fill it before reading it."""
     device = resolve_device(device)
-    return _finish(device.backend.empty(_size(size), dt.as_dtype(dtype or dt.get_default_dtype())), device, requires_grad)
+    return _finish(device.backend.empty(_size("empty", size), _float_default(dtype)), device, requires_grad, "empty")
 
 
-def _like(fill, input, dtype, device, requires_grad):
+def _like(op, fill, input, dtype, device, requires_grad):
+    """A tensor of input's shape, dtype and device (each overridable), filled with ``fill`` (None: uninitialised)."""
     device = resolve_device(device) if device is not None else input.device
     dtype = dt.as_dtype(dtype) if dtype is not None else input.dtype
-    return _finish(device.backend.full(input.shape, fill, dtype), device, requires_grad)
+    backend = device.backend
+    array = backend.empty(input.shape, dtype) if fill is None else backend.full(input.shape, fill, dtype)
+    return _finish(array, device, requires_grad, op)
 
 
 def zeros_like(input, *, dtype=None, device=None, requires_grad=False) -> Tensor:
-    return _like(0, input, dtype, device, requires_grad)
+    return _like("zeros_like", 0, input, dtype, device, requires_grad)
 
 
 def ones_like(input, *, dtype=None, device=None, requires_grad=False) -> Tensor:
-    return _like(1, input, dtype, device, requires_grad)
+    return _like("ones_like", 1, input, dtype, device, requires_grad)
 
 
 def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False) -> Tensor:
-    return _like(fill_value, input, dtype, device, requires_grad)
+    return _like("full_like", fill_value, input, dtype, device, requires_grad)
 
 
 def empty_like(input, *, dtype=None, device=None, requires_grad=False) -> Tensor:
-    return _like(0, input, dtype, device, requires_grad)
+    return _like("empty_like", None, input, dtype, device, requires_grad)
+
+
+# --- ranges ------------------------------------------------------------------------------------
 
 
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """Values from start up to (not including) end; int64 unless an argument is a float."""
+    """Values from start up to (not including) end; int64 unless an argument is a float.
+
+    There are ceil((end - start) / step) values, start + i * step, so a negative step counts down.
+    """
     if end is None:
         start, end = 0, start
+    start, end, step = (v.item() if isinstance(v, Tensor) else v for v in (start, end, step))
     if step == 0:
         raise RuntimeError("arange: step must be nonzero")
     if (end - start) * step < 0:
-        raise RuntimeError(f"arange: upper bound and larger bound inconsistent with step sign (start={start}, end={end}, step={step})")
+        raise RuntimeError(
+            f"arange: upper bound and larger bound inconsistent with step sign: start={start}, end={end}, "
+            f"step={step} never reaches end; flip the sign of step"
+        )
+    integral = all(isinstance(v, (int, np.integer)) for v in (start, end, step))
     if dtype is None:
-        dtype = dt.get_default_dtype() if any(isinstance(v, float) for v in (start, end, step)) else dt.int64
+        dtype = dt.int64 if integral else dt.get_default_dtype()
     dtype = dt.as_dtype(dtype)
     device = resolve_device(device)
-    count = max(0, math.ceil((end - start) / step))
-    array = device.backend.asarray(np.arange(count, dtype=np.float64) * step + start, dtype)
-    return _finish(array, device, requires_grad)
+    if integral:  # exact, even beyond 2**53
+        array = device.backend.arange(start, end, step, dtype)
+    else:
+        count = max(0, math.ceil((end - start) / step))
+        array = device.backend.asarray(np.arange(count, dtype=np.float64) * step + start, dtype)
+    return _finish(array, device, requires_grad, "arange")
 
 
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False) -> Tensor:
     """``steps`` evenly spaced values from start to end, both included."""
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)):
+        raise TypeError(f"linspace: steps must be an integer, got {steps!r}")
     if steps < 0:
         raise RuntimeError(f"linspace: number of steps must be non-negative, got {steps}")
     device = resolve_device(device)
-    array = device.backend.asarray(np.linspace(start, end, steps), dt.as_dtype(dtype or dt.get_default_dtype()))
-    return _finish(array, device, requires_grad)
+    array = device.backend.asarray(np.linspace(start, end, steps), _float_default(dtype))
+    return _finish(array, device, requires_grad, "linspace")
 
 
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """The n×m identity matrix (ones on the diagonal)."""
+    """The n×m identity matrix (ones on the diagonal); square when m is not given."""
+    m = n if m is None else m
+    for name, value in (("n", n), ("m", m)):
+        if value < 0:
+            raise RuntimeError(f"eye: {name} must be greater or equal to 0, got {value}")
     device = resolve_device(device)
-    array = device.backend.asarray(np.eye(n, m), dt.as_dtype(dtype or dt.get_default_dtype()))
-    return _finish(array, device, requires_grad)
+    array = device.backend.asarray(np.eye(n, m), _float_default(dtype))
+    return _finish(array, device, requires_grad, "eye")

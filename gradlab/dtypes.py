@@ -7,6 +7,10 @@ category, and a 0-d tensor only decides the result when it is of a higher catego
 
 from __future__ import annotations
 
+import numbers
+
+import numpy as np
+
 
 class DType:
     """One element type: its PyTorch name, its size in bytes and its category."""
@@ -70,11 +74,14 @@ def set_default_dtype(dtype: DType) -> None:
 
 
 def as_dtype(dtype) -> DType:
-    """Accept a DType, its name ('float32'), a Python type (float, int, bool) or a numpy dtype."""
+    """Accept a DType, its name ('float32'), a Python type (float, int, bool) or a numpy dtype.
+
+    As in PyTorch, the Python types name the widest dtype of their kind: float is float64.
+    """
     if isinstance(dtype, DType):
         return dtype
     if dtype is float:
-        return get_default_dtype()
+        return float64
     if dtype is int:
         return int64
     if dtype is bool:
@@ -89,10 +96,10 @@ def as_dtype(dtype) -> DType:
 
 
 def scalar_dtype(value) -> DType:
-    """The category a Python number belongs to, at its default width."""
-    if isinstance(value, bool):
+    """The category a Python (or numpy) number belongs to, at its default width."""
+    if isinstance(value, (bool, np.bool_)):
         return bool_
-    if isinstance(value, int):
+    if isinstance(value, numbers.Integral):
         return int64
     return get_default_dtype()
 

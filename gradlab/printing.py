@@ -1,44 +1,130 @@
-"""How a tensor prints: like PyTorch, ``tensor([1.0000, 2.5000], requires_grad=True)``."""
+"""How a tensor prints: PyTorch's layout, ``tensor([ 5., 12., 21.], requires_grad=True)``.
+
+One number format is chosen for the whole tensor, so that every entry has the same width and the
+columns line up (shorter entries are padded with spaces on the left):
+
+- bools and integers print as Python prints them;
+- floats whose nonzero finite values are all whole numbers print as ``12.``;
+- other floats print with 4 decimals, ``0.2500``;
+- scientific notation, ``1.0000e+10``, takes over when the largest magnitude is over 1000 times the
+  smallest, or over 1e8, or (for non-whole values) the smallest is under 1e-4.
+
+Zeros, infinities and NaNs take no part in the choice. A tensor of more than 1000 elements shows
+only 3 entries at each end of every dimension, with ``...`` between; the format is then chosen
+from the entries shown. Rows wrap at 80 characters. The values are followed by the fields that
+differ from the defaults: device, dtype (not for the default float dtype, int64 or bool), and the
+grad_fn or ``requires_grad=True``.
+"""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from .dtypes import get_default_dtype, int64
+from .backends.device import default_device
+from .dtypes import bool_, get_default_dtype, int64
+
+THRESHOLD = 1000  # more elements than this are summarised
+EDGEITEMS = 3  # entries kept at each end of a summarised dimension
+LINEWIDTH = 80
+PRECISION = 4
 
 
-def _format_values(array: np.ndarray) -> str:
-    prefix = "tensor("
-    if array.dtype.kind == "f":
-        finite = array[np.isfinite(array)]
-        integral = finite.size == 0 or bool(np.all(finite == np.round(finite)))
-        big = finite.size > 0 and (np.abs(finite).max() >= 1e8 or (np.abs(finite[finite != 0]).min(initial=1) < 1e-4))
-        if big:
-            formatter = {"float_kind": lambda v: f"{v:.4e}"}
-        elif integral:
-            formatter = {"float_kind": lambda v: f"{v:.0f}." if np.isfinite(v) else str(v)}
+class _Formatter:
+    """The one format (and width) for every entry of a tensor, chosen from the entries shown."""
+
+    def __init__(self, values: np.ndarray):
+        self.floating = values.dtype.kind == "f"
+        self.int_mode = True
+        self.sci_mode = False
+        self.width = 1
+        if not self.floating:
+            self.width = max((len(str(v)) for v in values.ravel().tolist()), default=1)
+            return
+        values = values.astype(np.float64).ravel()
+        chosen = values[np.isfinite(values) & (values != 0)]
+        if chosen.size == 0:
+            return
+        magnitude = np.abs(chosen)
+        smallest, largest = magnitude.min(), magnitude.max()
+        self.int_mode = bool(np.all(chosen == np.ceil(chosen)))
+        self.sci_mode = bool(largest / smallest > 1000.0 or largest > 1e8 or (not self.int_mode and smallest < 1e-4))
+        self.width = max(len(self.text(v)) for v in chosen.tolist())
+
+    def text(self, value) -> str:
+        """One entry, right-aligned to the common width."""
+        if not self.floating:
+            s = str(value)
+        elif self.sci_mode:
+            s = f"{value:.{PRECISION}e}"
+        elif self.int_mode:
+            s = f"{value:.0f}" + ("." if math.isfinite(value) else "")
         else:
-            formatter = {"float_kind": lambda v: f"{v:.4f}" if np.isfinite(v) else str(v)}
-        return np.array2string(array, separator=", ", prefix=prefix, formatter=formatter, threshold=1000, edgeitems=3)
-    if array.dtype.kind == "b":
-        return np.array2string(array, separator=", ", prefix=prefix, formatter={"bool": lambda v: "True" if v else "False"},
-                               threshold=1000, edgeitems=3)
-    return np.array2string(array, separator=", ", prefix=prefix, threshold=1000, edgeitems=3)
+            s = f"{value:.{PRECISION}f}"
+        return s.rjust(self.width)
+
+
+def _shown(array: np.ndarray) -> np.ndarray:
+    """The entries a summarised print shows: the first and last EDGEITEMS along every dimension."""
+    keep = [np.r_[0:EDGEITEMS, n - EDGEITEMS:n] if n > 2 * EDGEITEMS else np.arange(n) for n in array.shape]
+    return array[np.ix_(*keep)]
+
+
+def _body(array: np.ndarray, fmt: _Formatter, indent: int, summarize: bool) -> str:
+    """The bracketed values; ``indent`` is the column where this level's '[' stands."""
+    if array.ndim == 0:
+        return fmt.text(array.item())
+    n = array.shape[0]
+    cut = summarize and n > 2 * EDGEITEMS
+    head = range(EDGEITEMS) if cut else range(n)
+    tail = range(n - EDGEITEMS, n) if cut else range(0)
+    if array.ndim == 1:
+        items = [fmt.text(array[i].item()) for i in head] + ([" ..."] if cut else [])
+        items += [fmt.text(array[i].item()) for i in tail]
+        per_line = max(1, (LINEWIDTH - indent) // (fmt.width + 2))  # each entry also takes ", "
+        lines = [", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
+        return "[" + (",\n" + " " * (indent + 1)).join(lines) + "]"
+    rows = [_body(array[i], fmt, indent + 1, summarize) for i in head] + (["..."] if cut else [])
+    rows += [_body(array[i], fmt, indent + 1, summarize) for i in tail]
+    return "[" + ("," + "\n" * (array.ndim - 1) + " " * (indent + 1)).join(rows) + "]"
+
+
+def _with_fields(text: str, fields: list, indent: int) -> str:
+    """Append ', field' after the values, starting a new line when one would pass LINEWIDTH."""
+    line = len(text) - text.rfind("\n") + 1
+    for field in fields:
+        if line + len(field) + 2 > LINEWIDTH:
+            text += ",\n" + " " * indent + field
+            line = indent + len(field)
+        else:
+            text += ", " + field
+            line += len(field) + 2
+    return text + ")"
 
 
 def format_tensor(t) -> str:
-    """PyTorch's layout: values, then the device, dtype and grad fields that are not the defaults."""
+    """``repr`` of a gradlab tensor, laid out as PyTorch lays out the same tensor."""
+    prefix = "tensor("
     array = np.asarray(t.device.backend.to_numpy(t.data))
-    text = "[]" if array.size == 0 and array.ndim == 1 else _format_values(array)
-    extras = []
-    if t.device.type != "cpu":
-        extras.append(f"device='{t.device}'")
-    if t.dtype is not get_default_dtype() and t.dtype is not int64 and t.dtype.name != "bool" or array.size == 0 and t.dtype is not get_default_dtype():
-        extras.append(f"dtype=gradlab.{t.dtype.name}")
+    dtype = t.dtype
+    fields = []
+    if t.device is not default_device():
+        fields.append(f"device='{t.device}'")
+    if array.size == 0:
+        if array.ndim != 1:
+            fields.append(f"size={tuple(array.shape)}")
+        if dtype is not get_default_dtype():
+            fields.append(f"dtype={dtype!r}")
+        body = "[]"
+    else:
+        if dtype not in (get_default_dtype(), int64, bool_):
+            fields.append(f"dtype={dtype!r}")
+        summarize = array.size > THRESHOLD
+        fmt = _Formatter(_shown(array) if summarize else array)
+        body = _body(array, fmt, len(prefix), summarize)
     if t.grad_fn is not None:
-        extras.append(f"grad_fn=<{t.grad_fn.name()}>")
+        fields.append(f"grad_fn=<{t.grad_fn.name()}>")
     elif t.requires_grad:
-        extras.append("requires_grad=True")
-    if array.size == 0 and array.ndim != 1:
-        extras.insert(0, f"size={tuple(array.shape)}")
-    return "tensor(" + ", ".join([text] + extras) + ")"
+        fields.append("requires_grad=True")
+    return _with_fields(prefix + body, fields, len(prefix))

@@ -63,66 +63,78 @@ def _rng(generator) -> np.random.Generator:
 
 
 def _float_dtype(op, dtype):
-    dtype = dt.as_dtype(dtype or dt.get_default_dtype())
+    dtype = dt.as_dtype(dtype) if dtype is not None else dt.get_default_dtype()
     if not dtype.is_floating_point:
-        raise RuntimeError(f"{op}: expected a floating-point dtype, got {dtype.name}")
+        raise RuntimeError(f"{op}: expected a floating-point dtype, got {dtype.name}; use randint for integers")
     return dtype
 
 
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
     """Uniform random numbers in [0, 1)."""
     device = resolve_device(device)
-    array = device.backend.random_uniform(_rng(generator), _size(size), 0.0, 1.0, _float_dtype("rand", dtype))
-    return _finish(array, device, requires_grad)
+    array = device.backend.random_uniform(_rng(generator), _size("rand", size), 0.0, 1.0, _float_dtype("rand", dtype))
+    return _finish(array, device, requires_grad, "rand")
 
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
     """Standard normal random numbers (mean 0, standard deviation 1)."""
     device = resolve_device(device)
-    array = device.backend.random_normal(_rng(generator), _size(size), 0.0, 1.0, _float_dtype("randn", dtype))
-    return _finish(array, device, requires_grad)
+    array = device.backend.random_normal(_rng(generator), _size("randn", size), 0.0, 1.0, _float_dtype("randn", dtype))
+    return _finish(array, device, requires_grad, "randn")
 
 
 def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
     """Random integers in [low, high): ``randint(10, (3,))`` or ``randint(2, 10, (3,))``."""
     if size is None:
-        if high is None or isinstance(high, int):
-            raise TypeError("randint() missing the size argument, e.g. randint(0, 10, (3,))")
+        if high is None or isinstance(high, (int, np.integer)):
+            raise TypeError("randint: missing the size argument, e.g. randint(0, 10, (3,)) or randint(10, (3,))")
         low, high, size = 0, low, high
     elif high is None:
         low, high = 0, low
     if high <= low:
         raise RuntimeError(f"randint: expected low < high, but got low={low}, high={high}")
     device = resolve_device(device)
-    array = device.backend.random_integers(_rng(generator), low, high, _size((tuple(size),)), dt.as_dtype(dtype or dt.int64))
-    return _finish(array, device, requires_grad)
+    dtype = dt.as_dtype(dtype) if dtype is not None else dt.int64
+    array = device.backend.random_integers(_rng(generator), low, high, _size("randint", (size,)), dtype)
+    return _finish(array, device, requires_grad, "randint")
 
 
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
     """Normal random numbers; ``mean``/``std`` may be tensors (elementwise) or numbers with a ``size``."""
+    if isinstance(std, Tensor):
+        backend = std.device.backend
+        if bool(backend.to_numpy(backend.any(backend.lt(std.data, 0)))):
+            raise RuntimeError("normal: expected all elements of std >= 0.0, but some are negative")
+    elif std < 0:
+        raise RuntimeError(f"normal: expected std >= 0.0, but found std {std}")
     if isinstance(mean, Tensor) or isinstance(std, Tensor):
         ref = mean if isinstance(mean, Tensor) else std
         shape = np.broadcast_shapes(getattr(mean, "shape", ()), getattr(std, "shape", ()))
-        noise = randn(*shape, generator=generator, dtype=ref.dtype, device=ref.device)
-        return (noise * std + mean).detach()
+        noise = ref.device.backend.random_normal(_rng(generator), shape, 0.0, 1.0, _float_dtype("normal", ref.dtype))
+        return (ref._wrap(noise) * std + mean).detach()
     if size is None:
         raise TypeError("normal: give a size when mean and std are numbers, e.g. normal(0.0, 1.0, (3,))")
-    if std < 0:
-        raise RuntimeError(f"normal: expected std >= 0.0, but found std {std}")
     device = resolve_device(device)
-    array = device.backend.random_normal(_rng(generator), _size((tuple(size),)), mean, std, _float_dtype("normal", dtype))
-    return _finish(array, device, requires_grad)
+    array = device.backend.random_normal(_rng(generator), _size("normal", (size,)), mean, std, _float_dtype("normal", dtype))
+    return _finish(array, device, requires_grad, "normal")
 
 
 def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):
     """A random permutation of 0 .. n-1."""
+    if n < 0:
+        raise RuntimeError(f"randperm: n must be non-negative, got {n}")
     device = resolve_device(device)
-    return _finish(device.backend.random_permutation(_rng(generator), n, dt.as_dtype(dtype or dt.int64)), device, requires_grad)
+    dtype = dt.as_dtype(dtype) if dtype is not None else dt.int64
+    return _finish(device.backend.random_permutation(_rng(generator), n, dtype), device, requires_grad, "randperm")
 
 
-def rand_like(input, *, generator=None, dtype=None, device=None):
-    return rand(*input.shape, generator=generator, dtype=dtype or input.dtype, device=device or input.device)
+def rand_like(input, *, generator=None, dtype=None, device=None, requires_grad=False):
+    """Uniform [0, 1) numbers in the shape (and, unless given, dtype and device) of ``input``."""
+    return rand(input.shape, generator=generator, dtype=dtype or input.dtype, device=device or input.device,
+                requires_grad=requires_grad)
 
 
-def randn_like(input, *, generator=None, dtype=None, device=None):
-    return randn(*input.shape, generator=generator, dtype=dtype or input.dtype, device=device or input.device)
+def randn_like(input, *, generator=None, dtype=None, device=None, requires_grad=False):
+    """Standard normal numbers in the shape (and, unless given, dtype and device) of ``input``."""
+    return randn(input.shape, generator=generator, dtype=dtype or input.dtype, device=device or input.device,
+                 requires_grad=requires_grad)

@@ -14,10 +14,11 @@ import numpy as np
 
 from . import dtypes as dt
 from .autograd.engine import backward_steps
-from .autograd.function import TrackedTensor
+from .autograd.function import Function, TrackedTensor
 from .autograd.grad_mode import grad_state
 from .backends.device import Device, resolve_device
-from .ops._common import describe, shape_str
+from .ops._common import describe, normalize_dim, shape_str
+from .ops.activations import ActivationMethods
 from .ops.arithmetic import ArithmeticMethods
 from .ops.conversion import Cast, Clone, ToDevice
 from .ops.elementwise import ElementwiseMethods
@@ -30,7 +31,7 @@ from .printing import format_tensor
 _new = object.__new__
 
 
-class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ReductionMethods, ShapeMethods,
+class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMethods, ReductionMethods, ShapeMethods,
              IndexingMethods, LinalgMethods):
     """A multi-dimensional array that can remember how it was computed.
 
@@ -65,7 +66,8 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ReductionMeth
         """A new tensor that shares this one's memory: it shares the version counter too."""
         t = self._wrap(array)
         t._version = self._version
-        t._base = getattr(self, "_base", None) or self
+        base = getattr(self, "_base", None)
+        t._base = self if base is None else base
         return t
 
     # --- what a tensor is ------------------------------------------------------------------------
@@ -88,8 +90,6 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ReductionMeth
     def size(self, dim=None):
         if dim is None:
             return self.data.shape
-        from .ops._common import normalize_dim
-
         return self.data.shape[normalize_dim("size", dim, self.ndim)]
 
     def numel(self) -> int:
@@ -152,7 +152,9 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ReductionMeth
 
     def __array__(self, dtype=None, copy=None):
         array = self.detach().numpy()
-        return array if dtype is None else array.astype(dtype)
+        if dtype is not None:
+            array = array.astype(dtype, copy=bool(copy))
+        return array.copy() if copy and dtype is None else array
 
     def __repr__(self) -> str:
         return format_tensor(self)
@@ -168,18 +170,28 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ReductionMeth
         return iter(self.unbind(0))
 
     def __bool__(self) -> bool:
-        if self.numel() != 1:
+        n = self.numel()
+        if n != 1:
+            how_many = "no values" if n == 0 else "more than one value"
             raise RuntimeError(
-                f"Boolean value of Tensor with more than one value is ambiguous (shape {shape_str(self.shape)}); "
-                "use .any() or .all()"
+                f"Boolean value of Tensor with {how_many} is ambiguous (shape {shape_str(self.shape)}); "
+                "say which you mean with .any() or .all()"
             )
         return bool(self.item())
 
+    def _python_number(self, kind: str):
+        if self.numel() != 1:
+            raise ValueError(
+                f"only one element tensors can be converted to Python scalars; {kind}() got a tensor of shape "
+                f"{shape_str(self.shape)}. Index or reduce it first"
+            )
+        return self.item()
+
     def __float__(self) -> float:
-        return float(self.item())
+        return float(self._python_number("float"))
 
     def __int__(self) -> int:
-        return int(self.item())
+        return int(self._python_number("int"))
 
     def __index__(self) -> int:
         if self.dtype.is_floating_point or self.numel() != 1:
@@ -187,7 +199,13 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ReductionMeth
         return int(self.item())
 
     def __format__(self, spec):
-        return format(self.item(), spec) if self.numel() == 1 and spec else repr(self)
+        """A 0-d tensor formats as its number (f"{loss:.3f}"); any other tensor only as its repr."""
+        if not self.data.shape:
+            return format(self.item(), spec)
+        if spec:
+            raise TypeError(f"unsupported format string {spec!r} passed to Tensor.__format__: only 0-d tensors "
+                            f"format as numbers, this one has shape {shape_str(self.shape)}")
+        return repr(self)
 
     def __reduce__(self):
         return (_rebuild, (self.device.backend.to_numpy(self.data), self.dtype.name, str(self.device), self.requires_grad))
@@ -211,8 +229,10 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ReductionMeth
     # --- copies, casts and devices ---------------------------------------------------------------
 
     def detach(self) -> "Tensor":
-        """The same data, cut out of the graph: no grad_fn, requires_grad False."""
-        return self._view_of(self.data)
+        """The same data (and version counter), cut out of the graph: no grad_fn, requires_grad False."""
+        t = self._wrap(self.data)
+        t._version = self._version
+        return t
 
     def detach_(self) -> "Tensor":
         self.grad_fn = None
@@ -248,8 +268,9 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ReductionMeth
         return out
 
     def type(self, dtype=None):
+        """With no argument, PyTorch's legacy type name ('gradlab.FloatTensor'); with a dtype, a cast."""
         if dtype is None:
-            return f"gradlab.{self.dtype.name}"
+            return f"gradlab.{_LEGACY_NAMES[self.dtype]}"
         return self.to(dtype)
 
     def type_as(self, other) -> "Tensor":
@@ -282,22 +303,28 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ReductionMeth
     # --- new tensors like this one ---------------------------------------------------------------
 
     def new_tensor(self, data, dtype=None, device=None, requires_grad=False) -> "Tensor":
-        return Tensor(data, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+        """A new leaf holding a copy of ``data``, with this tensor's dtype and device unless given."""
+        array, device = as_backend_array(data, dtype or self.dtype, device or self.device, "new_tensor", copy=True)
+        out = Tensor._from_array(array, device)
+        return out.requires_grad_(True) if requires_grad else out
 
     def new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False) -> "Tensor":
+        """A tensor of ``size`` filled with ``fill_value``, with this tensor's dtype and device unless given."""
         device = resolve_device(device) if device is not None else self.device
         array = device.backend.full(_shape_arg(size), fill_value, dt.as_dtype(dtype) if dtype else self.dtype)
         out = Tensor._from_array(array, device)
         return out.requires_grad_(True) if requires_grad else out
 
-    def new_zeros(self, size, dtype=None, device=None, requires_grad=False) -> "Tensor":
-        return self.new_full(size, 0, dtype, device, requires_grad)
+    def new_zeros(self, *size, dtype=None, device=None, requires_grad=False) -> "Tensor":
+        return self.new_full(_shape_arg(size), 0, dtype, device, requires_grad)
 
-    def new_ones(self, size, dtype=None, device=None, requires_grad=False) -> "Tensor":
-        return self.new_full(size, 1, dtype, device, requires_grad)
+    def new_ones(self, *size, dtype=None, device=None, requires_grad=False) -> "Tensor":
+        return self.new_full(_shape_arg(size), 1, dtype, device, requires_grad)
 
-    def new_empty(self, size, dtype=None, device=None, requires_grad=False) -> "Tensor":
-        return self.new_full(size, 0, dtype, device, requires_grad)
+    def new_empty(self, *size, dtype=None, device=None, requires_grad=False) -> "Tensor":
+        device = resolve_device(device) if device is not None else self.device
+        out = Tensor._from_array(device.backend.empty(_shape_arg(size), dt.as_dtype(dtype) if dtype else self.dtype), device)
+        return out.requires_grad_(True) if requires_grad else out
 
     def full_like(self, fill_value) -> "Tensor":
         return self.new_full(self.shape, fill_value)
@@ -331,32 +358,39 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ReductionMeth
         """Call ``hook(grad)`` when this tensor's gradient is computed; a returned tensor replaces it."""
         if not self.requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        return _TensorHookHandle(self._hook_list(), hook)
+
+    def _hook_list(self) -> list:
+        """Where this tensor's hooks live: on the leaf itself, or on its grad_fn under its output index."""
         if self.grad_fn is None:
             if getattr(self, "_hooks", None) is None:
                 self._hooks = []
-            hooks = self._hooks
-        else:
-            node = self.grad_fn
-            if node._tensor_hooks is None:
-                node._tensor_hooks = {}
-            hooks = node._tensor_hooks.setdefault(self._output_nr, [])
-        return _TensorHookHandle(hooks, hook)
+            return self._hooks
+        node = self.grad_fn
+        if node._tensor_hooks is None:
+            node._tensor_hooks = {}
+        return node._tensor_hooks.setdefault(self._output_nr, [])
 
     def retain_grad(self) -> None:
-        """Keep ``.grad`` for this non-leaf tensor too (leaves keep theirs anyway)."""
+        """Keep ``.grad`` for this non-leaf tensor too (leaves keep theirs anyway).
+
+        The keeping hook always runs after the tensor's other hooks, so ``.grad`` is what they made.
+        """
         if not self.requires_grad:
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
-        if self.grad_fn is None or getattr(self, "_retains_grad", False):
+        if self.grad_fn is None or getattr(self, "_retains_grad", None):
             return
-        self._retains_grad = True
         me = weakref.ref(self)
 
         def keep(grad):
             t = me()
             if t is not None:
-                t.grad = grad.detach().clone() if t.grad is None else t.grad + grad.detach()
+                grad = grad.detach()
+                t.grad = grad._wrap(grad.device.backend.copy(grad.data)) if t.grad is None else t.grad + grad
 
-        self.register_hook(keep)
+        keep.keeps_grad = True
+        self._retains_grad = keep
+        self._hook_list().append(keep)
 
     # --- in-place operations ---------------------------------------------------------------------
 
@@ -367,34 +401,41 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ReductionMeth
         old value stands in for it, so the graph stays correct. The version counter goes up, which
         is how backward notices that a saved tensor was changed afterwards.
         """
-        recording = grad_state.enabled and (
-            self.requires_grad or any(isinstance(a, TrackedTensor) and a.requires_grad for a in args)
-        )
-        if recording:
-            if self.requires_grad and self.grad_fn is None:
-                raise RuntimeError(
-                    f"{op}: a leaf Variable that requires grad is being used in an in-place operation. "
-                    f"Do the update inside `with gradlab.no_grad():` (as optimizers do), or use the out-of-place form."
-                )
-            base = getattr(self, "_base", None)
-            if base is not None and base.requires_grad:
-                raise RuntimeError(
-                    f"{op}: in-place change of a view of a tensor that requires grad is not supported by gradlab; "
-                    "make the change on the tensor itself, or .clone() the view first"
-                )
-            before = self._wrap(self.device.backend.copy(self.data))
-            before.requires_grad, before.grad_fn, before._output_nr = self.requires_grad, self.grad_fn, self._output_nr
-            result = compute(before, *args)
-        else:
-            result = compute(self, *args)
-        self._write(op, result)
-        if recording:
-            self.grad_fn, self._output_nr, self.requires_grad = result.grad_fn, result._output_nr, result.requires_grad
+        if grad_state.enabled and (self.requires_grad or any(isinstance(a, TrackedTensor) and a.requires_grad for a in args)):
+            return self._inplace_recorded(op, compute, args)
+        self._write(op, compute(self, *args))
         return self
 
-    def _write(self, op: str, result) -> None:
-        """Copy result's values into this tensor's memory (same shape, a dtype it can hold)."""
-        if tuple(result.shape) != tuple(self.shape):
+    def _inplace_recorded(self, op: str, compute, args) -> "Tensor":
+        """The recorded form of ``_inplace``: the old value is a copy, the new one takes the result's grad_fn."""
+        if self.requires_grad and self.grad_fn is None:
+            raise RuntimeError(
+                f"{op}: a leaf Variable that requires grad is being used in an in-place operation. "
+                f"Do the update inside `with gradlab.no_grad():` (as optimizers do), or use the out-of-place form."
+            )
+        if getattr(self, "_base", None) is not None:
+            raise RuntimeError(
+                f"{op}: an in-place operation on a view that takes part in the graph is not supported by gradlab "
+                f"(this {describe(self)} is a view of another tensor, so the other tensor's history would be wrong); "
+                "use the out-of-place form, or .clone() the view first"
+            )
+        before = self._wrap(self.device.backend.copy(self.data))
+        before.requires_grad, before.grad_fn, before._output_nr = self.requires_grad, self.grad_fn, self._output_nr
+        result = compute(before, *args)
+        if result.grad_fn is None and result.requires_grad:
+            result = result.clone()  # the result is a leaf (copy_ from a leaf): give the tensor a node of its own
+        result = self._write(op, result)
+        old_node, old_nr = self.grad_fn, self._output_nr
+        self.grad_fn, self._output_nr, self.requires_grad = result.grad_fn, result._output_nr, result.requires_grad
+        keep = getattr(self, "_retains_grad", None)
+        if keep and old_node is not None:  # retain_grad follows the tensor to its new grad_fn
+            old_node._tensor_hooks[old_nr].remove(keep)
+            self._hook_list().append(keep)
+        return self
+
+    def _write(self, op: str, result) -> "Tensor":
+        """Copy result's values into this tensor's memory (same shape, a dtype it can hold); returns what was written."""
+        if result.shape != self.shape and tuple(result.shape) != tuple(self.shape):
             raise RuntimeError(
                 f"{op}: output with shape {shape_str(self.shape)} doesn't match the broadcast shape "
                 f"{shape_str(result.shape)}; an in-place operation cannot change the shape of its tensor"
@@ -410,10 +451,12 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ReductionMeth
             self.device.backend.setitem(self.data, Ellipsis, result.data)
         except ValueError as error:
             raise RuntimeError(
-                f"{op}: unsupported operation: this tensor is a broadcast (expanded) view, so more than one "
-                "element refers to a single memory location. Please clone() the tensor before the in-place operation."
+                f"{op}: unsupported operation: more than one element of the written-to tensor refers to a single "
+                "memory location (it is an expanded/broadcast view, or read-only). Please clone() the tensor before "
+                "performing the operation."
             ) from error
         self._version[0] += 1
+        return result
 
     def add_(self, other, *, alpha=1):
         return self._inplace("add_", lambda x, o: x.add(o, alpha=alpha), other)
@@ -439,7 +482,9 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ReductionMeth
         return self._inplace("copy_", lambda x, s: s.to(x.device, x.dtype).expand(x.shape), src)
 
     def fill_(self, value):
-        return self._inplace("fill_", lambda x, v: x.new_full(x.shape, v.item() if isinstance(v, Tensor) else v), value)
+        if isinstance(value, Tensor) and value.ndim != 0:
+            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} dimensions.")
+        return self._inplace("fill_", Fill.apply, value)
 
     def zero_(self):
         return self.fill_(0)
@@ -462,10 +507,28 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ReductionMeth
     __hash__ = object.__hash__
 
 
+class Fill(Function):
+    """Every element set to one value: no gradient to the old values; a tensor value gets the sum."""
+
+    @staticmethod
+    def forward(ctx, x, value):
+        fill = value.item() if isinstance(value, TrackedTensor) else value
+        return x._wrap(x.device.backend.full(x.shape, fill, x.dtype))
+
+    @staticmethod
+    def backward(ctx, grad):
+        return None, (grad.sum() if ctx.needs_input_grad[1] else None)
+
+
 class _TensorHookHandle:
+    """Returned by ``register_hook``; ``remove()`` takes the hook out again."""
+
     def __init__(self, hooks: list, hook):
         self._hooks, self._hook = hooks, hook
-        hooks.append(hook)
+        if hooks and getattr(hooks[-1], "keeps_grad", False):
+            hooks.insert(len(hooks) - 1, hook)  # retain_grad's hook stays last
+        else:
+            hooks.append(hook)
 
     def remove(self) -> None:
         for i, h in enumerate(self._hooks):
@@ -485,9 +548,16 @@ def _init(t, array, device) -> None:
 
 
 def _shape_arg(size) -> tuple:
+    """A size given as 3, (2, 3), [2, 3], or as the tuple of *size arguments (2, 3) or ((2, 3),)."""
     if isinstance(size, int):
         return (size,)
+    if len(size) == 1 and not isinstance(size[0], int):
+        size = size[0]
     return tuple(int(n) for n in size)
+
+
+_LEGACY_NAMES = {dt.bool_: "BoolTensor", dt.int32: "IntTensor", dt.int64: "LongTensor", dt.float16: "HalfTensor",
+                 dt.float32: "FloatTensor", dt.float64: "DoubleTensor"}
 
 
 def _rebuild(array, dtype_name, device, requires_grad):
@@ -496,43 +566,75 @@ def _rebuild(array, dtype_name, device, requires_grad):
 
 
 def _infer_dtype(data) -> dt.DType:
-    """PyTorch's rule for Python data: bools stay bool, ints become int64, floats the default dtype."""
-    if isinstance(data, np.ndarray) or isinstance(data, np.generic):
-        if data.dtype.kind == "f":
+    """PyTorch's rule for Python data: bools stay bool, ints become int64, floats the default dtype.
+
+    A numpy array (or numpy number) keeps its own dtype, widened to the nearest one gradlab has.
+    """
+    if isinstance(data, (np.ndarray, np.generic)):
+        kind = data.dtype.kind
+        if kind == "f":
             return dt.as_dtype(data.dtype.name) if data.dtype.name in ("float16", "float32", "float64") else dt.float64
-        if data.dtype.kind in "iu":
+        if kind in "iu":
             return dt.int32 if data.dtype == np.int32 else dt.int64
-        if data.dtype.kind == "b":
+        if kind == "b":
             return dt.bool_
         raise TypeError(f"can't convert a numpy array of dtype {data.dtype} to a gradlab tensor; "
                         "supported: bool, int32, int64, float16, float32, float64")
-    probe = np.asarray(data)
-    if probe.dtype.kind == "b":
+    kind = np.asarray(data).dtype.kind
+    if kind == "b":
         return dt.bool_
-    if probe.dtype.kind in "iu":
+    if kind in "iu":
         return dt.int64
-    if probe.dtype.kind == "f":
+    if kind == "f":
         return dt.get_default_dtype()
     raise TypeError(
-        f"can't build a tensor from {type(data).__name__} data (numpy reads it as dtype {probe.dtype}); "
+        f"can't build a tensor from {type(data).__name__} data; "
         "expected numbers, nested lists of numbers, a numpy array or a tensor"
     )
 
 
-def as_backend_array(data, dtype, device, op: str):
-    """(backend array, Device) for any data a factory accepts: numbers, nested lists, numpy arrays, tensors."""
-    device = resolve_device(device) if device is not None else None
+def _not_rectangular(data):
+    """Where nested lists stop forming a box, as PyTorch says it: 'expected sequence of length 2 at dim 1 (got 1)'."""
+    shape, first = [], data
+    while isinstance(first, (list, tuple)):
+        shape.append(len(first))
+        first = first[0] if first else None
+
+    def check(item, dim):
+        is_seq = isinstance(item, (list, tuple))
+        if dim == len(shape):
+            return f"expected a number at dim {dim} (got a sequence of length {len(item)})" if is_seq else None
+        if not is_seq or len(item) != shape[dim]:
+            return f"expected sequence of length {shape[dim]} at dim {dim} (got {len(item) if is_seq else 'a number'})"
+        return next((found for x in item if (found := check(x, dim + 1))), None)
+
+    return check(data, 0) if shape else None
+
+
+def as_backend_array(data, dtype, device, op: str, copy: bool = False):
+    """(backend array, Device) for any data a factory accepts: numbers, nested lists, numpy arrays, tensors.
+
+    The array may share memory with ``data`` (what as_tensor wants) unless ``copy`` is true.
+    """
     if isinstance(data, Tensor):
-        device = device or data.device
+        device = resolve_device(device) if device is not None else data.device
         dtype = dt.as_dtype(dtype) if dtype is not None else data.dtype
-        data = data.detach().device.backend.to_numpy(data.data)
+        data.device.backend.synchronize()
+        data = data.device.backend.to_numpy(data.data)
     else:
-        device = device or resolve_device(None)
-        try:
-            dtype = dt.as_dtype(dtype) if dtype is not None else _infer_dtype(data)
-        except ValueError as error:
-            raise ValueError(f"{op}: the nested sequences have uneven lengths, so they do not form a tensor ({error})") from None
+        device = resolve_device(device)
     try:
-        return device.backend.asarray(data, dtype), device
-    except (ValueError, TypeError) as error:
-        raise type(error)(f"{op}: could not convert the data to a {dtype.name} tensor: {error}") from None
+        if not isinstance(dtype, dt.DType):
+            dtype = dt.as_dtype(dtype) if dtype is not None else _infer_dtype(data)
+        array = device.backend.asarray(data, dtype)
+    except ValueError as error:
+        where = _not_rectangular(data)
+        if where:
+            raise ValueError(f"{op}: the nested lists do not form a tensor: {where}. Every row must have the same "
+                             "length") from None
+        raise ValueError(f"{op}: could not convert the data to a {dtype} tensor: {error}") from None
+    except TypeError as error:
+        raise TypeError(f"{op}: {error}") from None
+    if copy and isinstance(data, np.ndarray) and isinstance(array, np.ndarray) and np.may_share_memory(array, data):
+        array = device.backend.copy(array)
+    return array, device

@@ -8,21 +8,20 @@ the lab drives the same generator one step at a time, so what it shows is what t
 from __future__ import annotations
 
 import heapq
-import itertools
 from dataclasses import dataclass
 from typing import Any
 
-from .anomaly import anomaly_state, check_gradients
-from .function import AccumulateGrad, TrackedTensor, accumulator
+from .anomaly import anomaly_state, checked_backward
+from .function import _FREED, AccumulateGrad, TrackedTensor, accumulator
 from .grad_mode import grad_state
 
 
-@dataclass
+@dataclass(slots=True)
 class BackwardStep:
     """One node's turn in backward.
 
-    ``grads_in`` are the gradients flowing into the node (one per output of its forward);
-    ``grads_out`` are the gradients it produced, one per edge in ``node.next_functions``;
+    ``grads_in`` are the gradients flowing into the node (one per output of its forward, after
+    hooks); ``grads_out`` are the gradients it produced, one per edge in ``node.next_functions``;
     ``leaf`` is the tensor whose ``.grad`` this step updated (AccumulateGrad steps only).
     """
 
@@ -50,6 +49,8 @@ def _roots(tensors, grad_tensors, for_what: str):
         raise RuntimeError(f"{for_what}: got {len(tensors)} outputs but {len(grad_tensors)} gradients; give one gradient per output")
     edges, grads = [], []
     for i, (t, g) in enumerate(zip(tensors, grad_tensors)):
+        if not isinstance(t, TrackedTensor):
+            raise TypeError(f"{for_what}: expected tensors as outputs, but element {i} is a {type(t).__name__}")
         if not t.requires_grad:
             raise RuntimeError(
                 f"{for_what}: element {i} of tensors does not require grad and does not have a grad_fn. "
@@ -74,113 +75,148 @@ def _roots(tensors, grad_tensors, for_what: str):
     return edges, grads
 
 
+def _check_inputs(inputs, for_what: str) -> tuple:
+    inputs = (inputs,) if isinstance(inputs, TrackedTensor) else tuple(inputs)
+    for i, t in enumerate(inputs):
+        if not isinstance(t, TrackedTensor) or not t.requires_grad:
+            raise RuntimeError(
+                f"{for_what}: one of the differentiated Tensors (input {i}) does not require grad; "
+                "call .requires_grad_() on it before computing the outputs"
+            )
+    return inputs
+
+
 def backward_steps(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
     """Run backward from ``tensors`` one node at a time, yielding a BackwardStep after each.
 
-    Gradients accumulate into the ``.grad`` of leaves (only into ``inputs`` when given), exactly
-    as ``Tensor.backward`` does: that method is ``for _ in backward_steps(...): pass``.
+    Gradients accumulate into the ``.grad`` of leaves (only into ``inputs`` when given, which
+    may also be non-leaf tensors), exactly as ``Tensor.backward`` does: that method is
+    ``for _ in backward_steps(...): pass``.
     """
     edges, grads = _roots(tensors, grad_tensors, "backward")
     keep = create_graph if retain_graph is None else retain_graph
-    targets = None
-    if inputs is not None:
-        inputs = (inputs,) if isinstance(inputs, TrackedTensor) else tuple(inputs)
-        targets = {_edge(t)[0]: None for t in inputs}
-    return _run(edges, grads, keep, create_graph, targets, accumulate=True)
+    if inputs is None:
+        return _run(edges, grads, keep, create_graph, None, None, accumulate=True)
+    inputs = _check_inputs(inputs, "backward")
+    if not inputs:
+        raise RuntimeError("backward: the `inputs` argument cannot be empty; pass the tensors to accumulate into, or None")
+    non_leaves = {_edge(t): t for t in inputs if t.grad_fn is not None}
+    captured = dict.fromkeys(non_leaves)
+    targets = {_edge(t)[0] for t in inputs}
+    steps = _run(edges, grads, keep, create_graph, targets, captured or None, accumulate=True)
+    return _then_accumulate(steps, non_leaves, captured, create_graph) if non_leaves else steps
+
+
+def _then_accumulate(steps, non_leaves, captured, create_graph):
+    """backward(inputs=[non-leaf, ...]): after the run, add the captured gradients into their ``.grad``."""
+    yield from steps
+    for key, t in non_leaves.items():
+        if captured[key] is not None:
+            _accumulate(t, captured[key], create_graph)
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, allow_unused=None,
          materialize_grads=False):
     """The gradients of ``outputs`` with respect to ``inputs``, returned instead of stored in ``.grad``."""
-    single_input = isinstance(inputs, TrackedTensor)
-    inputs = (inputs,) if single_input else tuple(inputs)
-    for i, t in enumerate(inputs):
-        if not isinstance(t, TrackedTensor) or not t.requires_grad:
-            raise RuntimeError(f"autograd.grad: input {i} does not require grad; call .requires_grad_() on it first")
+    if materialize_grads and allow_unused is False:
+        raise ValueError("autograd.grad: Expected allow_unused to be True or not passed when materialize_grads=True, "
+                         "but got: allow_unused=False.")
+    inputs = _check_inputs(inputs, "autograd.grad")
     edges, grads = _roots(outputs, grad_outputs, "autograd.grad")
     keep = create_graph if retain_graph is None else retain_graph
-    captured: dict = {}
-    targets = {_edge(t)[0]: captured for t in inputs}
-    for _ in _run(edges, grads, keep, create_graph, targets, accumulate=False):
+    input_edges = [_edge(t) for t in inputs]
+    captured = dict.fromkeys(input_edges)
+    targets = {node for node, _ in input_edges}
+    for _ in _run(edges, grads, keep, create_graph, targets, captured, accumulate=False):
         pass
     results = []
-    for i, t in enumerate(inputs):
-        node, nr = _edge(t)
-        g = captured.get((node, nr))
+    for i, (t, key) in enumerate(zip(inputs, input_edges)):
+        g = captured[key]
         if g is None:
             if materialize_grads:
                 g = t.new_zeros(t.shape)
             elif not allow_unused:
                 raise RuntimeError(
-                    f"autograd.grad: one of the differentiated tensors (input {i}) appears to not have been used "
-                    "in the graph. Set allow_unused=True if this is the desired behavior."
+                    f"autograd.grad: The differentiated Tensor at index {i} appears to not have been used in the "
+                    "graph. Set allow_unused=True if this is the desired behavior."
                 )
         results.append(g)
     return tuple(results)
 
 
-def _dependencies(root_nodes):
+def _dependencies(root_nodes) -> dict:
     """Count, for every node reachable from the roots, how many edges lead into it."""
-    deps: dict = {}
-    stack = list(root_nodes)
-    seen = set(stack)
+    deps = dict.fromkeys(root_nodes, 0)
+    stack = list(deps)
     while stack:
-        node = stack.pop()
-        for child, _ in node.next_functions:
-            if child is None:
-                continue
-            deps[child] = deps.get(child, 0) + 1
-            if child not in seen:
-                seen.add(child)
-                stack.append(child)
-    return deps, seen
+        for child, _ in stack.pop().next_functions:
+            if child is not None:
+                if child in deps:
+                    deps[child] += 1
+                else:
+                    deps[child] = 1
+                    stack.append(child)
+    return deps
 
 
-def _needed(nodes, targets):
-    """The nodes that lie on a path to a target: the rest need not run when only targets matter."""
-    needed = set(targets)
-    changed = True
-    order = list(nodes)
-    while changed:  # a fixed point; graphs are shallow enough that this settles in a few passes
-        changed = False
-        for node in order:
-            if node not in needed and any(child in needed for child, _ in node.next_functions):
-                needed.add(node)
-                changed = True
-    return needed
+def _needed(root_nodes, targets) -> set:
+    """The nodes that lie on a path to a target (depth-first, each node once): only they need to run."""
+    on_path: dict = {}
+    stack = [(node, False) for node in root_nodes]
+    while stack:
+        node, children_done = stack.pop()
+        if children_done:
+            on_path[node] = node in targets or any(on_path.get(child, False) for child, _ in node.next_functions)
+        elif node not in on_path:
+            on_path[node] = False
+            stack.append((node, True))
+            stack.extend((child, False) for child, _ in node.next_functions if child is not None and child not in on_path)
+    return {node for node, flag in on_path.items() if flag}
 
 
-def _run(edges, root_grads, keep_graph, create_graph, targets, accumulate):
-    """The engine: Kahn's algorithm over the graph, newest node first among the ready ones."""
-    deps, reachable = _dependencies({node for node, _ in edges})
-    needed = _needed(reachable, targets) if targets is not None else None
+def _run(edges, root_grads, keep_graph, create_graph, targets, captured, accumulate):
+    """The engine: Kahn's algorithm over the graph, newest node first among the ready ones.
+
+    ``targets`` (a set of nodes, or None for all leaves) limits the run to the nodes on a path to
+    them; ``captured`` maps the (node, output index) edges whose incoming gradient to record.
+    """
+    roots = {node for node, _ in edges}
+    deps = _dependencies(roots)
+    needed = _needed(roots, targets) if targets is not None else None
     buffers: dict = {}
     for (node, nr), g in zip(edges, root_grads):
-        _add_to_buffer(buffers, node, nr, g)
-    tiebreak = itertools.count()
-    ready = [(-node._seq, next(tiebreak), node) for node in buffers if deps.get(node, 0) == 0]
+        buffer = buffers.get(node)
+        if buffer is None:
+            buffer = buffers[node] = [None] * len(node._output_shapes)
+        buffer[nr] = g if buffer[nr] is None else _sum(buffer[nr], g, create_graph)
+    ready = [(-node._seq, node) for node in buffers if not deps[node]]  # sequence numbers are unique
     heapq.heapify(ready)
+    heappop, heappush = heapq.heappop, heapq.heappush
     user_mode = grad_state.enabled
     index = 0
     try:
         while ready:
-            node = heapq.heappop(ready)[2]
+            node = heappop(ready)[1]
             grads_in = buffers.pop(node)
             grad_state.enabled = create_graph
-            grads_out, leaf = _run_node(node, grads_in, targets, accumulate, create_graph, needed)
+            grads_out, leaf = _run_node(node, grads_in, targets, captured, accumulate, create_graph, needed)
             for (child, nr), g in zip(node.next_functions, grads_out):
                 if child is None or (needed is not None and child not in needed):
                     continue
+                buffer = buffers.get(child)
+                if buffer is None:
+                    buffer = buffers[child] = [None] * len(child._output_shapes)
                 if g is not None:
-                    _check_shape(node, child, nr, g)
-                    _add_to_buffer(buffers, child, nr, g)
-                elif child not in buffers:
-                    buffers[child] = [None] * len(child._output_shapes)
-                deps[child] -= 1
-                if deps[child] == 0:
-                    heapq.heappush(ready, (-child._seq, next(tiebreak), child))
+                    if not isinstance(g, TrackedTensor) or g.shape != child._output_shapes[nr]:
+                        _check_gradient(node, child, nr, g)
+                    old = buffer[nr]
+                    buffer[nr] = g if old is None else _sum(old, g, create_graph)
+                remaining = deps[child] - 1
+                deps[child] = remaining
+                if not remaining:
+                    heappush(ready, (-child._seq, child))
             if not keep_graph:
-                node._release()
+                node._saved = _FREED  # release what forward saved
             grad_state.enabled = user_mode
             yield BackwardStep(index, node, tuple(grads_in), grads_out, leaf)
             index += 1
@@ -188,50 +224,38 @@ def _run(edges, root_grads, keep_graph, create_graph, targets, accumulate):
         grad_state.enabled = user_mode
 
 
-def _run_node(node, grads_in, targets, accumulate, create_graph, needed):
+def _run_node(node, grads_in, targets, captured, accumulate, create_graph, needed):
     """Hooks, then the node's backward (or the leaf accumulation); returns its gradients."""
+    if node.__class__ is AccumulateGrad:
+        return _run_accumulate(node, grads_in, targets, captured, accumulate, create_graph)
     if node._tensor_hooks:
-        for nr, hooks in node._tensor_hooks.items():
-            for hook in tuple(hooks):
-                if grads_in[nr] is not None:
-                    result = hook(grads_in[nr])
-                    if result is not None:
-                        grads_in[nr] = result
-    if targets is not None and node in targets and targets[node] is not None:
+        _run_tensor_hooks(node._tensor_hooks, grads_in)
+    if captured is not None:
         for nr, g in enumerate(grads_in):
-            if g is not None:
-                targets[node][(node, nr)] = g
-    if isinstance(node, AccumulateGrad):
-        leaf = node.variable
-        g = grads_in[0]
-        if g is None:
-            return (), None
-        for hook in tuple(leaf._hooks or ()) if getattr(leaf, "_hooks", None) else ():
-            result = hook(g)
-            if result is not None:
-                g = grads_in[0] = result
-        if accumulate and (targets is None or node in targets):
-            _accumulate(leaf, g, create_graph)
-            return (), leaf
-        return (), None
+            if (node, nr) in captured:
+                captured[node, nr] = g
+    n_inputs = len(node.next_functions)
     if needed is not None and not any(child in needed for child, _ in node.next_functions):
-        return (None,) * len(node.next_functions), None
-    if all(g is None for g in grads_in):
-        return (None,) * len(node.next_functions), None
-    if node._materialize_grads:
-        present = next(g for g in grads_in if g is not None)
-        for i, g in enumerate(grads_in):
-            if g is None and node._output_shapes[i] is not None:
-                grads_in[i] = present.new_zeros(node._output_shapes[i])
+        return (None,) * n_inputs, None
+    if len(grads_in) != 1 or grads_in[0] is None:  # some outputs got no gradient
+        present = next((g for g in grads_in if g is not None), None)
+        if present is None:
+            return (None,) * n_inputs, None
+        if node._materialize_grads:
+            for i, g in enumerate(grads_in):
+                if g is None and node._output_shapes[i] is not None:
+                    grads_in[i] = present.new_zeros(node._output_shapes[i])
     if node._pre_hooks:
         for hook in tuple(node._pre_hooks):
             result = hook(tuple(grads_in))
             if result is not None:
                 grads_in[:] = list(result)
-    grads_out = node.function.backward(node, *grads_in)
-    if not isinstance(grads_out, tuple):
-        grads_out = (grads_out,)
-    n_inputs = len(node.next_functions)
+    if anomaly_state.enabled:
+        grads_out = checked_backward(node, grads_in)
+    else:
+        grads_out = node.function.backward(node, *grads_in)
+    if grads_out.__class__ is not tuple:
+        grads_out = tuple(grads_out) if isinstance(grads_out, list) else (grads_out,)
     if len(grads_out) != n_inputs:
         if len(grads_out) > n_inputs and all(g is None for g in grads_out[n_inputs:]):
             grads_out = grads_out[:n_inputs]
@@ -245,12 +269,54 @@ def _run_node(node, grads_in, targets, accumulate, create_graph, needed):
             result = hook(grads_out, tuple(grads_in))
             if result is not None:
                 grads_out = tuple(result)
-    if anomaly_state.enabled:
-        check_gradients(node, grads_out)
     return grads_out, None
 
 
-def _check_shape(node, child, nr, g) -> None:
+def _run_accumulate(node, grads_in, targets, captured, accumulate, create_graph):
+    """A leaf's turn: its hooks, then (for backward) ``leaf.grad += grad`` or (for grad) the capture."""
+    leaf = node.variable
+    if grads_in[0] is None:
+        return (), None
+    hooks = getattr(leaf, "_hooks", None)
+    if hooks:
+        for hook in tuple(hooks):
+            result = hook(grads_in[0])
+            if result is not None:
+                grads_in[0] = result
+    if node._pre_hooks:
+        for hook in tuple(node._pre_hooks):
+            result = hook(tuple(grads_in))
+            if result is not None:
+                grads_in[:] = list(result)
+    if captured is not None and (node, 0) in captured:
+        captured[node, 0] = grads_in[0]
+    updated = None
+    if accumulate and (targets is None or node in targets):
+        _accumulate(leaf, grads_in[0], create_graph)
+        updated = leaf
+    if node._post_hooks:
+        for hook in tuple(node._post_hooks):
+            hook((), tuple(grads_in))
+    return (), updated
+
+
+def _run_tensor_hooks(tensor_hooks, grads_in) -> None:
+    """Hooks registered on non-leaf tensors: each may replace the gradient of its output."""
+    for nr, hooks in tensor_hooks.items():
+        for hook in tuple(hooks):
+            if grads_in[nr] is not None:
+                result = hook(grads_in[nr])
+                if result is not None:
+                    grads_in[nr] = result
+
+
+def _check_gradient(node, child, nr, g) -> None:
+    """Raise a clear error for a gradient that is not a tensor or not shaped like its input."""
+    if not isinstance(g, TrackedTensor):
+        raise TypeError(
+            f"Function {node.name()} returned an invalid gradient at index {nr}: expected a Tensor or None, "
+            f"got {type(g).__name__}. Wrap arrays with grad.new_tensor(...) inside backward."
+        )
     expected = child._output_shapes[nr]
     if expected is not None and tuple(g.shape) != tuple(expected):
         raise RuntimeError(
@@ -259,17 +325,17 @@ def _check_shape(node, child, nr, g) -> None:
         )
 
 
-def _add_to_buffer(buffers, node, nr, g) -> None:
-    buffer = buffers.get(node)
-    if buffer is None:
-        buffer = buffers[node] = [None] * len(node._output_shapes)
-    buffer[nr] = g if buffer[nr] is None else buffer[nr] + g
+def _sum(a, b, create_graph):
+    """Two gradients for the same place: a differentiable sum under create_graph, else a plain one."""
+    if create_graph:
+        return a + b
+    return a._wrap(a.device.backend.add(a.data, b.data))
 
 
 def _accumulate(leaf, g, create_graph) -> None:
     """Add a gradient into ``leaf.grad``; the first one is copied, since the engine may share it."""
     if leaf.grad is None:
-        leaf.grad = g if create_graph else g.detach().clone()
+        leaf.grad = g if create_graph else g._wrap(g.device.backend.copy(g.data))
     elif create_graph or leaf.grad.requires_grad:
         leaf.grad = leaf.grad + g
     else:

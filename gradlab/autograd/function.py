@@ -36,7 +36,8 @@ class TrackedTensor:
 
 
 _FREED = object()
-_sequence = itertools.count()
+_sequence = itertools.count()  # every node's number is unique: the engine orders ready nodes by it
+_LEAF_SEQUENCE = 1 << 62
 
 
 class Node:
@@ -63,8 +64,15 @@ class Node:
 
     def save_for_backward(self, *tensors) -> None:
         """Keep tensors for backward; using them after an in-place change is an error."""
+        try:
+            self._saved_versions = tuple(t._version[0] if t is not None else 0 for t in tensors)
+        except AttributeError:
+            i, bad = next((i, t) for i, t in enumerate(tensors) if t is not None and not isinstance(t, TrackedTensor))
+            raise TypeError(
+                f"save_for_backward can only save tensors (or None), but argument {i} is of type {type(bad).__name__}; "
+                "keep other values as attributes of ctx (ctx.value = ...)"
+            ) from None
         self._saved = tensors
-        self._saved_versions = tuple(t._version[0] if t is not None else 0 for t in tensors)
 
     @property
     def saved_tensors(self) -> tuple:
@@ -115,9 +123,6 @@ class Node:
             self._pre_hooks = []
         return _RemovableHandle(self._pre_hooks, hook)
 
-    def _release(self) -> None:
-        self._saved = _FREED
-
     def __repr__(self):
         return f"<{self.name()} object at {id(self):#x}>"
 
@@ -132,7 +137,7 @@ class AccumulateGrad(Node):
         self.next_functions = ()
         self.needs_input_grad = ()
         self._output_shapes = (variable.shape,)
-        self._seq = float("inf")  # ready leaves are served first, as in PyTorch
+        self._seq = _LEAF_SEQUENCE + next(_sequence)  # above every op's number: ready leaves are served first
 
     def name(self) -> str:
         return "AccumulateGrad"
@@ -225,9 +230,11 @@ def _connect(node: Node, inputs: tuple, outputs):
     shapes = []
     for i, out in enumerate(outs):
         if isinstance(out, TrackedTensor):
-            if any(out is x for x in inputs):
-                out = out.detach()  # forward returned an input as it is: give the output its own tensor
-                outs = outs[:i] + (out,) + outs[i + 1:]
+            for x in inputs:
+                if out is x:  # forward returned an input as it is: give the output its own tensor
+                    out = out.detach()
+                    outs = outs[:i] + (out,) + outs[i + 1:]
+                    break
             if out.dtype.is_floating_point and id(out) not in node._non_differentiable:
                 out.requires_grad = True
                 out.grad_fn = node

@@ -30,7 +30,17 @@ def is_inference_mode_enabled() -> bool:
 
 
 class _ModeSwitch:
-    """Base of the grad-mode context managers: set a mode on enter, restore the old one on exit."""
+    """Base of the grad-mode context managers: set a mode on enter, restore the old one on exit.
+
+    ``@no_grad`` (without parentheses) works too: a function in place of the arguments is decorated.
+    """
+
+    _bare_decorator = True
+
+    def __new__(cls, *args, **kwargs):
+        if cls._bare_decorator and len(args) == 1 and not kwargs and callable(args[0]) and not isinstance(args[0], bool):
+            return cls()(args[0])
+        return super().__new__(cls)
 
     def _target(self) -> tuple[bool, bool]:
         raise NotImplementedError
@@ -67,19 +77,18 @@ class enable_grad(_ModeSwitch):
     """Record the graph again inside a no_grad block."""
 
     def _target(self):
-        return True, False
+        return True, grad_state.inference
 
 
 class set_grad_enabled(_ModeSwitch):
     """Turn recording on or off by a flag; takes effect at once, and restores on exit when used with ``with``."""
 
+    _bare_decorator = False
+
     def __init__(self, mode: bool):
         self.mode = bool(mode)
         self._saved = (grad_state.enabled, grad_state.inference)
         grad_state.enabled = self.mode
-
-    def _target(self):
-        return self.mode, grad_state.inference and not self.mode
 
     def _args(self):
         return (self.mode,)
@@ -99,7 +108,7 @@ class inference_mode(_ModeSwitch):
         self.mode = bool(mode)
 
     def _target(self):
-        return (False, True) if self.mode else (grad_state.enabled, False)
+        return not self.mode, self.mode  # inference_mode(False) turns recording back on, as in PyTorch
 
     def _args(self):
         return (self.mode,)

@@ -34,7 +34,7 @@ def _numerical_jacobian(fn, inputs, x, eps):
         values = []
         for delta in (eps, -eps):
             backend.setitem(x.data, index, original + delta)
-            values.append([np.asarray(o.detach().numpy(), dtype=np.float64).ravel() for o in _outputs(fn, inputs)])
+            values.append([np.array(o.detach().numpy(), dtype=np.float64).ravel() for o in _outputs(fn, inputs)])
         backend.setitem(x.data, index, original)
         columns.append(np.concatenate([(p - m) / (2 * eps) for p, m in zip(*values)]) if values[0] else np.zeros(0))
     return np.stack(columns, axis=1) if columns else np.zeros((0, 0))

@@ -81,8 +81,9 @@ class Backend:
         return self.div(e, self.sum(e, (axis,), True))
 
     def log_softmax(self, a, axis):
-        """a - logsumexp(a), stable for large logits."""
-        return self.sub(a, self.logsumexp(a, (axis,), True))
+        """(a - max) - log(sum(exp(a - max))): shifting first keeps float32 digits for large logits."""
+        shifted = self.sub(a, self.max(a, (axis,), True))
+        return self.sub(shifted, self.log(self.sum(self.exp(shifted), (axis,), True)))
 
     def sigmoid(self, a):
         """1 / (1 + exp(-a)), written so that exp never overflows."""

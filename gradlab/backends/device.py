@@ -18,19 +18,39 @@ _BACKENDS = {
     "mlx": ("gradlab.backends.mlx_backend", "MlxBackend", "mlx"),
 }
 
-_instances: dict = {}
+_instances: dict = {}  # (type, index) -> the one Device for that place
+_named: dict = {}  # 'cuda:0' -> its Device, so resolving a string is one lookup after the first
 _backend_objects: dict = {}
 
 
 class Device:
-    """Where a tensor's data lives: a type ('cpu', 'cuda', 'numba', 'mlx') and an index."""
+    """Where a tensor's data lives: a type ('cpu', 'cuda', 'numba', 'mlx') and an index.
+
+    ``gradlab.device('cuda:1')`` or ``gradlab.device('cuda', 1)``; there is one Device object per
+    place, so ``a.device is b.device`` is the whole test for "same device". Index 0 is the same
+    place as no index: 'cuda' and 'cuda:0' are one device.
+    """
 
     __slots__ = ("type", "index", "_backend")
 
-    def __init__(self, type: str, index: int | None = None):
-        self.type = type
-        self.index = index
-        self._backend = None
+    def __new__(cls, type, index: int | None = None):
+        if isinstance(type, Device) and index is None:
+            return type
+        if not isinstance(type, str):
+            raise TypeError(f"device: expected a device string like 'cpu' or 'cuda:0', got {type!r}")
+        type_, parsed = _parse(type)
+        if index is not None:
+            if parsed is not None:
+                raise RuntimeError(f"device: the index is given twice, in '{type}' and as index={index}")
+            if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+                raise RuntimeError(f"device: the index must be a non-negative integer, got {index!r}")
+            parsed = index
+        key = (type_, parsed or None)
+        found = _instances.get(key)
+        if found is None:
+            found = _instances[key] = object.__new__(cls)
+            found.type, found.index, found._backend = type_, key[1], None
+        return found
 
     @property
     def backend(self):
@@ -49,7 +69,10 @@ class Device:
 
     def __eq__(self, other):
         if isinstance(other, str):
-            other = resolve_device(other)
+            try:
+                other = resolve_device(other)
+            except RuntimeError:
+                return False
         return isinstance(other, Device) and other.type == self.type and other.index == self.index
 
     def __hash__(self):
@@ -66,7 +89,9 @@ def _load_backend(type_: str):
             module = importlib.import_module(module_name)
         except ModuleNotFoundError as error:
             if error.name == module_name:
-                raise RuntimeError(f"the '{type_}' backend is not part of this gradlab build yet") from None
+                raise RuntimeError(
+                    f"the '{type_}' backend is not part of this gradlab build yet; use device='cpu'"
+                ) from None
             hint = f'pip install "gradlab[{extra}]"' if extra else "reinstall gradlab"
             raise RuntimeError(
                 f"the '{type_}' device needs the package '{error.name}', which is not installed; "
@@ -77,12 +102,12 @@ def _load_backend(type_: str):
 
 
 def _parse(spec: str) -> tuple[str, int | None]:
-    text = spec.strip().lower()
-    type_, _, index = text.partition(":")
+    """'cuda:1' -> ('cuda', 1); 'cpu' -> ('cpu', None)."""
+    type_, colon, index = spec.strip().lower().partition(":")
     if type_ not in _BACKENDS:
         known = ", ".join(f"'{name}'" for name in _BACKENDS)
         raise RuntimeError(f"unknown device '{spec}': expected one of {known}, optionally with ':N' (e.g. 'cuda:0')")
-    if index:
+    if colon:
         if not index.isdigit():
             raise RuntimeError(f"invalid device '{spec}': the index after ':' must be a non-negative integer")
         return type_, int(index)
@@ -92,19 +117,15 @@ def _parse(spec: str) -> tuple[str, int | None]:
 def resolve_device(device=None) -> Device:
     """Turn None (the default device), a string like 'cuda:0', or a Device into the interned Device."""
     if device is None:
-        return default_device()
+        return _default[0] if _default else default_device()
     if isinstance(device, Device):
-        key = (device.type, device.index)
-    elif isinstance(device, str):
-        key = _parse(device)
-    else:
-        raise TypeError(f"expected a device string like 'cpu' or 'cuda:0' or a gradlab.device, got {type(device).__name__}")
-    if key == ("cuda", 0):
-        key = ("cuda", None)  # 'cuda' and 'cuda:0' are one device: only one GPU is used
-    found = _instances.get(key)
-    if found is None:
-        found = _instances[key] = Device(*key)
-    return found
+        return device
+    if isinstance(device, str):
+        found = _named.get(device)
+        if found is None:
+            found = _named[device] = Device(device)
+        return found
+    raise TypeError(f"expected a device string like 'cpu' or 'cuda:0' or a gradlab.device, got {type(device).__name__}")
 
 
 _default: list = []
@@ -113,11 +134,20 @@ _default: list = []
 def default_device() -> Device:
     """The device new tensors go to: $GRADLAB_DEVICE if set, else 'cpu'."""
     if not _default:
-        _default.append(resolve_device(os.environ.get("GRADLAB_DEVICE", "cpu") or "cpu"))
+        spec = os.environ.get("GRADLAB_DEVICE") or "cpu"
+        try:
+            found = resolve_device(spec)
+        except RuntimeError as error:
+            raise RuntimeError(f"the environment variable GRADLAB_DEVICE={spec!r} is not a device: {error}") from None
+        _default.append(found)
     return _default[0]
 
 
 def set_default_device(device) -> None:
     """Change the device that factories use when none is given (``torch.set_default_device``)."""
-    found = resolve_device(device)
-    _default[:] = [found]
+    _default[:] = [resolve_device(device)]
+
+
+def reset_default_device() -> None:
+    """Forget the chosen default device, so that the next tensor reads $GRADLAB_DEVICE again."""
+    _default.clear()

@@ -28,7 +28,7 @@ def describe(x) -> str:
     return f"Python {type(x).__name__} {x!r}"
 
 
-def broadcast_shapes(*shapes) -> tuple:
+def broadcast_shapes(*shapes, op: str = "broadcast_shapes") -> tuple:
     """The shape that all of ``shapes`` broadcast to, by numpy's and PyTorch's rule."""
     ndim = max((len(s) for s in shapes), default=0)
     out = [1] * ndim
@@ -37,7 +37,7 @@ def broadcast_shapes(*shapes) -> tuple:
             if n != 1:
                 if out[i] != 1 and out[i] != n:
                     raise ShapeError(
-                        "shapes " + " and ".join(shape_str(s) for s in shapes) + " cannot be broadcast together: "
+                        f"{op}: shapes " + " and ".join(shape_str(s) for s in shapes) + " cannot be broadcast together: "
                         f"at dimension {i - ndim} the sizes are {out[i]} and {n}; sizes must match or be 1"
                     )
                 out[i] = n
@@ -64,7 +64,9 @@ def binary_operands(op: str, a, b):
         a_data = a.data if da is dtype else backend.astype(a.data, dtype)
         b_data = b.data if db is dtype else backend.astype(b.data, dtype)
         return a_data, b_data, dtype
-    if isinstance(b, (int, float, bool)) or hasattr(b, "__float__") and not hasattr(b, "shape"):
+    if not isinstance(b, (int, float, bool)) and getattr(b, "shape", None) == () and hasattr(b, "item"):
+        b = b.item()  # a numpy scalar counts as the Python number it holds, as in PyTorch
+    if isinstance(b, (int, float, bool)):
         dtype = result_dtype_with_scalar(a.dtype, b)
         a_data = a.data if a.dtype is dtype else a.device.backend.astype(a.data, dtype)
         return a_data, b, dtype

@@ -11,7 +11,8 @@ from __future__ import annotations
 import math
 
 from ..autograd.function import Function
-from ._common import ShapeError, TrackedTensor, binary_operands, broadcast_shapes, describe, sum_to_shape
+from ..dtypes import get_default_dtype
+from ._common import TrackedTensor, binary_operands, broadcast_shapes, describe, sum_to_shape
 
 
 def _compute(op: str, primitive: str, a, b):
@@ -20,7 +21,7 @@ def _compute(op: str, primitive: str, a, b):
     try:
         return a._wrap(getattr(a.device.backend, primitive)(a_data, b_data))
     except ValueError:
-        broadcast_shapes(a.shape, getattr(b, "shape", ()))  # raises the clear ShapeError when shapes clash
+        broadcast_shapes(a.shape, getattr(b, "shape", ()), op=op)  # raises the clear ShapeError when shapes clash
         raise
 
 
@@ -70,10 +71,8 @@ class Mul(Function):
 class Div(Function):
     @staticmethod
     def forward(ctx, a, b):
-        if isinstance(b, TrackedTensor) and not (a.dtype.is_floating_point or b.dtype.is_floating_point):
-            a = a.float()  # true division of integers gives floats, as in PyTorch
-        elif not isinstance(b, TrackedTensor) and not a.dtype.is_floating_point:
-            a = a.float()
+        if not a.dtype.is_floating_point and not (isinstance(b, TrackedTensor) and b.dtype.is_floating_point):
+            a = a.to(get_default_dtype())  # true division of integers gives floats, as in PyTorch
         ctx.save_for_backward(a, b if isinstance(b, TrackedTensor) else None)
         ctx.b_number = None if isinstance(b, TrackedTensor) else b
         return _compute("div", "div", a, b)
@@ -348,7 +347,9 @@ class ArithmeticMethods:
         return Add.apply(Neg.apply(self), other)
 
     def __rtruediv__(self, other):
-        return Mul.apply(self.reciprocal(), other) if self.dtype.is_floating_point else Div.apply(self.full_like(other), self)
+        if self.dtype.is_floating_point:
+            return Mul.apply(self.reciprocal(), other)
+        return Div.apply(self.to(get_default_dtype()).full_like(other), self)
 
     def __rpow__(self, other):
         return RPow.apply(self, other)

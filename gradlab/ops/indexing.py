@@ -1,7 +1,473 @@
-"""(being written)"""
+"""Indexing: x[...], x[...] = v, gather/scatter, index_select, masked_fill, tril/triu, one_hot.
+
+Three Functions do the work. ``GetItem`` reads x[index]; ``IndexPut`` returns a copy of x with
+x[index] = value; ``IndexAdd`` a copy with x[index] += value, where a repeated index adds each
+time. Each backward is written with the others: a read sends its gradient back by adding it where
+the values came from, and a write reads the gradient of the values back out. gather, scatter,
+index_select and take_along_dim only build an index tuple for one of the three.
+"""
+
+from __future__ import annotations
+
+import operator
+
+from ..autograd.function import Function
+from ..dtypes import bool_, int32, int64
+from ._common import ShapeError, TrackedTensor, broadcast_shapes, describe, normalize_dim, shape_str, sum_to_shape
+
+_BASIC = frozenset((int, slice, type(None), type(Ellipsis)))  # index items that give a view
+
+
+class IndexOutOfBoundsError(IndexError, RuntimeError):
+    """An index past the end of a dimension: an IndexError as for x[i], a RuntimeError as for gather."""
+
+
+class GetItem(Function):
+    """x[index]: ints, slices and None give a view of x; index arrays and masks give a copy."""
+
+    @staticmethod
+    def forward(ctx, x, index):
+        ctx.shape, ctx.index = x.shape, index
+        out = x.device.backend.getitem(x.data, index)
+        return x._view_of(out) if all(type(item) in _BASIC for item in index) else x._wrap(out)
+
+    @staticmethod
+    def backward(ctx, grad):
+        # each value's gradient goes back where the value was read; a repeated index adds up
+        write = IndexAdd if _may_repeat(grad, ctx.index) else IndexPut
+        return write.apply(grad.new_zeros(ctx.shape), ctx.index, grad), None
+
+
+class IndexPut(Function):
+    """A copy of x with x[index] = value: the written places pass their gradient to value, the rest to x."""
+
+    @staticmethod
+    def forward(ctx, x, index, value):
+        ctx.index, ctx.value_shape, ctx.value_dtype = index, _shape(value), _dtype(value)
+        backend = x.device.backend
+        out = backend.copy(x.data)
+        backend.setitem(out, index, _value_data(x, value))
+        return x._wrap(out)
+
+    @staticmethod
+    def backward(ctx, grad):
+        grad_x = IndexPut.apply(grad, ctx.index, 0.0) if ctx.needs_input_grad[0] else None
+        return grad_x, None, (_value_grad(ctx, grad) if ctx.needs_input_grad[2] else None)
+
+
+class IndexAdd(Function):
+    """A copy of x with value added at x[index]; a repeated index adds each of its values."""
+
+    @staticmethod
+    def forward(ctx, x, index, value):
+        ctx.index, ctx.value_shape, ctx.value_dtype = index, _shape(value), _dtype(value)
+        backend = x.device.backend
+        out = backend.copy(x.data)
+        backend.add_at(out, index, _value_data(x, value))
+        return x._wrap(out)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad, None, (_value_grad(ctx, grad) if ctx.needs_input_grad[2] else None)
+
+
+class MaskedFill(Function):
+    """where(mask, value, x): filled places pass their gradient to value, the others to x."""
+
+    @staticmethod
+    def forward(ctx, x, mask, value):
+        ctx.save_for_backward(mask)
+        ctx.x_shape, ctx.value_dtype = x.shape, _dtype(value)
+        backend = x.device.backend
+        out = backend.where(mask.data, _value_data(x, value), x.data)
+        return x._wrap(out if backend.dtype_of(out) is x.dtype else backend.astype(out, x.dtype))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (mask,) = ctx.saved_tensors
+        grad_x = sum_to_shape(MaskedFill.apply(grad, mask, 0.0), ctx.x_shape) if ctx.needs_input_grad[0] else None
+        grad_value = None
+        if ctx.needs_input_grad[2]:
+            grad_value = MaskedFill.apply(grad, mask.logical_not(), 0.0).sum().to(ctx.value_dtype)
+        return grad_x, None, grad_value
+
+
+class Tril(Function):
+    """The lower triangle of the last two dims; the gradient keeps the same triangle."""
+
+    @staticmethod
+    def forward(ctx, x, diagonal):
+        _check_matrices("tril", x)
+        ctx.diagonal = diagonal
+        return x._wrap(x.device.backend.tril(x.data, diagonal))
+
+    @staticmethod
+    def backward(ctx, grad):
+        return Tril.apply(grad, ctx.diagonal), None
+
+
+class Triu(Function):
+    """The upper triangle of the last two dims; the gradient keeps the same triangle."""
+
+    @staticmethod
+    def forward(ctx, x, diagonal):
+        _check_matrices("triu", x)
+        ctx.diagonal = diagonal
+        return x._wrap(x.device.backend.triu(x.data, diagonal))
+
+    @staticmethod
+    def backward(ctx, grad):
+        return Triu.apply(grad, ctx.diagonal), None
+
+
+# --- helpers of the Functions ------------------------------------------------------------------
+
+
+def _shape(value):
+    return value.shape if isinstance(value, TrackedTensor) else None
+
+
+def _dtype(value):
+    return value.dtype if isinstance(value, TrackedTensor) else None
+
+
+def _value_data(x, value):
+    """The array (in x's dtype) or Python number to write into x."""
+    if not isinstance(value, TrackedTensor):
+        return value
+    if value.device is not x.device:
+        raise RuntimeError(f"indexing: expected the value on {x.device} like the tensor, got {describe(value)}; "
+                           f"move it with .to('{x.device}')")
+    return value.data if value.dtype is x.dtype else x.device.backend.astype(value.data, x.dtype)
+
+
+def _value_grad(ctx, grad):
+    """The gradient of the values written at index: grad[index], summed back over broadcasting."""
+    g = GetItem.apply(grad, ctx.index)
+    shape = ctx.value_shape
+    if g.ndim < len(shape):  # the value had extra leading 1s, which writing drops
+        g = g.reshape((1,) * (len(shape) - g.ndim) + g.shape)
+    g = sum_to_shape(g, shape)
+    return g if g.dtype is ctx.value_dtype else g.to(ctx.value_dtype)
+
+
+def _may_repeat(x, index) -> bool:
+    """Whether the index holds integer arrays, the only items that can pick a place twice."""
+    backend = x.device.backend
+    return any(type(item) not in _BASIC and type(item) is not bool and backend.dtype_of(item) is not bool_
+               for item in index)
+
+
+def _check_matrices(op, x):
+    if x.ndim < 2:
+        raise RuntimeError(f"{op}: input tensor must have at least 2 dimensions, got {describe(x)}")
+
+
+# --- turning a Python index into backend items, and explaining a bad one -----------------------
+
+
+def _parse_index(op, x, key) -> tuple:
+    """The key as a tuple for the backend: ints, slices, None, Ellipsis, bools and int64/bool arrays."""
+    items = key if isinstance(key, tuple) else (key,)
+    index = []
+    basic = True
+    for item in items:
+        kind = type(item)
+        if kind in _BASIC:
+            if kind is slice and item.step is not None and item.step <= 0:
+                raise ValueError(f"{op}: step must be greater than zero (got step {item.step}); "
+                                 "to reverse a dimension use .flip(dim)")
+            index.append(item)
+        elif kind is bool:
+            index.append(item)
+            basic = False
+        elif isinstance(item, TrackedTensor) and item.ndim == 0 and item.dtype.category == 1:
+            index.append(int(item))  # a 0-d integer tensor indexes like an int, as in PyTorch
+        elif not isinstance(item, TrackedTensor) and hasattr(item, "__index__") and getattr(item, "ndim", 0) == 0:
+            index.append(operator.index(item))  # numpy integers and other int-likes
+        else:
+            index.append(_index_data(op, x, item, in_key=True))
+            basic = False
+    if basic and Ellipsis not in index:
+        index.append(Ellipsis)  # so that x[i, j] is a 0-d view of x, not a copied scalar
+    return tuple(index)
+
+
+def _index_data(op, x, index, in_key=False):
+    """An index tensor as an int64 array on x's backend; in an x[...] key also lists and bool masks."""
+    if not isinstance(index, TrackedTensor):
+        if not in_key:
+            raise TypeError(f"{op}(): argument 'index' must be a Tensor, not {type(index).__name__}; "
+                            "make one with gradlab.tensor(..., dtype=gradlab.int64)")
+        empty = isinstance(index, (list, tuple)) and len(index) == 0
+        index = type(x)(index, dtype=int64 if empty else None, device=x.device)
+    if index.device is not x.device:
+        raise RuntimeError(f"{op}: indices should be on the tensor's device ({x.device}), got {describe(index)}; "
+                           f"move them with .to('{x.device}')")
+    dtype = index.dtype
+    if dtype is int64 or dtype is bool_ and in_key:
+        return index.data
+    if dtype is int32:
+        return x.device.backend.astype(index.data, int64)
+    kinds = "long, int or bool tensors" if in_key else "int64 (or int32) tensors"
+    raise IndexError(f"{op}: tensors used as indices must be {kinds}, got {describe(index)}; "
+                     "convert it with .long()" + (", or compare it (x > 0) to get a mask" if in_key else ""))
+
+
+def _apply(op, function, x, index, *value):
+    """function.apply(x, index, *value), with the backend's bare indexing errors made clear."""
+    try:
+        return function.apply(x, index, *value)
+    except IndexError:
+        clear = _explain(op, x, index)
+        if clear is None:
+            raise
+        raise clear from None
+    except ValueError:
+        if not value:
+            raise
+        region = x.device.backend.getitem(x.data, index).shape
+        raise RuntimeError(f"{op}: shape mismatch: value {describe(value[0])} cannot be broadcast to the indexed "
+                           f"region of shape {shape_str(region)}") from None
+
+
+def _explain(op, x, index):
+    """The error that says which index item is wrong (backends only say that one is), or None."""
+    backend, shape = x.device.backend, x.shape
+    arrays = [type(item) not in _BASIC and type(item) is not bool for item in index]
+    used = sum((item.ndim if backend.dtype_of(item) is bool_ else 1) if array else type(item) in (int, slice)
+               for item, array in zip(index, arrays))
+    if used > len(shape):
+        return IndexError(f"{op}: too many indices for tensor of dimension {len(shape)} "
+                          f"(shape {shape_str(shape)}, {used} dimensions indexed)")
+    dim, picked = 0, []
+    for item, array in zip(index, arrays):
+        if item is Ellipsis:
+            dim += len(shape) - used
+        elif type(item) is slice:
+            dim += 1
+        elif type(item) is int:
+            if not -shape[dim] <= item < shape[dim]:
+                return _out_of_bounds(op, item, dim, shape[dim])
+            dim += 1
+        elif array and backend.dtype_of(item) is bool_:
+            if tuple(item.shape) != tuple(shape[dim:dim + item.ndim]):
+                return IndexError(f"{op}: the shape of the mask {list(item.shape)} at index {dim} does not match "
+                                  f"the shape of the indexed tensor {list(shape)} at index {dim}")
+            if item.ndim:
+                picked.append((int(backend.to_numpy(backend.sum(item))),))
+            dim += item.ndim
+        elif array:
+            if 0 not in item.shape:
+                for end in (backend.max(item), backend.min(item)):
+                    value = int(backend.to_numpy(end))
+                    if not -shape[dim] <= value < shape[dim]:
+                        return _out_of_bounds(op, value, dim, shape[dim])
+            picked.append(tuple(item.shape))
+            dim += 1
+    try:
+        broadcast_shapes(*picked)
+    except ShapeError:
+        shapes = ", ".join(str(list(s)) for s in picked)
+        return IndexError(f"{op}: shape mismatch: indexing tensors could not be broadcast together with shapes {shapes}")
+    return None
+
+
+def _out_of_bounds(op, index, dim, size):
+    return IndexOutOfBoundsError(f"{op}: index {index} is out of bounds for dimension {dim} with size {size}")
+
+
+def _along(x, sizes, dim, index) -> tuple:
+    """A full index: index[i, j, ...] along dim, and i, j, ... (aranges that broadcast) along the others."""
+    backend, ndim = x.device.backend, len(sizes)
+    return tuple(
+        index if d == dim else backend.reshape(backend.arange(0, n, 1, int64), (1,) * d + (n,) + (1,) * (ndim - d - 1))
+        for d, n in enumerate(sizes)
+    )
+
+
+def _gather_scatter_args(op, input, dim, index, src=None):
+    """Check a gather/scatter call as PyTorch does; return the full index and the part of src used."""
+    dim = normalize_dim(op, dim, input.ndim)
+    data = _index_data(op, input, index)
+    if index.ndim != input.ndim or isinstance(src, TrackedTensor) and src.ndim != input.ndim:
+        sources = f", src {describe(src)}" if isinstance(src, TrackedTensor) else ""
+        raise RuntimeError(f"{op}(): Index tensor must have the same number of dimensions as input tensor "
+                           f"(index {describe(index)}, input {describe(input)}{sources})")
+    fits = all(n <= m for d, (n, m) in enumerate(zip(index.shape, input.shape)) if d != dim)
+    if isinstance(src, TrackedTensor):
+        if src.dtype is not input.dtype:
+            raise RuntimeError(f"{op}(): Expected self.dtype to be equal to src.dtype, got input {describe(input)} "
+                               f"and src {describe(src)}; convert src with .to({input.dtype})")
+        if not fits or any(n > m for n, m in zip(index.shape, src.shape)):
+            raise RuntimeError(f"{op}(): Expected index {list(index.shape)} to be no larger than self "
+                               f"{list(input.shape)} apart from dimension {dim} and to be no larger than src "
+                               f"{list(src.shape)}")
+        if src.shape != index.shape:
+            src = GetItem.apply(src, tuple(slice(0, n) for n in index.shape))  # PyTorch uses this corner of src
+    elif not fits:
+        raise RuntimeError(f"{op}(): Expected index {list(index.shape)} to be no larger than self "
+                           f"{list(input.shape)} apart from dimension {dim}")
+    return _along(input, index.shape, dim, data), src
+
+
+# --- the functional forms ----------------------------------------------------------------------
+
+
+def index_select(input, dim, index):
+    """The slices input[..., i, ...] along dim for each i in the 1-D index, in that order."""
+    dim = normalize_dim("index_select", dim, input.ndim)
+    data = _index_data("index_select", input, index)
+    if index.ndim > 1:
+        raise IndexError(f"index_select(): Index is supposed to be a vector, got {describe(index)}")
+    if index.ndim == 0:
+        data = input.device.backend.reshape(data, (1,))
+    return _apply("index_select", GetItem, input, (slice(None),) * dim + (data,))
+
+
+def gather(input, dim, index, *, sparse_grad=False):
+    """out[i][j] = input[index[i][j]][j] for dim=0 (and likewise for the other dims)."""
+    full, _ = _gather_scatter_args("gather", input, dim, index)
+    return _apply("gather", GetItem, input, full)
+
+
+def scatter(input, dim, index, src=None, *, value=None):
+    """A copy of input with out[index[i][j]][j] = src[i][j] for dim=0; src may be a number (or value=)."""
+    src = value if src is None else src
+    if src is None:
+        raise TypeError("scatter(): expected a src tensor or a value, got neither")
+    full, src = _gather_scatter_args("scatter", input, dim, index, src)
+    return _apply("scatter", IndexPut, input, full, src)
+
+
+def scatter_add(input, dim, index, src):
+    """A copy of input with out[index[i][j]][j] += src[i][j] for dim=0; repeated indices add up."""
+    if not isinstance(src, TrackedTensor):
+        raise TypeError(f"scatter_add(): argument 'src' must be a Tensor, not {type(src).__name__}")
+    full, src = _gather_scatter_args("scatter_add", input, dim, index, src)
+    return _apply("scatter_add", IndexAdd, input, full, src)
+
+
+def take_along_dim(input, indices, dim=None):
+    """Pick values along dim by indices (input and indices broadcast on the other dims); dim=None: flattened."""
+    if dim is None:
+        return take_along_dim(input.reshape(-1), indices.reshape(-1), 0)
+    op = "take_along_dim"
+    dim = normalize_dim(op, dim, input.ndim)
+    data = _index_data(op, input, indices)
+    if indices.ndim != input.ndim:
+        raise RuntimeError(f"{op}(): input and indices should have the same number of dimensions, but got "
+                           f"{input.ndim} dimensions for input, and {indices.ndim} dimensions for indices")
+    try:
+        broadcast_shapes(input.shape[:dim] + input.shape[dim + 1:], indices.shape[:dim] + indices.shape[dim + 1:])
+    except ShapeError as error:
+        raise ShapeError(f"{op}: input and indices must broadcast apart from dimension {dim}: {error}") from None
+    return _apply(op, GetItem, input, _along(input, input.shape, dim, data))
+
+
+def masked_fill(input, mask, value):
+    """A copy of input with value where mask is True (mask broadcasts; value is a number or 0-d tensor)."""
+    if not isinstance(mask, TrackedTensor) or mask.dtype is not bool_:
+        raise RuntimeError(f"masked_fill: only supports boolean masks, but got mask {describe(mask)}; "
+                           "make one with a comparison (x > 0) or .bool()")
+    if mask.device is not input.device:
+        raise RuntimeError(f"masked_fill: expected the mask on {input.device}, got {describe(mask)}")
+    if isinstance(value, TrackedTensor) and value.ndim != 0:
+        raise RuntimeError(f"masked_fill only supports a 0-dimensional value tensor, but got {describe(value)}; "
+                           "use gradlab.where(mask, value, input) to fill from a tensor")
+    try:
+        return MaskedFill.apply(input, mask, value)
+    except ValueError:
+        broadcast_shapes(input.shape, mask.shape, op="masked_fill")  # raises the clear ShapeError when the shapes clash
+        raise
+
+
+def tril(input, diagonal=0):
+    """The lower triangle of the last two dims (on and below the diagonal-th diagonal); the rest zero."""
+    return Tril.apply(input, diagonal)
+
+
+def triu(input, diagonal=0):
+    """The upper triangle of the last two dims (on and above the diagonal-th diagonal); the rest zero."""
+    return Triu.apply(input, diagonal)
+
+
+def one_hot(tensor, num_classes=-1):
+    """int64 one-hot vectors: a new last dim of num_classes with a 1 at each value (-1: max + 1)."""
+    if not isinstance(tensor, TrackedTensor) or tensor.dtype is not int64:
+        raise RuntimeError(f"one_hot is only applicable to index tensor of type LongTensor, got {describe(tensor)}; "
+                           "convert it with .long()")
+    backend = tensor.device.backend
+    if tensor.numel() == 0:
+        if num_classes == -1:
+            raise RuntimeError("one_hot: Can not infer total number of classes from empty tensor; pass num_classes")
+    else:
+        low = int(backend.to_numpy(backend.min(tensor.data)))
+        high = int(backend.to_numpy(backend.max(tensor.data)))
+        if low < 0:
+            raise RuntimeError(f"one_hot: Class values must be non-negative, got {low}")
+        if num_classes == -1:
+            num_classes = high + 1
+        elif high >= num_classes:
+            raise RuntimeError(f"one_hot: Class values must be smaller than num_classes ({num_classes}), got {high}")
+    classes = backend.arange(0, num_classes, 1, int64)
+    hot = backend.eq(backend.reshape(tensor.data, tensor.shape + (1,)), classes)
+    return tensor._wrap(backend.astype(hot, int64))
+
+
+def _put(x, index, value):
+    return _apply("__setitem__", IndexPut, x, index, value)
 
 
 class IndexingMethods:
     """Tensor's indexing methods (mixed into gradlab.Tensor)."""
 
     __slots__ = ()
+
+    def __getitem__(self, key):
+        return _apply("__getitem__", GetItem, self, _parse_index("__getitem__", self, key))
+
+    def __setitem__(self, key, value):
+        index = _parse_index("__setitem__", self, key)
+        if not isinstance(value, (TrackedTensor, int, float)):
+            value = type(self)(value, dtype=self.dtype, device=self.device)
+        self._inplace("__setitem__", lambda x, v: _put(x, index, v), value)
+
+    def index_select(self, dim, index):
+        return index_select(self, dim, index)
+
+    def gather(self, dim, index, *, sparse_grad=False):
+        return gather(self, dim, index)
+
+    def scatter(self, dim, index, src=None, *, value=None):
+        return scatter(self, dim, index, src, value=value)
+
+    def scatter_(self, dim, index, src=None, *, value=None):
+        return self._inplace("scatter_", scatter, dim, index, value if src is None else src)
+
+    def scatter_add(self, dim, index, src):
+        return scatter_add(self, dim, index, src)
+
+    def scatter_add_(self, dim, index, src):
+        return self._inplace("scatter_add_", scatter_add, dim, index, src)
+
+    def take_along_dim(self, indices, dim=None):
+        return take_along_dim(self, indices, dim)
+
+    def masked_fill(self, mask, value):
+        return masked_fill(self, mask, value)
+
+    def masked_fill_(self, mask, value):
+        return self._inplace("masked_fill_", masked_fill, mask, value)
+
+    def tril(self, diagonal=0):
+        return Tril.apply(self, diagonal)
+
+    def tril_(self, diagonal=0):
+        return self._inplace("tril_", tril, diagonal)
+
+    def triu(self, diagonal=0):
+        return Triu.apply(self, diagonal)
+
+    def triu_(self, diagonal=0):
+        return self._inplace("triu_", triu, diagonal)

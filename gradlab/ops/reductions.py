@@ -1,7 +1,643 @@
-"""(being written)"""
+"""Reductions: sum, mean, prod, max/min, var/std, logsumexp, norm, cumulative sums, all/any.
+
+A reduction collapses the axes in ``dim`` (None: all of them). Its backward runs the other way:
+the gradient of the small output is reshaped to the keepdim form (a 1 where each axis was) and
+expanded back over the reduced axes, then scaled by how much each input element contributed.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+from collections import namedtuple
+
+from .. import dtypes as dt
+from ..autograd.function import Function
+from ._common import TrackedTensor, describe, normalize_dim, normalize_dims
+
+max_result = namedtuple("max", ("values", "indices"))
+min_result = namedtuple("min", ("values", "indices"))
+
+
+# --- dims and shapes ---------------------------------------------------------------------------
+
+
+def _axes(op: str, x, dim) -> tuple:
+    """The sorted axes to reduce; None and () mean all of them, as in PyTorch's sum and mean."""
+    if dim is None or (not isinstance(dim, int) and len(dim) == 0):
+        return tuple(range(x.ndim))
+    axes = normalize_dims(op, dim, x.ndim)
+    return axes if x.ndim else ()  # a 0-d tensor accepts dim 0 / -1 and has nothing to reduce
+
+
+def _remember(ctx, x, axes, keepdim) -> None:
+    ctx.shape, ctx.axes, ctx.keepdim = x.shape, axes, keepdim
+
+
+def _kept(t, ctx):
+    """A reduced tensor (output or gradient) in keepdim form, so it broadcasts against the input."""
+    if ctx.keepdim or not ctx.axes:
+        return t
+    return t.reshape(_reduced_shape(ctx.shape, ctx.axes, True))
+
+
+def _spread(grad, ctx):
+    """The gradient of a reduced output copied back to every input element it came from."""
+    return _kept(grad, ctx).expand(ctx.shape)
+
+
+def _count(shape, axes) -> int:
+    return math.prod(shape[a] for a in axes)
+
+
+def _reduced_shape(shape, axes, keepdim) -> tuple:
+    return tuple(1 if i in axes else n for i, n in enumerate(shape) if keepdim or i not in axes)
+
+
+def _exactly(backend, array, dtype):
+    """The array in dtype (numpy, for one, sums int32 into int64 on its own)."""
+    return array if backend.dtype_of(array) is dtype else backend.astype(array, dtype)
+
+
+def _accumulate_dtype(x, dtype):
+    """The dtype a sum/prod/cumsum computes in: dtype= if given, int64 for bool and integer inputs."""
+    if dtype is not None:
+        return dt.as_dtype(dtype)
+    return x.dtype if x.dtype.is_floating_point else dt.int64
+
+
+def _data_as(x, dtype):
+    return x.data if x.dtype is dtype else x.device.backend.astype(x.data, dtype)
+
+
+def _empty_error(op: str, x, dim, unspecified=RuntimeError):
+    """PyTorch's error for max/min-like reductions over nothing."""
+    if dim is None:
+        return unspecified(
+            f"{op}(): Expected reduction dim to be specified for input.numel() == 0 ({describe(x)}). "
+            "Specify the reduction dim with the 'dim' argument."
+        )
+    empty = next((a for a in _axes(op, x, dim) if x.shape[a] == 0), dim)
+    return IndexError(f"{op}(): Expected reduction dim {empty} to have non-zero size ({describe(x)}); "
+                      "there is no largest or smallest element of an empty dimension")
+
+
+def _float_required(op: str, x, what: str) -> None:
+    if not x.dtype.is_floating_point:
+        raise RuntimeError(f"{op}(): {what}, but got {describe(x)}; convert it first with .float()")
+
+
+def _cast_grad(grad, ctx):
+    """Bring a gradient back to the input's dtype when dtype= made the output differ."""
+    return grad if grad.dtype is ctx.dtype else grad.to(ctx.dtype)
+
+
+# --- sum, mean, prod ---------------------------------------------------------------------------
+
+
+class Sum(Function):
+    """Every input element contributes once, so each receives the output's gradient unchanged."""
+
+    @staticmethod
+    def forward(ctx, x, dim, keepdim, dtype):
+        axes = _axes("sum", x, dim)
+        _remember(ctx, x, axes, keepdim)
+        ctx.dtype, target, backend = x.dtype, _accumulate_dtype(x, dtype), x.device.backend
+        return x._wrap(_exactly(backend, backend.sum(_data_as(x, target), axes, keepdim), target))
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _cast_grad(_spread(grad, ctx), ctx), None, None, None
+
+
+class Mean(Function):
+    """sum / count: each input element receives the gradient divided by the count."""
+
+    @staticmethod
+    def forward(ctx, x, dim, keepdim, dtype):
+        target = dt.as_dtype(dtype) if dtype is not None else x.dtype
+        if not target.is_floating_point:
+            raise RuntimeError(
+                "mean(): could not infer output dtype. Input dtype must be either a floating point or complex "
+                f"dtype. Got: {describe(x)}; convert it first with .float(), or pass dtype=gradlab.float32"
+            )
+        axes = _axes("mean", x, dim)
+        _remember(ctx, x, axes, keepdim)
+        ctx.dtype, ctx.count = x.dtype, _count(x.shape, axes)
+        backend = x.device.backend
+        return x._wrap(backend.div(backend.sum(_data_as(x, target), axes, keepdim), ctx.count))
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _cast_grad(_spread(grad, ctx) / ctx.count, ctx), None, None, None
+
+
+class Prod(Function):
+    """d(prod)/dx_i is the product of the other elements: out / x_i while no element is zero.
+
+    With one zero in a slice only that element has a non-zero gradient (the product of the rest);
+    with two or more zeros every gradient in the slice is zero.
+    """
+
+    @staticmethod
+    def forward(ctx, x, dim, keepdim, dtype):
+        axes = _axes("prod", x, dim)
+        _remember(ctx, x, axes, keepdim)
+        ctx.dtype, target, backend = x.dtype, _accumulate_dtype(x, dtype), x.device.backend
+        out = x._wrap(_exactly(backend, backend.prod(_data_as(x, target), axes, keepdim), target))
+        ctx.save_for_backward(x, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, out = ctx.saved_tensors
+        grad, out = _kept(grad, ctx), _kept(out, ctx)
+        zero = x == 0
+        if not zero.any():
+            return _cast_grad(grad * out / x, ctx), None, None, None
+        x_safe = x.masked_fill(zero, 1)
+        rest = x_safe.prod(ctx.axes, keepdim=True)  # the product of the non-zero elements
+        lone_zero = zero.sum(ctx.axes, keepdim=True) == 1
+        grad_x = grad * out / x_safe * ~zero + (grad * rest * lone_zero) * zero
+        return _cast_grad(grad_x, ctx), None, None, None
+
+
+# --- max, min and their indices ------------------------------------------------------------------
+
+
+def _share_among(selected, grad, axes):
+    """The gradient split evenly among the selected (tied) elements of each reduced slice."""
+    return selected * (grad / selected.sum(axes, keepdim=True))
+
+
+class Amax(Function):
+    """The gradient goes to the element(s) equal to the maximum, split evenly among ties."""
+
+    reduce = "max"
+
+    @staticmethod
+    def forward(ctx, x, dim, keepdim, op):
+        axes = _axes(op, x, dim)
+        _remember(ctx, x, axes, keepdim)
+        try:
+            out = x._wrap(getattr(x.device.backend, ctx.function.reduce)(x.data, axes, keepdim))
+        except ValueError:
+            raise _empty_error(op, x, dim) from None
+        ctx.save_for_backward(x, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, out = ctx.saved_tensors
+        return _share_among(x == _kept(out, ctx), _kept(grad, ctx), ctx.axes), None, None, None
+
+
+class Amin(Amax):
+    reduce = "min"
+
+
+class MaxDim(Function):
+    """max along one dim, with the index of the first largest element; that element gets the gradient."""
+
+    arg = "argmax"
+
+    @staticmethod
+    def forward(ctx, x, dim, keepdim, op):
+        axis = normalize_dim(op, dim, x.ndim)
+        backend = x.device.backend
+        data = x.data if x.ndim else backend.reshape(x.data, (1,))
+        try:
+            index = _exactly(backend, getattr(backend, ctx.function.arg)(data, axis, True), dt.int64)
+        except ValueError:
+            raise _empty_error(op, x, dim) from None
+        values = backend.take_along_axis(data, index, axis)
+        n = data.shape[axis]
+        along_axis = tuple(n if i == axis else 1 for i in range(data.ndim))
+        positions = backend.reshape(backend.arange(0, n, 1, dt.int64), along_axis)
+        ctx.save_for_backward(x._wrap(backend.reshape(backend.eq(positions, index), x.shape)))  # one-hot of index
+        ctx.shape, ctx.axes, ctx.keepdim = x.shape, (axis,) if x.ndim else (), keepdim
+        if not keepdim or not x.ndim:
+            shape = tuple(s for i, s in enumerate(x.shape) if i != axis)
+            values, index = backend.reshape(values, shape), backend.reshape(index, shape)
+        index = x._wrap(index)
+        ctx.mark_non_differentiable(index)
+        return x._wrap(values), index
+
+    @staticmethod
+    def backward(ctx, grad, grad_index):
+        (selected,) = ctx.saved_tensors
+        return _kept(grad, ctx) * selected, None, None, None
+
+
+class MinDim(MaxDim):
+    arg = "argmin"
+
+
+class Argmax(Function):
+    """The index of the largest element (of the flattened tensor when dim is None); no gradient."""
+
+    arg = "argmax"
+
+    @staticmethod
+    def forward(ctx, x, dim, keepdim, op):
+        backend = x.device.backend
+        if dim is None:
+            axis, data = None, x.data
+        else:
+            axis = normalize_dim(op, dim, x.ndim)
+            data = x.data if x.ndim else backend.reshape(x.data, (1,))
+        try:
+            index = getattr(backend, ctx.function.arg)(data, axis, keepdim and x.ndim > 0)
+        except ValueError:
+            raise _empty_error(op, x, dim, IndexError) from None
+        index = _exactly(backend, index, dt.int64)
+        return x._wrap(index if x.ndim else backend.reshape(index, ()))
+
+    @staticmethod
+    def backward(ctx, grad):
+        return None, None, None, None
+
+
+class Argmin(Argmax):
+    arg = "argmin"
+
+
+# --- var, std, logsumexp, norm -----------------------------------------------------------------
+
+
+def _variance(ctx, op, x, dim, correction, keepdim):
+    """The variance array: mean squared deviation, divided by (count - correction), at least 0."""
+    _float_required(op, x, "std and var only support floating point dtypes")
+    axes = _axes(op, x, dim)
+    _remember(ctx, x, axes, keepdim)
+    count = _count(x.shape, axes)
+    ctx.divisor = builtins.max(0, count - correction)
+    backend = x.device.backend
+    centered = backend.sub(x.data, backend.div(backend.sum(x.data, axes, True), count))
+    return backend.div(backend.sum(backend.mul(centered, centered), axes, keepdim), ctx.divisor)
+
+
+def _variance_grad(grad_var, x, ctx):
+    """d var / dx = 2 (x - mean) / (count - correction)."""
+    return (x - x.mean(ctx.axes, keepdim=True)) * (_kept(grad_var, ctx) * 2 / ctx.divisor)
+
+
+class Var(Function):
+    """The mean squared deviation from the mean, with (count - correction) as the divisor."""
+
+    @staticmethod
+    def forward(ctx, x, dim, correction, keepdim):
+        ctx.save_for_backward(x)
+        return x._wrap(_variance(ctx, "var", x, dim, correction, keepdim))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return _variance_grad(grad, x, ctx), None, None, None
+
+
+class Std(Function):
+    """sqrt(var): d std = d var / (2 std); where std is 0 every deviation is 0, so the gradient is 0."""
+
+    @staticmethod
+    def forward(ctx, x, dim, correction, keepdim):
+        out = x._wrap(x.device.backend.sqrt(_variance(ctx, "std", x, dim, correction, keepdim)))
+        ctx.save_for_backward(x, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, out = ctx.saved_tensors
+        return _variance_grad(grad / (2 * out.masked_fill(out == 0, 1)), x, ctx), None, None, None
+
+
+class LogSumExp(Function):
+    """log(sum(exp(x))), computed stably; its gradient is softmax(x): exp(x - out)."""
+
+    @staticmethod
+    def forward(ctx, x, dim, keepdim):
+        axes = _axes("logsumexp", x, dim)
+        _remember(ctx, x, axes, keepdim)
+        backend = x.device.backend
+        try:
+            out = backend.logsumexp(x.data, axes, keepdim)
+        except ValueError:  # the backend found no maximum of an empty slice: log(0) = -inf
+            out = backend.full(_reduced_shape(x.shape, axes, keepdim), -math.inf, x.dtype)
+        out = x._wrap(out)
+        ctx.save_for_backward(x, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, out = ctx.saved_tensors
+        return _kept(grad, ctx) * (x - _kept(out, ctx)).exp(), None, None
+
+
+class Norm(Function):
+    """The vector p-norm (sum |x|^p)^(1/p) over dim; p = inf is max |x|, p = 0 counts non-zeros.
+
+    d norm / dx = sign(x) |x|^(p-1) / norm^(p-1). Where the norm is 0 every x is 0 too, so the
+    gradient there is 0 (not 0/0), as in PyTorch.
+    """
+
+    @staticmethod
+    def forward(ctx, x, p, dim, keepdim):
+        axes = _axes("norm", x, dim)
+        _remember(ctx, x, axes, keepdim)
+        ctx.p = p
+        backend = x.device.backend
+        if p == 2:
+            out = backend.sqrt(backend.sum(backend.mul(x.data, x.data), axes, keepdim))
+        elif p == 1:
+            out = backend.sum(backend.abs(x.data), axes, keepdim)
+        elif p == 0:
+            out = backend.astype(backend.sum(backend.ne(x.data, 0), axes, keepdim), x.dtype)
+        elif math.isinf(p):
+            try:
+                out = (backend.max if p > 0 else backend.min)(backend.abs(x.data), axes, keepdim)
+            except ValueError:
+                raise _empty_error("norm", x, dim) from None
+        else:
+            out = backend.pow(backend.sum(backend.pow(backend.abs(x.data), p), axes, keepdim), 1.0 / p)
+        out = x._wrap(out)
+        ctx.save_for_backward(x, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, out = ctx.saved_tensors
+        p, grad, out = ctx.p, _kept(grad, ctx), _kept(out, ctx)
+        if p == 0:
+            return _spread(grad, ctx) * 0, None, None, None
+        if math.isinf(p):
+            return x.sign() * _share_among(x.abs() == out, grad, ctx.axes), None, None, None
+        out = out.masked_fill(out == 0, 1)
+        if p == 2:
+            return x * (grad / out), None, None, None
+        # sign(x) is 0 where x is 0, so |x| may be replaced by 1 there: 0^(p-1) would be inf for p < 1
+        direction = x.sign() * x.abs().masked_fill(x == 0, 1) ** (p - 1)
+        return direction * (grad / out ** (p - 1)), None, None, None
+
+
+# --- cumulative sum and product ------------------------------------------------------------------
+
+
+def _reverse_cumsum(t, axis):
+    """Sums from each position to the end: the transpose of a running sum."""
+    return t.flip(axis).cumsum(axis).flip(axis)
+
+
+def _cumulative(ctx, op, x, dim, dtype):
+    """The backend's running sum/product along dim, in the accumulation dtype (0-d: one element)."""
+    axis = normalize_dim(op, dim, x.ndim)
+    ctx.axis, ctx.dtype = (axis if x.ndim else None), x.dtype
+    backend, target = x.device.backend, _accumulate_dtype(x, dtype)
+    data = _data_as(x, target) if x.ndim else backend.reshape(_data_as(x, target), (1,))
+    out = _exactly(backend, getattr(backend, op)(data, axis), target)
+    return x._wrap(out if x.ndim else backend.reshape(out, ()))
+
+
+class Cumsum(Function):
+    """out_j = sum_{i<=j} x_i, so x_i receives the sum of the gradients from position i onwards."""
+
+    @staticmethod
+    def forward(ctx, x, dim, dtype):
+        return _cumulative(ctx, "cumsum", x, dim, dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _cast_grad(grad if ctx.axis is None else _reverse_cumsum(grad, ctx.axis), ctx), None, None
+
+
+class Cumprod(Function):
+    """out_j = prod_{i<=j} x_i: x_i receives sum_{j>=i} grad_j out_j / x_i while x has no zeros.
+
+    At the first zero of a row that formula divides by 0: there the gradient is the same reverse
+    sum taken over the running product with that zero left out; after it every gradient is 0.
+    """
+
+    @staticmethod
+    def forward(ctx, x, dim, dtype):
+        out = _cumulative(ctx, "cumprod", x, dim, dtype)
+        ctx.save_for_backward(x, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, out = ctx.saved_tensors
+        axis = ctx.axis
+        if axis is None:
+            return _cast_grad(grad, ctx), None, None
+        zero = x == 0
+        if not zero.any():
+            return _cast_grad(_reverse_cumsum(grad * out, axis) / x, ctx), None, None
+        zeros_so_far = zero.cumsum(axis)
+        first_zero = zero & (zeros_so_far == 1)
+        without_first_zero = x.masked_fill(first_zero, 1).cumprod(axis)
+        grad_x = (_reverse_cumsum(grad * out, axis) / x.masked_fill(zero, 1) * (zeros_so_far == 0)
+                  + _reverse_cumsum(grad * without_first_zero, axis) * first_zero)
+        return _cast_grad(grad_x, ctx), None, None
+
+
+# --- all, any ------------------------------------------------------------------------------------
+
+
+class All(Function):
+    """Whether every element (along dim) is non-zero; a bool result, with no gradient."""
+
+    reduce = "all"
+
+    @staticmethod
+    def forward(ctx, x, dim, keepdim):
+        axes = normalize_dims(ctx.function.reduce, dim, x.ndim)  # here dim=() reduces nothing, as in PyTorch
+        if not x.ndim:
+            axes = ()
+        return x._wrap(getattr(x.device.backend, ctx.function.reduce)(x.data, axes, keepdim))
+
+    @staticmethod
+    def backward(ctx, grad):
+        return None, None, None
+
+
+class Any(All):
+    reduce = "any"
+
+
+# --- the functional forms ------------------------------------------------------------------------
+
+
+def sum(input, dim=None, keepdim=False, *, dtype=None):
+    """The sum over dim (None: all elements); bool and integer tensors sum to int64."""
+    return Sum.apply(input, dim, keepdim, dtype)
+
+
+def mean(input, dim=None, keepdim=False, *, dtype=None):
+    return Mean.apply(input, dim, keepdim, dtype)
+
+
+def prod(input, dim=None, keepdim=False, *, dtype=None):
+    return Prod.apply(input, dim, keepdim, dtype)
+
+
+def _max_or_min(op, input, dim, keepdim, whole, along, elementwise):
+    if dim is None:
+        return whole.apply(input, None, keepdim, op)
+    if isinstance(dim, TrackedTensor):
+        return getattr(input, elementwise)(dim)
+    if not isinstance(dim, int):
+        raise TypeError(f"{op}(): dim must be an int (or another tensor for the elementwise {elementwise}), "
+                        f"got {dim!r}; use amax/amin to reduce over several dims")
+    result = max_result if op == "max" else min_result
+    return result(*along.apply(input, dim, keepdim, op))
+
+
+def max(input, dim=None, keepdim=False):
+    """max(x): the largest value. max(x, dim): namedtuple (values, indices). max(x, other): maximum."""
+    return _max_or_min("max", input, dim, keepdim, Amax, MaxDim, "maximum")
+
+
+def min(input, dim=None, keepdim=False):
+    """min(x): the smallest value. min(x, dim): namedtuple (values, indices). min(x, other): minimum."""
+    return _max_or_min("min", input, dim, keepdim, Amin, MinDim, "minimum")
+
+
+def amax(input, dim=None, keepdim=False):
+    """The largest value over dim (None: all); ties share the gradient evenly."""
+    return Amax.apply(input, dim, keepdim, "amax")
+
+
+def amin(input, dim=None, keepdim=False):
+    return Amin.apply(input, dim, keepdim, "amin")
+
+
+def argmax(input, dim=None, keepdim=False):
+    return Argmax.apply(input, dim, keepdim, "argmax")
+
+
+def argmin(input, dim=None, keepdim=False):
+    return Argmin.apply(input, dim, keepdim, "argmin")
+
+
+def _correction(op, dim, unbiased, correction):
+    """PyTorch's two spellings: unbiased=True/False (also in dim's place) or correction=<int>."""
+    if isinstance(dim, bool):
+        dim, unbiased = None, dim
+    if unbiased is not None and correction is not None:
+        raise RuntimeError(f"{op}(): cannot pass both correction and unbiased arguments; use correction= alone")
+    if correction is None:
+        correction = 0 if unbiased is False else 1
+    return dim, correction
+
+
+def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """The variance over dim, dividing by (count - correction); correction=1 (unbiased) by default."""
+    dim, correction = _correction("var", dim, unbiased, correction)
+    return Var.apply(input, dim, correction, keepdim)
+
+
+def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    dim, correction = _correction("std", dim, unbiased, correction)
+    return Std.apply(input, dim, correction, keepdim)
+
+
+def logsumexp(input, dim, keepdim=False):
+    """log(sum(exp(input))) over dim, without overflow; integer tensors are converted to float."""
+    if not input.dtype.is_floating_point:
+        input = input.to(dt.get_default_dtype())
+    return LogSumExp.apply(input, dim, keepdim)
+
+
+def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
+    """The vector p-norm over dim (None: all elements): p=2 ('fro') by default, any number or inf."""
+    if isinstance(p, str):
+        if p != "fro":
+            raise RuntimeError(f"norm(): order {p!r} is not supported; use p='fro', a number, or float('inf')")
+        p = 2
+    elif p is None:
+        p = 2
+    if dtype is not None:
+        input = input.to(dtype)
+    _float_required("norm", input, "expected a floating point tensor as input")
+    return Norm.apply(input, float(p), dim, keepdim)
+
+
+def cumsum(input, dim, *, dtype=None):
+    """Running sums along dim; bool and integer tensors accumulate in int64."""
+    return Cumsum.apply(input, dim, dtype)
+
+
+def cumprod(input, dim, *, dtype=None):
+    return Cumprod.apply(input, dim, dtype)
+
+
+def all(input, dim=None, keepdim=False):
+    """True where every element (along dim) is non-zero."""
+    return All.apply(input, dim, keepdim)
+
+
+def any(input, dim=None, keepdim=False):
+    """True where some element (along dim) is non-zero."""
+    return Any.apply(input, dim, keepdim)
 
 
 class ReductionMethods:
-    """Tensor's reductions methods (mixed into gradlab.Tensor)."""
+    """Tensor's reduction methods (mixed into gradlab.Tensor)."""
 
     __slots__ = ()
+
+    def sum(self, dim=None, keepdim=False, *, dtype=None):
+        return Sum.apply(self, dim, keepdim, dtype)
+
+    def mean(self, dim=None, keepdim=False, *, dtype=None):
+        return Mean.apply(self, dim, keepdim, dtype)
+
+    def prod(self, dim=None, keepdim=False, *, dtype=None):
+        return Prod.apply(self, dim, keepdim, dtype)
+
+    def max(self, dim=None, keepdim=False):
+        return max(self, dim, keepdim)
+
+    def min(self, dim=None, keepdim=False):
+        return min(self, dim, keepdim)
+
+    def amax(self, dim=None, keepdim=False):
+        return Amax.apply(self, dim, keepdim, "amax")
+
+    def amin(self, dim=None, keepdim=False):
+        return Amin.apply(self, dim, keepdim, "amin")
+
+    def argmax(self, dim=None, keepdim=False):
+        return Argmax.apply(self, dim, keepdim, "argmax")
+
+    def argmin(self, dim=None, keepdim=False):
+        return Argmin.apply(self, dim, keepdim, "argmin")
+
+    def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+        return var(self, dim, unbiased, keepdim, correction=correction)
+
+    def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+        return std(self, dim, unbiased, keepdim, correction=correction)
+
+    def logsumexp(self, dim, keepdim=False):
+        return logsumexp(self, dim, keepdim)
+
+    def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
+        return norm(self, p, dim, keepdim, dtype)
+
+    def cumsum(self, dim, *, dtype=None):
+        return Cumsum.apply(self, dim, dtype)
+
+    def cumprod(self, dim, *, dtype=None):
+        return Cumprod.apply(self, dim, dtype)
+
+    def cumsum_(self, dim, *, dtype=None):
+        return self._inplace("cumsum_", lambda x: Cumsum.apply(x, dim, dtype))
+
+    def cumprod_(self, dim, *, dtype=None):
+        return self._inplace("cumprod_", lambda x: Cumprod.apply(x, dim, dtype))
+
+    def all(self, dim=None, keepdim=False):
+        return All.apply(self, dim, keepdim)
+
+    def any(self, dim=None, keepdim=False):
+        return Any.apply(self, dim, keepdim)

@@ -1,0 +1,170 @@
+"""Activation functions: sigmoid, relu and its relatives, gelu, silu, softplus, softmax, log_softmax.
+
+The pointwise ones are built like the rest of the elementwise maths (``elementwise``: compute on
+arrays, backward with Tensor operations). softmax and log_softmax use the backend's fused, stable
+kernels (the largest logit is subtracted first), and their backward is a short Tensor formula.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..autograd.function import Function
+from ._common import float_dtype_required, normalize_dim
+from .elementwise import elementwise, in_place, where
+
+_SQRT_HALF = math.sqrt(0.5)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+_TANH_SCALE = math.sqrt(2.0 / math.pi)  # the tanh approximation of gelu: tanh(k * (x + c * x^3))
+_TANH_CUBIC = 0.044715
+
+
+def _gelu(backend, a, approximate):
+    """x * Phi(x), Phi the standard normal CDF (exactly through erf, or its tanh approximation)."""
+    if approximate == "tanh":
+        cubic = backend.add(a, backend.mul(backend.mul(backend.mul(a, a), a), _TANH_CUBIC))
+        cdf = backend.mul(backend.add(backend.tanh(backend.mul(cubic, _TANH_SCALE)), 1.0), 0.5)
+    else:
+        cdf = backend.mul(backend.add(backend.erf(backend.mul(a, _SQRT_HALF)), 1.0), 0.5)
+    return backend.mul(a, cdf)
+
+
+def _gelu_gradient(g, x, out, approximate):
+    if approximate == "tanh":
+        t = ((x + x * x * x * _TANH_CUBIC) * _TANH_SCALE).tanh()
+        slope = (1 + t) * 0.5 + x * (1 - t * t) * (1 + x * x * (3 * _TANH_CUBIC)) * (0.5 * _TANH_SCALE)
+    else:
+        slope = (1 + (x * _SQRT_HALF).erf()) * 0.5 + x * (x * x * -0.5).exp() * _INV_SQRT_2PI
+    return g * slope
+
+
+def _softplus(backend, a, beta, threshold):
+    """log(1 + exp(beta * x)) / beta, and x itself where beta * x > threshold (exp would overflow)."""
+    scaled = backend.mul(a, beta)
+    return backend.where(backend.gt(scaled, threshold), a, backend.div(backend.log1p(backend.exp(scaled)), beta))
+
+
+Sigmoid = elementwise("sigmoid", "sigmoid", lambda g, x, y: g * y * (1 - y))
+Relu = elementwise("relu", lambda b, a: b.maximum(a, 0), lambda g, x, y: where(y > 0, g, 0.0), inputs="keep")
+LeakyRelu = elementwise("leaky_relu", lambda b, a, slope: b.where(b.gt(a, 0), a, b.mul(a, slope)),
+                        lambda g, x, y, slope: where(x > 0, g, g * slope), inputs="floats")
+Elu = elementwise("elu", lambda b, a, alpha: b.where(b.gt(a, 0), a, b.mul(b.expm1(a), alpha)),
+                  lambda g, x, y, alpha: where(x > 0, g, g * (y + alpha)), inputs="floats")
+Gelu = elementwise("gelu", _gelu, _gelu_gradient, inputs="floats")
+Silu = elementwise("silu", lambda b, a: b.mul(a, b.sigmoid(a)),
+                   lambda g, x, y: g * sigmoid(x) * (1 + x * (1 - sigmoid(x))), inputs="floats")
+Softplus = elementwise("softplus", _softplus, lambda g, x, y, beta, threshold:
+                       where(x * beta > threshold, g, g * sigmoid(x * beta)), inputs="floats")
+
+
+def _fused(x, kernel: str, dim: int):
+    """Run the backend's softmax / log_softmax kernel along dim (a 0-d tensor is a 1-element row)."""
+    backend = x.device.backend
+    data = x.data if x.ndim else backend.reshape(x.data, (1,))
+    try:
+        out = getattr(backend, kernel)(data, dim)
+    except ValueError:  # the max of an empty row: an empty tensor gives an empty result
+        if x.numel():
+            raise
+        return backend.copy(x.data)
+    return out if x.ndim else backend.reshape(out, ())
+
+
+class Softmax(Function):
+    """exp(x) / sum(exp(x)) along dim; backward: y * (g - sum(g * y))."""
+
+    @staticmethod
+    def forward(ctx, x, dim):
+        float_dtype_required("softmax", x)
+        ctx.dim = normalize_dim("softmax", dim, x.ndim)
+        out = x._wrap(_fused(x, "softmax", ctx.dim))
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        (y,) = ctx.saved_tensors
+        return y * (grad - (grad * y).sum(ctx.dim, keepdim=True)), None
+
+
+class LogSoftmax(Function):
+    """x - logsumexp(x) along dim; backward: g - exp(y) * sum(g)."""
+
+    @staticmethod
+    def forward(ctx, x, dim):
+        float_dtype_required("log_softmax", x)
+        ctx.dim = normalize_dim("log_softmax", dim, x.ndim)
+        out = x._wrap(_fused(x, "log_softmax", ctx.dim))
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        (y,) = ctx.saved_tensors
+        return grad - y.exp() * grad.sum(ctx.dim, keepdim=True), None
+
+
+# --- functional forms (gradlab.relu(x) as torch.relu(x) / torch.nn.functional.relu(x)) -----------
+
+def sigmoid(input):
+    """1 / (1 + exp(-x)), computed without overflow."""
+    return Sigmoid.apply(input)
+
+
+def relu(input):
+    """max(x, 0)."""
+    return Relu.apply(input)
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    """x for x > 0, negative_slope * x otherwise."""
+    if inplace:
+        return input._inplace("leaky_relu_", LeakyRelu.apply, negative_slope)
+    return LeakyRelu.apply(input, negative_slope)
+
+
+def elu(input, alpha=1.0, inplace=False):
+    """x for x > 0, alpha * (exp(x) - 1) otherwise."""
+    if inplace:
+        return input._inplace("elu_", Elu.apply, alpha)
+    return Elu.apply(input, alpha)
+
+
+def gelu(input, approximate="none"):
+    """x * Phi(x), Phi the standard normal CDF; approximate='tanh' uses the tanh formula of the GPT-2 era."""
+    if approximate not in ("none", "tanh"):
+        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    return Gelu.apply(input, approximate)
+
+
+def silu(input, inplace=False):
+    """x * sigmoid(x) (also called swish)."""
+    if inplace:
+        return input._inplace("silu_", Silu.apply)
+    return Silu.apply(input)
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    """A smooth relu: log(1 + exp(beta * x)) / beta, linear where beta * x > threshold."""
+    return Softplus.apply(input, beta, threshold)
+
+
+def softmax(input, dim, dtype=None):
+    """Probabilities along dim: exp(x) / sum(exp(x)); dtype converts the input first."""
+    return Softmax.apply(input if dtype is None else input.to(dtype), dim)
+
+
+def log_softmax(input, dim, dtype=None):
+    """log(softmax(x)), computed stably as x - logsumexp(x)."""
+    return LogSoftmax.apply(input if dtype is None else input.to(dtype), dim)
+
+
+class ActivationMethods:
+    """Tensor's activation methods (mixed into gradlab.Tensor)."""
+
+    __slots__ = ()
+
+    sigmoid, relu, leaky_relu, elu, gelu, silu, softplus = sigmoid, relu, leaky_relu, elu, gelu, silu, softplus
+    softmax, log_softmax = softmax, log_softmax
+    sigmoid_ = in_place("sigmoid_", sigmoid)
+    relu_ = in_place("relu_", relu)
