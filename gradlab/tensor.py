@@ -13,7 +13,7 @@ import weakref
 import numpy as np
 
 from . import dtypes as dt
-from .autograd.engine import backward_steps
+from .autograd import engine
 from .autograd.function import Function, TrackedTensor
 from .autograd.grad_mode import grad_state
 from .backends.device import Device, resolve_device
@@ -349,10 +349,9 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None) -> None:
         """Compute the gradient of this tensor with respect to every leaf that requires grad.
 
-        It runs ``autograd.backward_steps`` to the end; the lab steps through the same generator.
+        It runs the engine of ``autograd.backward_steps`` to the end; the lab steps through the same generator.
         """
-        for _ in backward_steps(self, gradient, retain_graph, create_graph, inputs):
-            pass
+        engine.backward(self, gradient, retain_graph, create_graph, inputs)
 
     def register_hook(self, hook):
         """Call ``hook(grad)`` when this tensor's gradient is computed; a returned tensor replaces it."""

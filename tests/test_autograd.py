@@ -12,7 +12,7 @@ import pytest
 import gradlab as gl
 from gradlab.autograd import AccumulateGrad, Function, backward_steps
 from gradlab.autograd import functional as F
-from gradlab.autograd.gradcheck import gradcheck, gradgradcheck
+from gradlab.autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck
 from helpers import assert_close, leaf, randn, requires_torch, torch
 
 
@@ -984,3 +984,47 @@ def test_functional_single_tensor_structure_matches_torch():
         assert type(ours) is tuple if isinstance(theirs, tuple) else isinstance(ours, gl.Tensor)
     H = F.hessian(cubic_plus_cross, gl.tensor(x_np))
     assert_close(H, TF.hessian(cubic_plus_cross, torch.tensor(x_np)).numpy())
+
+
+# --- gradcheck itself ------------------------------------------------------------------------------------
+
+
+class WrongDerivative(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * x  # should be 2x
+
+
+def test_gradcheck_catches_a_wrong_backward():
+    x = leaf(randn(3, seed=30))
+    with pytest.raises(GradcheckError, match="Jacobian mismatch for input 0"):
+        gradcheck(WrongDerivative.apply, (x,))
+    assert gradcheck(WrongDerivative.apply, (x,), raise_exception=False) is False
+    assert gradcheck(lambda t: t * t, (x,))
+
+
+def test_gradcheck_needs_an_input_requiring_grad():
+    with pytest.raises(ValueError, match="at least one input tensor to require gradient"):
+        gradcheck(lambda t: t * 2, (leaf([1.0], requires_grad=False),))
+
+
+def test_gradcheck_with_output_aliasing_input():
+    x = leaf(randn(2, 3, seed=31))
+    assert gradcheck(lambda t: t.reshape(6), (x,))
+    assert gradcheck(lambda t: t.t(), (x,))
+
+
+def test_grad_wrt_non_leaf_keeps_the_saved_tensors_below_it():
+    x = leaf([1.0, 2.0])
+    h = (x * x) * 2  # the node of x * x saves x; it is below h, so grad(out, h) never runs it
+    out = (h * 3).sum()
+    (gh,) = gl.autograd.grad(out, h)
+    assert_close(gh, [3.0, 3.0])
+    h.sum().backward()  # still possible: only the nodes that ran were released, as in PyTorch
+    assert_close(x.grad, [4.0, 8.0])

@@ -6,16 +6,10 @@ built on Tensor and are imported by ``gradlab`` itself once Tensor exists.
 """
 
 from .anomaly import detect_anomaly, is_anomaly_enabled
-from .engine import BackwardStep, backward_steps, grad
+from .engine import BackwardStep, backward, backward_steps, grad
 from .function import AccumulateGrad, Function, Node, TrackedTensor
 from .grad_mode import enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad, set_grad_enabled
 from .observers import ObserverHandle, OpRecord, subscribe
-
-
-def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None) -> None:
-    """``gradlab.autograd.backward``: backward from several outputs at once."""
-    for _ in backward_steps(tensors, grad_tensors, retain_graph, create_graph, inputs):
-        pass
 
 
 __all__ = [

@@ -90,21 +90,31 @@ def backward_steps(tensors, grad_tensors=None, retain_graph=None, create_graph=F
     """Run backward from ``tensors`` one node at a time, yielding a BackwardStep after each.
 
     Gradients accumulate into the ``.grad`` of leaves (only into ``inputs`` when given, which
-    may also be non-leaf tensors), exactly as ``Tensor.backward`` does: that method is
-    ``for _ in backward_steps(...): pass``.
+    may also be non-leaf tensors), exactly as ``Tensor.backward`` does: that method runs this
+    same generator to the end, only without building the step records.
     """
+    return _backward(tensors, grad_tensors, retain_graph, create_graph, inputs, steps=True)
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None) -> None:
+    """``gradlab.autograd.backward``: backward from one or several outputs, all the way through."""
+    for _ in _backward(tensors, grad_tensors, retain_graph, create_graph, inputs, steps=False):
+        pass
+
+
+def _backward(tensors, grad_tensors, retain_graph, create_graph, inputs, steps):
     edges, grads = _roots(tensors, grad_tensors, "backward")
     keep = create_graph if retain_graph is None else retain_graph
     if inputs is None:
-        return _run(edges, grads, keep, create_graph, None, None, accumulate=True)
+        return _run(edges, grads, keep, create_graph, None, None, True, steps)
     inputs = _check_inputs(inputs, "backward")
     if not inputs:
         raise RuntimeError("backward: the `inputs` argument cannot be empty; pass the tensors to accumulate into, or None")
     non_leaves = {_edge(t): t for t in inputs if t.grad_fn is not None}
     captured = dict.fromkeys(non_leaves)
     targets = {_edge(t)[0] for t in inputs}
-    steps = _run(edges, grads, keep, create_graph, targets, captured or None, accumulate=True)
-    return _then_accumulate(steps, non_leaves, captured, create_graph) if non_leaves else steps
+    run = _run(edges, grads, keep, create_graph, targets, captured or None, True, steps)
+    return _then_accumulate(run, non_leaves, captured, create_graph) if non_leaves else run
 
 
 def _then_accumulate(steps, non_leaves, captured, create_graph):
@@ -127,11 +137,13 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     input_edges = [_edge(t) for t in inputs]
     captured = dict.fromkeys(input_edges)
     targets = {node for node, _ in input_edges}
-    for _ in _run(edges, grads, keep, create_graph, targets, captured, accumulate=False):
+    for _ in _run(edges, grads, keep, create_graph, targets, captured, False, False):
         pass
     results = []
     for i, (t, key) in enumerate(zip(inputs, input_edges)):
         g = captured[key]
+        if g is not None and g.dtype is not t.dtype:
+            g = g.to(t.dtype)
         if g is None:
             if materialize_grads:
                 g = t.new_zeros(t.shape)
@@ -174,11 +186,13 @@ def _needed(root_nodes, targets) -> set:
     return {node for node, flag in on_path.items() if flag}
 
 
-def _run(edges, root_grads, keep_graph, create_graph, targets, captured, accumulate):
+def _run(edges, root_grads, keep_graph, create_graph, targets, captured, accumulate, steps):
     """The engine: Kahn's algorithm over the graph, newest node first among the ready ones.
 
     ``targets`` (a set of nodes, or None for all leaves) limits the run to the nodes on a path to
     them; ``captured`` maps the (node, output index) edges whose incoming gradient to record.
+    With ``steps`` it yields a BackwardStep after each node (the caller's grad mode is back on
+    while it holds one); without, it yields nothing and simply runs to the end.
     """
     roots = {node for node, _ in edges}
     deps = _dependencies(roots)
@@ -194,12 +208,12 @@ def _run(edges, root_grads, keep_graph, create_graph, targets, captured, accumul
     heappop, heappush = heapq.heappop, heapq.heappush
     user_mode = grad_state.enabled
     index = 0
+    grad_state.enabled = create_graph  # backward formulas are recorded only to differentiate them again
     try:
         while ready:
             node = heappop(ready)[1]
             grads_in = buffers.pop(node)
-            grad_state.enabled = create_graph
-            grads_out, leaf = _run_node(node, grads_in, targets, captured, accumulate, create_graph, needed)
+            grads_out, leaf = _run_node(node, grads_in, targets, captured, accumulate, create_graph, needed, keep_graph)
             for (child, nr), g in zip(node.next_functions, grads_out):
                 if child is None or (needed is not None and child not in needed):
                     continue
@@ -215,17 +229,21 @@ def _run(edges, root_grads, keep_graph, create_graph, targets, captured, accumul
                 deps[child] = remaining
                 if not remaining:
                     heappush(ready, (-child._seq, child))
-            if not keep_graph:
-                node._saved = _FREED  # release what forward saved
-            grad_state.enabled = user_mode
-            yield BackwardStep(index, node, tuple(grads_in), grads_out, leaf)
-            index += 1
+            if steps:
+                grad_state.enabled = user_mode
+                yield BackwardStep(index, node, tuple(grads_in), grads_out, leaf)
+                grad_state.enabled = create_graph
+                index += 1
     finally:
         grad_state.enabled = user_mode
 
 
-def _run_node(node, grads_in, targets, captured, accumulate, create_graph, needed):
-    """Hooks, then the node's backward (or the leaf accumulation); returns its gradients."""
+def _run_node(node, grads_in, targets, captured, accumulate, create_graph, needed, keep_graph):
+    """Hooks, then the node's backward (or the leaf accumulation); returns its gradients.
+
+    A node that ran releases what its forward saved (unless the graph is kept); one that was
+    only passed through to capture a gradient keeps it, as in PyTorch.
+    """
     if node.__class__ is AccumulateGrad:
         return _run_accumulate(node, grads_in, targets, captured, accumulate, create_graph)
     if node._tensor_hooks:
@@ -240,20 +258,21 @@ def _run_node(node, grads_in, targets, captured, accumulate, create_graph, neede
     if len(grads_in) != 1 or grads_in[0] is None:  # some outputs got no gradient
         present = next((g for g in grads_in if g is not None), None)
         if present is None:
+            if not keep_graph:
+                node._saved = _FREED
             return (None,) * n_inputs, None
         if node._materialize_grads:
             for i, g in enumerate(grads_in):
                 if g is None and node._output_shapes[i] is not None:
                     grads_in[i] = present.new_zeros(node._output_shapes[i])
     if node._pre_hooks:
-        for hook in tuple(node._pre_hooks):
-            result = hook(tuple(grads_in))
-            if result is not None:
-                grads_in[:] = list(result)
+        _run_pre_hooks(node._pre_hooks, grads_in)
     if anomaly_state.enabled:
         grads_out = checked_backward(node, grads_in)
     else:
         grads_out = node.function.backward(node, *grads_in)
+    if not keep_graph:
+        node._saved = _FREED  # release what forward saved
     if grads_out.__class__ is not tuple:
         grads_out = tuple(grads_out) if isinstance(grads_out, list) else (grads_out,)
     if len(grads_out) != n_inputs:
@@ -284,10 +303,7 @@ def _run_accumulate(node, grads_in, targets, captured, accumulate, create_graph)
             if result is not None:
                 grads_in[0] = result
     if node._pre_hooks:
-        for hook in tuple(node._pre_hooks):
-            result = hook(tuple(grads_in))
-            if result is not None:
-                grads_in[:] = list(result)
+        _run_pre_hooks(node._pre_hooks, grads_in)
     if captured is not None and (node, 0) in captured:
         captured[node, 0] = grads_in[0]
     updated = None
@@ -298,6 +314,14 @@ def _run_accumulate(node, grads_in, targets, captured, accumulate, create_graph)
         for hook in tuple(node._post_hooks):
             hook((), tuple(grads_in))
     return (), updated
+
+
+def _run_pre_hooks(pre_hooks, grads_in) -> None:
+    """Node.register_prehook hooks: each sees all incoming gradients and may return replacements."""
+    for hook in tuple(pre_hooks):
+        result = hook(tuple(grads_in))
+        if result is not None:
+            grads_in[:] = list(result)
 
 
 def _run_tensor_hooks(tensor_hooks, grads_in) -> None:
@@ -334,6 +358,8 @@ def _sum(a, b, create_graph):
 
 def _accumulate(leaf, g, create_graph) -> None:
     """Add a gradient into ``leaf.grad``; the first one is copied, since the engine may share it."""
+    if g.dtype is not leaf.dtype:  # a mixed-dtype op sent back its promoted dtype: .grad matches the tensor
+        g = g.to(leaf.dtype)
     if leaf.grad is None:
         leaf.grad = g if create_graph else g._wrap(g.device.backend.copy(g.data))
     elif create_graph or leaf.grad.requires_grad:

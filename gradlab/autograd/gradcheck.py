@@ -50,7 +50,7 @@ def _analytical_jacobian(fn, inputs, x):
                 rows.append(np.zeros(x.numel()))
                 continue
             seed = out.new_zeros(out.shape)
-            seed.data[index] = 1.0
+            seed.device.backend.setitem(seed.data, index, 1)
             (g,) = grad(out, x, seed, retain_graph=True, allow_unused=True)
             rows.append(np.zeros(x.numel()) if g is None else np.asarray(g.detach().numpy(), dtype=np.float64).ravel())
     return np.stack(rows, axis=0) if rows else np.zeros((0, x.numel()))
@@ -59,6 +59,9 @@ def _analytical_jacobian(fn, inputs, x):
 def gradcheck(fn, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True, **_ignored) -> bool:
     """True if backward matches finite differences for every input that requires grad."""
     inputs = _as_tuple(inputs)
+    if not any(isinstance(x, TrackedTensor) and x.requires_grad for x in inputs):
+        raise ValueError("gradcheck expects at least one input tensor to require gradient, but none of them have "
+                         "requires_grad=True; call .requires_grad_() on the inputs to check")
     for i, x in enumerate(inputs):
         if not (isinstance(x, TrackedTensor) and x.requires_grad):
             continue
@@ -93,9 +96,11 @@ def gradgradcheck(fn, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e
 
     def first_derivative(*args):
         xs, gs = args[: len(inputs)], args[len(inputs):]
-        outs = _outputs(fn, xs)
+        pairs = [(o, g) for o, g in zip(_outputs(fn, xs), gs) if o.requires_grad]
         wanted = [x for x in xs if isinstance(x, TrackedTensor) and x.requires_grad]
-        grads = grad(outs, wanted, gs, create_graph=True, allow_unused=True)
+        if not pairs:  # no output depends on the inputs: every derivative is zero
+            return tuple(x.new_zeros(x.shape) for x in wanted)
+        grads = grad([o for o, _ in pairs], wanted, [g for _, g in pairs], create_graph=True, allow_unused=True)
         return tuple(g if g is not None else x.new_zeros(x.shape) for g, x in zip(grads, wanted))
 
     if not differentiable:

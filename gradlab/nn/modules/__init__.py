@@ -1,0 +1,3 @@
+"""The layers of gradlab.nn, one file per family (each file lists its public names in ``__all__``)."""
+
+from .module import Module, RemovableHandle  # noqa: F401
