@@ -150,7 +150,7 @@ def test_retain_graph_allows_second_backward_and_accumulates():
 def test_create_graph_keeps_graph_by_default():
     x = leaf([2.0])
     y = x * x * x
-    (g,) = gl.autograd.grad(y.sum(), x, create_graph=True)
+    gl.autograd.grad(y.sum(), x, create_graph=True)
     (again,) = gl.autograd.grad(y.sum(), x)  # create_graph retained the graph of y
     assert_close(again, [12.0])
     with pytest.raises(RuntimeError, match="second time"):  # ... and that pass freed it, as in PyTorch
@@ -580,7 +580,7 @@ def test_custom_function_multiple_outputs():
 
 def test_custom_function_unused_output_gets_zeros_or_none():
     a, b = leaf([1.0, 2.0]), leaf([3.0, 5.0])
-    s, p = SplitSum.apply(a, b)
+    s, _ = SplitSum.apply(a, b)
     node = s.grad_fn
     s.sum().backward()
     assert_close(node.received[1], [0.0, 0.0])
@@ -595,14 +595,13 @@ class SplitSumNoMaterialize(SplitSum):
 
     @staticmethod
     def backward(ctx, grad_sum, grad_prod):
-        a, b = ctx.saved_tensors
         ctx.received = (grad_sum, grad_prod)
         return grad_sum, grad_sum
 
 
 def test_custom_function_set_materialize_grads_false():
     a, b = leaf([1.0]), leaf([3.0])
-    s, p = SplitSumNoMaterialize.apply(a, b)
+    s, _ = SplitSumNoMaterialize.apply(a, b)
     node = s.grad_fn
     s.sum().backward()
     assert node.received[1] is None
@@ -827,7 +826,7 @@ def test_jacobian_against_analytic_and_structure():
 
 def test_jacobian_forward_mode_equals_reverse_mode():
     x, W = gl.tensor(randn(3, seed=15)), gl.tensor(randn(2, 3, seed=16))
-    f = lambda x, W: ((W @ x).tanh(), (x * x).sum())  # noqa: E731
+    f = lambda x, W: ((W @ x).tanh(), (x * x).sum())
     reverse = F.jacobian(f, (x, W))
     forward = F.jacobian(f, (x, W), strategy="forward-mode")
     for r_row, f_row in zip(reverse, forward):
@@ -846,7 +845,7 @@ def test_jacobian_create_graph_is_differentiable():
 
 def test_jacobian_unused_input_and_strict():
     x, y = gl.tensor([1.0, 2.0]), gl.tensor([3.0])
-    Jx, Jy = F.jacobian(lambda x, y: x * 2, (x, y))
+    _, Jy = F.jacobian(lambda x, y: x * 2, (x, y))
     assert_close(Jy, np.zeros((2, 1)))
     with pytest.raises(RuntimeError, match="Output 0 of the user-provided function is independent of input 1"):
         F.jacobian(lambda x, y: x * 2, (x, y), strict=True)
@@ -864,7 +863,7 @@ def test_jacobian_bad_inputs():
 
 def test_vjp_and_jvp_against_jacobian_products():
     x_np, W_np = randn(3, seed=17), randn(4, 3, seed=18)
-    f = lambda x: (gl.tensor(W_np) @ x).sin()  # noqa: E731
+    f = lambda x: (gl.tensor(W_np) @ x).sin()
     x = gl.tensor(x_np)
     J = F.jacobian(f, x).numpy()
     u, v = randn(4, seed=19), randn(3, seed=20)
@@ -882,7 +881,7 @@ def test_vjp_jvp_tuple_structure_and_v_errors():
     assert isinstance(outs, tuple) and isinstance(grads, tuple)
     assert_close(grads[0], [4.0, 5.0])
     assert_close(grads[1], [2.0, 3.0])
-    out, g = F.vjp(lambda x: (x * x).sum(), x)
+    _, g = F.vjp(lambda x: (x * x).sum(), x)
     assert_close(g, [2.0, 4.0])
     with pytest.raises(RuntimeError, match="v can only be None if the user-provided function returns a single Tensor with a single element"):
         F.vjp(lambda x: x * 2, x)
@@ -892,13 +891,13 @@ def test_vjp_jvp_tuple_structure_and_v_errors():
         F.jvp(lambda x: x * 2, x)
     with pytest.raises(RuntimeError, match="v is a tuple of invalid length: should be 2 but got 1"):
         F.jvp(lambda x, y: x * y, (x, y), (gl.ones(2),))
-    out, j = F.jvp(lambda s: s * 3, gl.tensor(2.0))
+    _, j = F.jvp(lambda s: s * 3, gl.tensor(2.0))
     assert_close(j, 3.0)
 
 
 def test_vjp_unused_input_zero_or_strict_error():
     x, y = gl.tensor([1.0, 2.0]), gl.tensor([5.0])
-    _, (gx, gy) = F.vjp(lambda x, y: (x * 2).sum(), (x, y))
+    _, (_, gy) = F.vjp(lambda x, y: (x * 2).sum(), (x, y))
     assert_close(gy, [0.0])
     with pytest.raises(RuntimeError, match="independent of input 1"):
         F.vjp(lambda x, y: (x * 2).sum(), (x, y), strict=True)
@@ -1028,3 +1027,39 @@ def test_grad_wrt_non_leaf_keeps_the_saved_tensors_below_it():
     assert_close(gh, [3.0, 3.0])
     h.sum().backward()  # still possible: only the nodes that ran were released, as in PyTorch
     assert_close(x.grad, [4.0, 8.0])
+
+
+class DoubleInPlace(Function):
+    @staticmethod
+    def forward(ctx, x):
+        x.mul_(2)
+        ctx.mark_dirty(x)
+        return x
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 2
+
+
+def test_custom_in_place_function_with_mark_dirty():
+    a = leaf([1.0, 2.0])
+    x = a * 1
+    y = DoubleInPlace.apply(x)
+    assert y is x and x.grad_fn.name() == "DoubleInPlaceBackward"
+    assert_close(x, [2.0, 4.0])
+    (x * 3).sum().backward()
+    assert_close(a.grad, [6.0, 6.0])
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad has been used in an in-place operation"):
+        DoubleInPlace.apply(leaf([1.0]))
+
+
+def test_hessian_and_jvp_with_create_graph_are_differentiable():
+    x_np = np.array([0.5, -1.0, 2.0])
+    x = leaf(x_np)
+    H = F.hessian(lambda t: (t ** 4).sum(), x, create_graph=True)  # diag(12 x^2)
+    assert H.requires_grad
+    (g,) = gl.autograd.grad(H.sum(), x)
+    assert_close(g, 24 * x_np)
+    _, jv = F.jvp(lambda t: t ** 3, x, gl.ones(3, dtype=gl.float64), create_graph=True)  # 3x^2
+    (g,) = gl.autograd.grad(jv.sum(), x)
+    assert_close(g, 6 * x_np)

@@ -1,8 +1,9 @@
 """The backward engine, written as a generator of steps.
 
 ``backward_steps`` walks the graph from the outputs towards the leaves in reverse topological
-order and yields one ``BackwardStep`` per node it runs. ``Tensor.backward()`` simply exhausts it;
-the lab drives the same generator one step at a time, so what it shows is what the engine does.
+order and yields one ``BackwardStep`` per node it runs. ``Tensor.backward()`` runs the same
+generator to the end (only without building the step records); the lab drives it one step at a
+time, so what it shows is what the engine does.
 """
 
 from __future__ import annotations

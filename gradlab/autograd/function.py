@@ -55,6 +55,7 @@ class Node:
     _saved_versions = ()
     _materialize_grads = True
     _non_differentiable = ()
+    _dirty = ()
     _tensor_hooks = None  # {output index: [hook(grad)]}, from register_hook on non-leaf tensors
     _pre_hooks = None  # [hook(grad_outputs)], from Node.register_prehook
     _post_hooks = None  # [hook(grad_inputs, grad_outputs)], from Node.register_hook
@@ -104,7 +105,8 @@ class Node:
         self._materialize_grads = bool(value)
 
     def mark_dirty(self, *tensors) -> None:
-        """Accepted for PyTorch compatibility; in-place Functions are handled by the tensor layer."""
+        """Declare inputs that forward changed in place and returns: they take this node as their history."""
+        self._dirty = tuple(id(t) for t in tensors)
 
     # --- what users and the lab see --------------------------------------------------------------
 
@@ -194,12 +196,10 @@ class Function:
         ctx = cls._node_type()
         record = False
         if grad_state.enabled:
-            for x in inputs:
-                if isinstance(x, TrackedTensor) and x.requires_grad:
-                    record = True
-                    break
+            needs = tuple([isinstance(x, TrackedTensor) and x.requires_grad for x in inputs])
+            record = True in needs
         if record:
-            ctx.needs_input_grad = tuple(isinstance(x, TrackedTensor) and x.requires_grad for x in inputs)
+            ctx.needs_input_grad = needs
             grad_state.enabled = False
             try:
                 outputs = cls.forward(ctx, *inputs)
@@ -217,8 +217,8 @@ class Function:
 def _connect(node: Node, inputs: tuple, outputs):
     """Give the node its edges to the inputs, and make it the grad_fn of its outputs."""
     edges = []
-    for x in inputs:
-        if isinstance(x, TrackedTensor) and x.requires_grad:
+    for x, needed in zip(inputs, node.needs_input_grad):
+        if needed:
             fn = x.grad_fn
             edges.append((fn, x._output_nr) if fn is not None else (accumulator(x), 0))
         else:
@@ -231,9 +231,15 @@ def _connect(node: Node, inputs: tuple, outputs):
     for i, out in enumerate(outs):
         if isinstance(out, TrackedTensor):
             for x in inputs:
-                if out is x:  # forward returned an input as it is: give the output its own tensor
-                    out = out.detach()
-                    outs = outs[:i] + (out,) + outs[i + 1:]
+                if out is x:
+                    if id(out) not in node._dirty:  # an input returned as it is: the output is a tensor of its own
+                        out = out.detach()
+                        outs = outs[:i] + (out,) + outs[i + 1:]
+                    elif out.requires_grad and out.grad_fn is None:
+                        raise RuntimeError(
+                            f"{node.function.__name__}: a leaf Variable that requires grad has been used in an in-place "
+                            "operation (it was passed to mark_dirty); apply the Function to a copy, e.g. x.clone()"
+                        )
                     break
             if out.dtype.is_floating_point and id(out) not in node._non_differentiable:
                 out.requires_grad = True

@@ -1,0 +1,272 @@
+"""``Optimizer``: parameter groups, per-parameter state, and the step that moves the parameters.
+
+An optimizer keeps ``param_groups`` (lists of parameters sharing options such as ``lr``) and ``state``
+(each parameter's running buffers, e.g. Adam's moments). ``step()`` reads every ``p.grad`` and moves
+``p`` in place; ``state_dict()`` saves both in PyTorch's format, parameters replaced by their index.
+
+The arithmetic runs on the backend arrays (``p.data``) through the backend's primitives: nothing is
+recorded, no Function objects are made, and each parameter is written once per step.
+"""
+
+from __future__ import annotations
+
+import copy
+import warnings
+from collections import defaultdict
+from itertools import chain
+
+from ..autograd.grad_mode import enable_grad
+from ..creation import tensor
+from ..tensor import Tensor
+
+
+class _RequiredParameter:
+    """The default of an option that every parameter group must set itself (``optim.optimizer.required``)."""
+
+    def __repr__(self) -> str:
+        return "<required parameter>"
+
+
+required = _RequiredParameter()
+
+
+class Optimizer:
+    """Base class of every optimizer: groups of parameters, their state, and ``step()``.
+
+    ``params`` is an iterable of tensors, or of dicts ``{"params": [...], "lr": ...}`` whose options
+    override ``defaults`` for that group. A subclass gives ``_delta(p, grad, group)``: how far to move
+    ``p`` this step (subtracted from it). The base applies maximize and weight decay around it.
+    """
+
+    _decoupled_weight_decay = False  # True where weight decay always shrinks p directly (Lion)
+
+    def __init__(self, params, defaults: dict):
+        self.defaults = defaults
+        if isinstance(params, Tensor):
+            raise TypeError("params argument given to the optimizer should be an iterable of Tensors or dicts, "
+                            "but got " + _typename(params))
+        self.state = defaultdict(dict)
+        self.param_groups = []
+        param_groups = list(params)
+        if len(param_groups) == 0:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(param_groups[0], dict):
+            param_groups = [{"params": param_groups}]
+        for group in param_groups:
+            self.add_param_group(group)
+
+    def add_param_group(self, param_group: dict) -> None:
+        """Add a group of parameters with its own options (the rest come from ``defaults``)."""
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group)}")
+        params = param_group["params"]
+        if isinstance(params, Tensor):
+            params = [params]
+        elif isinstance(params, set):
+            raise TypeError("optimizer parameters need to be organized in ordered collections, but the ordering of "
+                            "tensors in sets will change between runs. Please use a list instead.")
+        params = list(params)
+        names = [p[0] for p in params if isinstance(p, tuple)]  # from model.named_parameters()
+        params = [p[1] if isinstance(p, tuple) else p for p in params]
+        param_group["params"] = params
+        if names:
+            if len(names) != len(params):
+                raise ValueError("all optimizer params should be with/without names. Some param names are missing")
+            param_group["param_names"] = names
+        for p in params:
+            if not isinstance(p, Tensor):
+                raise TypeError("optimizer can only optimize Tensors, but one of the params is " + _typename(p))
+            if not (p.is_leaf or p.retains_grad):
+                raise ValueError("can't optimize a non-leaf Tensor")
+        for name, default in self.defaults.items():
+            if default is required and name not in param_group:
+                raise ValueError(f"parameter group didn't specify a value of required optimization parameter {name}")
+            param_group.setdefault(name, default)
+        if len(params) != len(set(params)):
+            warnings.warn("optimizer contains a parameter group with duplicate parameters; in future, this will cause "
+                          "an error; see github.com/pytorch/pytorch/issues/40967 for more information", stacklevel=3)
+        seen = set()
+        for group in self.param_groups:
+            seen.update(group["params"])
+            if ("param_names" in param_group) != ("param_names" in group):
+                which = "with names" if "param_names" in param_group else "without names"
+                raise ValueError("all optimizer param groups should be with/without names. "
+                                 f"cannot add param group {which} to the optimizer")
+        if not seen.isdisjoint(params):
+            raise ValueError("some parameters appear in more than one parameter group")
+        self.param_groups.append(param_group)
+
+    # --- the step ----------------------------------------------------------------------------------
+
+    def step(self, closure=None):
+        """Move every parameter that has a gradient; ``closure`` (re-evaluating the loss) runs first.
+
+        With ``maximize`` the gradient is negated; ``weight_decay`` adds ``wd * p`` to it, or, when
+        decoupled (AdamW, Lion), shrinks ``p`` by ``1 - lr * wd`` instead.
+        """
+        loss = None
+        if closure is not None:
+            with enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            maximize = group.get("maximize", False)
+            weight_decay = group.get("weight_decay", 0)
+            decoupled = self._decoupled_weight_decay or group.get("decoupled_weight_decay", False)
+            shrink = 1 - group["lr"] * weight_decay if decoupled else 1
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                backend = p.device.backend
+                grad = backend.neg(p.grad.data) if maximize else p.grad.data
+                if weight_decay != 0 and not decoupled:
+                    grad = backend.add(grad, backend.mul(p.data, weight_decay))
+                delta = self._delta(p, grad, group)
+                kept = p.data if shrink == 1 else backend.mul(p.data, shrink)
+                backend.setitem(p.data, Ellipsis, backend.sub(kept, delta))
+                p._version[0] += 1  # an in-place change: graphs that saved p notice it
+        return loss
+
+    def _delta(self, p, grad, group):
+        """The amount to subtract from ``p.data`` this step, given the (backend array) gradient."""
+        raise NotImplementedError(f"{type(self).__name__} must define step() or _delta(p, grad, group)")
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Forget the gradients: set ``p.grad`` to None (default), or fill it with zeros."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                if set_to_none:
+                    p.grad = None
+                else:
+                    if p.grad.grad_fn is not None:
+                        p.grad.detach_()
+                    else:
+                        p.grad.requires_grad_(False)
+                    p.grad.zero_()
+
+    # --- saving and loading ------------------------------------------------------------------------
+
+    def state_dict(self) -> dict:
+        """``{'state': {index: {...}}, 'param_groups': [{..., 'params': [index, ...]}]}``, as PyTorch saves it.
+
+        Parameters are numbered in group order; the state tensors are the optimizer's own (not copies).
+        """
+        index_of, packed_groups = {}, []
+        for group in self.param_groups:
+            packed = {k: v for k, v in group.items() if k != "params"}
+            for p in group["params"]:
+                index_of.setdefault(id(p), len(index_of))
+            packed["params"] = [index_of[id(p)] for p in group["params"]]
+            packed_groups.append(packed)
+        state = {(index_of[id(p)] if isinstance(p, Tensor) else p): v for p, v in self.state.items()}
+        return {"state": state, "param_groups": packed_groups}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Restore groups and state saved by ``state_dict()``; the groups must have the same sizes.
+
+        The state is copied, and its tensors are cast to their parameter's dtype and device (except ``step``).
+        """
+        groups = self.param_groups
+        saved_groups = copy.deepcopy(state_dict["param_groups"])
+        if len(groups) != len(saved_groups):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+        if any(len(g["params"]) != len(s["params"]) for g, s in zip(groups, saved_groups)):
+            raise ValueError("loaded state dict contains a parameter group that doesn't match the size of optimizer's group")
+        param_of = dict(zip(chain.from_iterable(g["params"] for g in saved_groups),
+                            chain.from_iterable(g["params"] for g in groups)))
+        state = defaultdict(dict)
+        for key, value in state_dict["state"].items():
+            if key in param_of:
+                p = param_of[key]
+                state[p] = {name: _cast_like(p, v, name) for name, v in value.items()}
+            else:
+                state[key] = copy.deepcopy(value)
+        for group, saved in zip(groups, saved_groups):
+            saved["params"] = group["params"]
+            if "param_names" in group and "param_names" not in saved:
+                saved["param_names"] = group["param_names"]
+        self.state, self.param_groups = state, saved_groups
+
+    def __getstate__(self):
+        return {"defaults": self.defaults, "state": self.state, "param_groups": self.param_groups}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+
+    def __repr__(self) -> str:
+        text = type(self).__name__ + " ("
+        for i, group in enumerate(self.param_groups):
+            text += f"\nParameter Group {i}\n"
+            for key in sorted(group):
+                if key != "params":
+                    text += f"    {key}: {group[key]}\n"
+        return text + ")"
+
+
+# --- helpers the optimizers share: state buffers are Tensors whose arrays are replaced each step ------
+
+
+def _zeros_like(p) -> Tensor:
+    return p._wrap(p.device.backend.zeros(p.shape, p.dtype))
+
+
+def _new_step() -> Tensor:
+    """The step counter, a 0-d tensor of the default dtype on the CPU, as PyTorch keeps it."""
+    return tensor(0.0)
+
+
+def _advance(state: dict) -> float:
+    """Add one to ``state['step']`` and return the new count as a Python number."""
+    step = state["step"]
+    step.data = step.device.backend.add(step.data, 1)
+    return step.item()
+
+
+def _lerp_(buffer: Tensor, end, weight: float):
+    """buffer += weight * (end - buffer), computed the way torch.lerp rounds it; returns the new array."""
+    b, old = buffer.device.backend, buffer.data
+    if weight < 0.5:
+        new = b.add(old, b.mul(b.sub(end, old), weight))
+    else:
+        new = b.sub(end, b.mul(b.sub(end, old), 1 - weight))
+    buffer.data = new
+    return new
+
+
+def _average_square_(buffer: Tensor, grad, beta: float):
+    """buffer = beta * buffer + (1 - beta) * grad²: the running mean of squared gradients; returns it."""
+    b = buffer.device.backend
+    buffer.data = b.add(b.mul(buffer.data, beta), b.mul(b.mul(grad, 1 - beta), grad))
+    return buffer.data
+
+
+def _check_nonnegative(**options) -> None:
+    """PyTorch's constructor checks, with its messages: 'Invalid learning rate: -1'."""
+    for name, value in options.items():
+        if not 0.0 <= value:
+            label = {"lr": "learning rate", "eps": "epsilon value"}.get(name, f"{name} value")
+            raise ValueError(f"Invalid {label}: {value}")
+
+
+def _check_betas(betas) -> None:
+    for i in (0, 1):
+        if not 0.0 <= betas[i] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index {i}: {betas[i]}")
+
+
+def _cast_like(p: Tensor, value, key):
+    """A copy of one saved state value; tensors move to p's device, and to its dtype unless they count steps."""
+    if not isinstance(value, Tensor):
+        return copy.deepcopy(value)
+    if key == "step":
+        return value.clone()
+    dtype = p.dtype if p.dtype.is_floating_point else value.dtype
+    return value.detach().to(p.device, dtype, copy=True)
+
+
+def _typename(obj) -> str:
+    """'float', 'numpy.ndarray', 'torch.Tensor': the type named as torch.typename names it."""
+    kind = type(obj)
+    module = kind.__module__
+    return kind.__qualname__ if module in ("", "builtins") else f"{module}.{kind.__qualname__}"
