@@ -52,6 +52,14 @@ _NAMES = {d.name: d for d in ALL_DTYPES}
 _NAMES.update({"float": float32, "double": float64, "half": float16, "int": int32, "long": int64})
 
 
+NATIVE_TO_DTYPE: dict = {}  # every loaded backend's array dtype -> DType, read by Tensor.dtype
+
+
+def register_native_dtypes(mapping: dict) -> None:
+    """A backend declares which of its array dtypes stands for which DType."""
+    NATIVE_TO_DTYPE.update({native: dtype for dtype, native in mapping.items()})
+
+
 def _by_name(name: str) -> DType:
     return _NAMES[name]
 

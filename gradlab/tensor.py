@@ -29,6 +29,7 @@ from .ops.shape import ShapeMethods
 from .printing import format_tensor
 
 _new = object.__new__
+_NATIVE_TO_DTYPE = dt.NATIVE_TO_DTYPE
 
 
 class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMethods, ReductionMethods, ShapeMethods,
@@ -78,7 +79,7 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
 
     @property
     def dtype(self) -> dt.DType:
-        return self.device.backend.dtype_of(self.data)
+        return _NATIVE_TO_DTYPE[self.data.dtype]
 
     @property
     def ndim(self) -> int:

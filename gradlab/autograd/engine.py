@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .anomaly import anomaly_state, checked_backward
-from .function import _FREED, AccumulateGrad, TrackedTensor, accumulator
+from .function import _FREED, AccumulateGrad, TrackedTensor, _edge
 from .grad_mode import grad_state
 
 
@@ -31,11 +31,6 @@ class BackwardStep:
     grads_in: tuple
     grads_out: tuple
     leaf: Any = None
-
-
-def _edge(t):
-    """Where a tensor's gradient enters the graph: its grad_fn's output, or its leaf accumulator."""
-    return (t.grad_fn, t._output_nr) if t.grad_fn is not None else (accumulator(t), 0)
 
 
 def _roots(tensors, grad_tensors, for_what: str):
@@ -222,8 +217,8 @@ def _run(edges, root_grads, keep_graph, create_graph, targets, captured, accumul
                 if buffer is None:
                     buffer = buffers[child] = [None] * len(child._output_shapes)
                 if g is not None:
-                    if not isinstance(g, TrackedTensor) or g.shape != child._output_shapes[nr]:
-                        _check_gradient(node, child, nr, g)
+                    if not isinstance(g, TrackedTensor) or g.data.shape != child._output_shapes[nr]:
+                        g = _fit_gradient(node, child, nr, g)
                     old = buffer[nr]
                     buffer[nr] = g if old is None else _sum(old, g, create_graph)
                 remaining = deps[child] - 1
@@ -272,7 +267,7 @@ def _run_node(node, grads_in, targets, captured, accumulate, create_graph, neede
         grads_out = checked_backward(node, grads_in)
     else:
         grads_out = node.function.backward(node, *grads_in)
-    if not keep_graph:
+    if not keep_graph and node._saved:
         node._saved = _FREED  # release what forward saved
     if grads_out.__class__ is not tuple:
         grads_out = tuple(grads_out) if isinstance(grads_out, list) else (grads_out,)
@@ -335,19 +330,28 @@ def _run_tensor_hooks(tensor_hooks, grads_in) -> None:
                     grads_in[nr] = result
 
 
-def _check_gradient(node, child, nr, g) -> None:
-    """Raise a clear error for a gradient that is not a tensor or not shaped like its input."""
+def _fit_gradient(node, child, nr, g):
+    """Check a gradient against its input: a tensor of the input's shape, or of a shape the input
+    was broadcast to — then it is summed back over the broadcast dims, as PyTorch's engine does."""
     if not isinstance(g, TrackedTensor):
         raise TypeError(
             f"Function {node.name()} returned an invalid gradient at index {nr}: expected a Tensor or None, "
             f"got {type(g).__name__}. Wrap arrays with grad.new_tensor(...) inside backward."
         )
     expected = child._output_shapes[nr]
-    if expected is not None and tuple(g.shape) != tuple(expected):
+    if expected is None:
+        return g
+    shape = tuple(g.shape)
+    lead = len(shape) - len(expected)
+    if lead < 0 or any(e != 1 and e != s for e, s in zip(expected, shape[lead:])):
         raise RuntimeError(
-            f"Function {node.name()} returned an invalid gradient at index {nr} - got {list(g.shape)} but "
+            f"Function {node.name()} returned an invalid gradient at index {nr} - got {list(shape)} but "
             f"expected shape compatible with {list(expected)}. A backward must return a gradient shaped like its input."
         )
+    stretched = tuple(range(lead)) + tuple(lead + i for i, e in enumerate(expected) if e == 1 and shape[lead + i] != 1)
+    if stretched:
+        g = g.sum(stretched, keepdim=True)
+    return g.reshape(tuple(expected)) if lead else g
 
 
 def _sum(a, b, create_graph):

@@ -214,17 +214,29 @@ class Function:
         return outputs
 
 
+_NO_EDGE = (None, 0)
+
+
+def _edge(x) -> tuple:
+    """Where the gradient for input x goes next: its grad_fn's output, or its leaf accumulator."""
+    fn = x.grad_fn
+    return (fn, x._output_nr) if fn is not None else (accumulator(x), 0)
+
+
 def _connect(node: Node, inputs: tuple, outputs):
     """Give the node its edges to the inputs, and make it the grad_fn of its outputs."""
-    edges = []
-    for x, needed in zip(inputs, node.needs_input_grad):
-        if needed:
-            fn = x.grad_fn
-            edges.append((fn, x._output_nr) if fn is not None else (accumulator(x), 0))
-        else:
-            edges.append((None, 0))
-    node.next_functions = tuple(edges)
+    node.next_functions = tuple([_edge(x) if needed else _NO_EDGE for x, needed in zip(inputs, node.needs_input_grad)])
     node._seq = next(_sequence)
+    if outputs.__class__ is not tuple and isinstance(outputs, TrackedTensor) and not node._dirty:
+        for x in inputs:
+            if outputs is x:
+                break
+        else:  # the usual case: one new output tensor
+            if outputs.dtype.is_floating_point and id(outputs) not in node._non_differentiable:
+                outputs.requires_grad = True
+                outputs.grad_fn = node
+            node._output_shapes = (outputs.shape,)
+            return outputs
     single = not isinstance(outputs, tuple)
     outs = (outputs,) if single else outputs
     shapes = []

@@ -9,6 +9,8 @@ fallback composed from primitives, and a backend overrides it only to be faster.
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from ..dtypes import DType
@@ -50,6 +52,8 @@ PRIMITIVES = {
     "take_along_axis": "gather values along one axis by an index array",
     "tril triu": "keep the lower / upper triangle of the last two axes",
     "is_contiguous": "whether the array is laid out row-major without gaps",
+    "sliding_windows": "every window along some axes as a read-only view: axes become window counts, window dims appended",
+    "fold_windows": "the adjoint of sliding_windows: each window element added back where it was taken from",
     # linear algebra
     "matmul": "matrix product with batch broadcasting",
     "einsum": "Einstein summation over explicit subscripts",
@@ -94,6 +98,28 @@ class Backend:
     def zeros_like(self, a):
         return self.zeros(a.shape, self.dtype_of(a))
 
+    # --- windows (convolution, pooling): composed from slices, a backend overrides with views ----
+
+    def sliding_windows(self, a, window_shape, axes, steps, dilation):
+        """Every window of ``window_shape`` along ``axes``, moving ``steps`` apart, taps ``dilation`` apart.
+
+        Each axis in ``axes`` becomes the number of windows along it, and the window dims are appended:
+        windows[..., i, j, ki, kj] = a[..., i * step + ki * dilation, j * step + kj * dilation].
+        Composed: one strided slice per tap, stacked (a copy where the backend has no strided views).
+        """
+        pieces = [self.getitem(a, index) for _, index in _taps(a.shape, window_shape, axes, steps, dilation)]
+        out = self.stack(pieces, -1)
+        return self.reshape(out, out.shape[:-1] + tuple(window_shape))
+
+    def fold_windows(self, windows, shape, axes, steps, dilation):
+        """The adjoint of sliding_windows: an array of ``shape`` in which every position holds the sum
+        of the window elements that were taken from it (col2im)."""
+        out = self.zeros(shape, self.dtype_of(windows))
+        window_shape = windows.shape[len(shape):]
+        for tap, index in _taps(shape, window_shape, axes, steps, dilation, windows.shape):
+            self.setitem(out, index, self.add(self.getitem(out, index), self.getitem(windows, (Ellipsis,) + tap)))
+        return out
+
     # --- random numbers: drawn on the host with numpy's generator, then moved ------------------
 
     def random_uniform(self, rng: np.random.Generator, shape, low, high, dtype: DType):
@@ -114,6 +140,17 @@ class Backend:
 
     def __repr__(self):
         return f"<gradlab backend {self.name!r}>"
+
+
+def _taps(shape, window_shape, axes, steps, dilation, windows_shape=None):
+    """(tap, index) for every position inside a window: index slices out that tap of every window."""
+    counts = [windows_shape[ax] if windows_shape else (shape[ax] - d * (k - 1) - 1) // s + 1
+              for ax, k, s, d in zip(axes, window_shape, steps, dilation)]
+    for tap in itertools.product(*(range(k) for k in window_shape)):
+        index = [slice(None)] * len(shape)
+        for ax, t, s, d, n in zip(axes, tap, steps, dilation, counts):
+            index[ax] = slice(t * d, t * d + (n - 1) * s + 1, s)
+        yield tap, tuple(index)
 
 
 def _drop_axes(shape, axis):

@@ -31,7 +31,7 @@ class Device:
     place as no index: 'cuda' and 'cuda:0' are one device.
     """
 
-    __slots__ = ("type", "index", "_backend")
+    __slots__ = ("type", "index", "backend")
 
     def __new__(cls, type, index: int | None = None):
         if isinstance(type, Device) and index is None:
@@ -49,15 +49,16 @@ class Device:
         found = _instances.get(key)
         if found is None:
             found = _instances[key] = object.__new__(cls)
-            found.type, found.index, found._backend = type_, key[1], None
+            found.type, found.index = type_, key[1]
         return found
 
-    @property
-    def backend(self):
-        """The backend object that computes on this device (imported on first use)."""
-        backend = self._backend
-        if backend is None:
-            backend = self._backend = _load_backend(self.type)
+    def __getattr__(self, name):
+        """``device.backend``, the object that computes here, is imported on first use; after that
+        it is a plain attribute, read on every op."""
+        if name != "backend":
+            raise AttributeError(f"'device' object has no attribute '{name}'")
+        backend = _load_backend(self.type)
+        object.__setattr__(self, "backend", backend)
         return backend
 
     def __repr__(self):

@@ -7,13 +7,12 @@ and floating-point warnings that PyTorch never gives (log(0), 0/0) are silenced 
 
 from __future__ import annotations
 
-import functools
 import math
 
 import numpy as np
 
 from .. import dtypes as dt
-from .contract import Backend
+from .contract import Backend, _taps
 
 _NATIVE = {
     dt.bool_: np.dtype(np.bool_),
@@ -24,6 +23,7 @@ _NATIVE = {
     dt.float64: np.dtype(np.float64),
 }
 _FROM_NATIVE = {v: k for k, v in _NATIVE.items()}
+dt.register_native_dtypes(_NATIVE)
 
 try:  # numpy >= 2.3: out=... asks a ufunc for an array even when the result is 0-d
     np.negative(np.zeros(()), out=...)
@@ -38,7 +38,8 @@ def _ufunc(ufunc, quiet=False):
     quiet=True silences floating-point warnings (log(0), 0/0) that PyTorch never gives.
     """
     if _ARRAY_OUT:
-        fn = functools.partial(ufunc, out=...)
+        def fn(*args):
+            return ufunc(*args, out=...)
     else:
         def fn(*args):
             return np.asarray(ufunc(*args))
@@ -254,6 +255,24 @@ class NumpyBackend(Backend):
     @staticmethod
     def is_contiguous(a):
         return a.flags.c_contiguous
+
+    @staticmethod
+    def sliding_windows(a, window_shape, axes, steps, dilation):
+        """A strided view, no copy: a window axis steps through memory by dilation elements of its axis."""
+        shape, strides = list(a.shape), list(a.strides)
+        for ax, k, s, d in zip(axes, window_shape, steps, dilation):
+            shape[ax] = (a.shape[ax] - d * (k - 1) - 1) // s + 1
+            strides[ax] = a.strides[ax] * s
+        shape += window_shape
+        strides += [a.strides[ax] * d for ax, d in zip(axes, dilation)]
+        return np.lib.stride_tricks.as_strided(a, tuple(shape), tuple(strides), writeable=False)
+
+    @staticmethod
+    def fold_windows(windows, shape, axes, steps, dilation):
+        out = np.zeros(shape, windows.dtype)
+        for tap, index in _taps(shape, windows.shape[len(shape):], axes, steps, dilation, windows.shape):
+            out[index] += windows[(Ellipsis,) + tap]
+        return out
 
     # linear algebra
     matmul = _ufunc(np.matmul)

@@ -2,8 +2,9 @@
 
 Each Function keeps forward and backward side by side. Backward is written with Tensor
 operations, so the same formula gives plain gradients normally and a differentiable graph under
-``create_graph=True`` (that is all higher-order gradients need). ``sum_to_shape`` undoes
-broadcasting: an input that was stretched receives the sum of the gradient over the stretch.
+``create_graph=True`` (that is all higher-order gradients need). An input that was broadcast
+receives the gradient summed over the stretched dimensions: ``sum_to_shape`` does it where a
+formula needs it, and the engine does it for gradients returned in the broadcast shape.
 """
 
 from __future__ import annotations
@@ -17,7 +18,10 @@ from ._common import TrackedTensor, binary_operands, broadcast_shapes, describe,
 
 def _compute(op: str, primitive: str, a, b):
     """Run one binary primitive; a backend failure becomes an error naming op, shapes and fix."""
-    a_data, b_data, dtype = binary_operands(op, a, b)
+    if isinstance(b, TrackedTensor) and a.data.dtype is b.data.dtype and a.device is b.device:
+        a_data, b_data = a.data, b.data  # the usual case: nothing to promote or check
+    else:
+        a_data, b_data, _ = binary_operands(op, a, b)
     try:
         return a._wrap(getattr(a.device.backend, primitive)(a_data, b_data))
     except ValueError:
@@ -25,30 +29,28 @@ def _compute(op: str, primitive: str, a, b):
         raise
 
 
-def _shape(x):
-    return x.shape if isinstance(x, TrackedTensor) else None
-
-
 class Add(Function):
+    """a + b: the gradient passes to both inputs unchanged (reduced by the engine where broadcast)."""
+
     @staticmethod
     def forward(ctx, a, b):
-        ctx.a_shape, ctx.b_shape = a.shape, _shape(b)
         return _compute("add", "add", a, b)
 
     @staticmethod
     def backward(ctx, grad):
-        return sum_to_shape(grad, ctx.a_shape), (sum_to_shape(grad, ctx.b_shape) if ctx.needs_input_grad[1] else None)
+        return grad, grad
 
 
 class Sub(Function):
+    """a - b: the gradient passes to a, and negated to b."""
+
     @staticmethod
     def forward(ctx, a, b):
-        ctx.a_shape, ctx.b_shape = a.shape, _shape(b)
         return _compute("sub", "sub", a, b)
 
     @staticmethod
     def backward(ctx, grad):
-        return sum_to_shape(grad, ctx.a_shape), (sum_to_shape(-grad, ctx.b_shape) if ctx.needs_input_grad[1] else None)
+        return grad, (-grad if ctx.needs_input_grad[1] else None)
 
 
 class Mul(Function):
@@ -322,10 +324,17 @@ class ArithmeticMethods:
     less_equal = le
     not_equal = ne
 
-    __add__ = add
-    __sub__ = sub
+    def __add__(self, other):  # the operators call apply directly: they are the hottest path
+        return Add.apply(self, other)
+
+    def __sub__(self, other):
+        return Sub.apply(self, other)
+
     __mul__ = mul
-    __truediv__ = div
+
+    def __truediv__(self, other):
+        return Div.apply(self, other)
+
     __pow__ = pow
     __floordiv__ = floor_divide
     __mod__ = remainder

@@ -2,3 +2,4 @@
 
 Each file here holds one family and lists its public names in ``__all__``.
 """
+from .attention import *  # noqa: F401,F403

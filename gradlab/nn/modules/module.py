@@ -8,31 +8,46 @@ runs its forward with the hooks around it; the lab's gradient-flow view listens 
 
 from __future__ import annotations
 
+import itertools
 from collections import OrderedDict, namedtuple
+from collections.abc import Mapping
 
 from ... import dtypes as dt
 from ...autograd.function import Function
-from ...autograd.grad_mode import no_grad
+from ...autograd.grad_mode import grad_state, no_grad
 from ...backends.device import Device, resolve_device
 from ...ops._common import shape_str
 from ...tensor import Tensor
 from ..parameter import Parameter
 
-_IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
+
+class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
+    """What ``load_state_dict`` returns: the keys it did not find, and the ones it did not use."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        return super().__repr__()
+
+    __str__ = __repr__
 
 
 class RemovableHandle:
     """Returned by every ``register_*_hook``: ``remove()`` takes the hook out again."""
 
-    _next_id = 0
+    _ids = itertools.count()
 
-    def __init__(self, hooks: dict):
+    def __init__(self, hooks: dict, extra=()):
         self.hooks = hooks
-        self.id = RemovableHandle._next_id
-        RemovableHandle._next_id += 1
+        self.extra = extra  # the sets that flag this hook (e.g. 'called with kwargs')
+        self.id = next(RemovableHandle._ids)
 
     def remove(self) -> None:
         self.hooks.pop(self.id, None)
+        for flags in self.extra:
+            flags.discard(self.id)
 
     def __enter__(self):
         return self
@@ -41,14 +56,13 @@ class RemovableHandle:
         self.remove()
 
 
-def _add_hook(hooks: dict, hook, prepend: bool = False) -> RemovableHandle:
-    handle = RemovableHandle(hooks)
+def _add_hook(hooks: OrderedDict, hook, prepend: bool = False, flags=None) -> RemovableHandle:
+    handle = RemovableHandle(hooks, () if flags is None else (flags,))
     hooks[handle.id] = hook
     if prepend:
-        hooks_items = list(hooks.items())
-        hooks.clear()
-        hooks[handle.id] = hook
-        hooks.update((k, v) for k, v in hooks_items if k != handle.id)
+        hooks.move_to_end(handle.id, last=False)
+    if flags is not None:
+        flags.add(handle.id)
     return handle
 
 
@@ -58,7 +72,11 @@ class Module:
     training: bool
     _version = 1
 
-    def __init__(self):
+    def __init__(self, *args, **kwargs):
+        if kwargs:
+            raise TypeError(f"{type(self).__name__}.__init__() got an unexpected keyword argument '{next(iter(kwargs))}'")
+        if args:
+            raise TypeError(f"{type(self).__name__}.__init__() takes 1 positional argument but {len(args) + 1} were given")
         set_ = object.__setattr__
         set_(self, "training", True)
         set_(self, "_parameters", OrderedDict())
@@ -66,7 +84,9 @@ class Module:
         set_(self, "_non_persistent_buffers", set())
         set_(self, "_modules", OrderedDict())
         set_(self, "_forward_pre_hooks", OrderedDict())
+        set_(self, "_forward_pre_hooks_with_kwargs", set())
         set_(self, "_forward_hooks", OrderedDict())
+        set_(self, "_forward_hooks_with_kwargs", set())
         set_(self, "_backward_pre_hooks", OrderedDict())
         set_(self, "_backward_hooks", OrderedDict())
 
@@ -76,38 +96,40 @@ class Module:
     # --- registration through attributes -----------------------------------------------------
 
     def __setattr__(self, name, value):
-        params = self.__dict__.get("_parameters")
+        d = self.__dict__
+        params = d.get("_parameters")
         if isinstance(value, Parameter):
             if params is None:
                 raise AttributeError("cannot assign parameters before Module.__init__() call")
-            self._forget(name)
+            self._forget(name, "_buffers", "_modules")
             self.register_parameter(name, value)
         elif params is not None and name in params:
             if value is not None:
-                raise TypeError(f"cannot assign '{type(value).__name__}' as parameter '{name}' "
+                raise TypeError(f"cannot assign '{_typename(value)}' as parameter '{name}' "
                                 "(gradlab.nn.Parameter or None expected)")
             self.register_parameter(name, value)
         elif isinstance(value, Module):
-            if self.__dict__.get("_modules") is None:
+            if d.get("_modules") is None:
                 raise AttributeError("cannot assign module before Module.__init__() call")
-            self._forget(name)
+            self._forget(name, "_parameters", "_buffers")
             self._modules[name] = value
-        elif self.__dict__.get("_modules") is not None and name in self._modules:
+        elif "_modules" in d and name in self._modules:
             if value is not None:
-                raise TypeError(f"cannot assign '{type(value).__name__}' as child module '{name}' "
+                raise TypeError(f"cannot assign '{_typename(value)}' as child module '{name}' "
                                 "(gradlab.nn.Module or None expected)")
             self._modules[name] = None
-        elif self.__dict__.get("_buffers") is not None and name in self._buffers:
+        elif "_buffers" in d and name in self._buffers:
             if value is not None and not isinstance(value, Tensor):
-                raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' (gradlab.Tensor or None expected)")
+                raise TypeError(f"cannot assign '{_typename(value)}' as buffer '{name}' (gradlab.Tensor or None expected)")
             self._buffers[name] = value
         else:
             object.__setattr__(self, name, value)
 
-    def _forget(self, name):
-        for store in ("_parameters", "_buffers", "_modules"):
-            self.__dict__[store].pop(name, None)
+    def _forget(self, name, *stores):
+        """Drop ``name`` from the plain attributes and the given stores (a re-registered name keeps its place)."""
         self.__dict__.pop(name, None)
+        for store in stores:
+            self.__dict__[store].pop(name, None)
         self._non_persistent_buffers.discard(name)
 
     def __getattr__(self, name):
@@ -126,22 +148,26 @@ class Module:
         object.__delattr__(self, name)
 
     def __dir__(self):
-        return sorted(set(object.__dir__(self)) | set(self._parameters) | set(self._buffers) | set(self._modules))
+        names = set(object.__dir__(self)) | set(self._parameters) | set(self._buffers) | set(self._modules)
+        return sorted(name for name in names if not name[0].isdigit())
 
     def register_parameter(self, name: str, param) -> None:
         """Add a Parameter (or None, a declared-but-absent weight) under ``name``."""
-        _check_name(self, name, "parameter")
+        _check_name(self, name, "parameter", "_parameters")
         if param is not None and not isinstance(param, Parameter):
-            raise TypeError(f"cannot assign '{type(param).__name__}' object to parameter '{name}' "
+            raise TypeError(f"cannot assign '{_typename(param)}' object to parameter '{name}' "
                             "(gradlab.nn.Parameter or None required); wrap it: nn.Parameter(tensor)")
+        if param is not None and param.grad_fn is not None:
+            raise ValueError(f"Cannot assign non-leaf Tensor to parameter '{name}'. Model parameters must be created "
+                             f"explicitly. To express '{name}' as a function of another Tensor, compute the value in "
+                             "the forward() method.")
         self._parameters[name] = param
 
     def register_buffer(self, name: str, tensor, persistent: bool = True) -> None:
         """Add state that is not trained but moves with ``to()`` and (if persistent) is saved."""
-        _check_name(self, name, "buffer")
+        _check_name(self, name, "buffer", "_buffers")
         if tensor is not None and not isinstance(tensor, Tensor):
-            raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' (gradlab.Tensor or None required)")
-        self.__dict__.pop(name, None)
+            raise TypeError(f"cannot assign '{_typename(tensor)}' object to buffer '{name}' (gradlab.Tensor or None required)")
         self._buffers[name] = tensor
         if persistent:
             self._non_persistent_buffers.discard(name)
@@ -149,36 +175,52 @@ class Module:
             self._non_persistent_buffers.add(name)
 
     def add_module(self, name: str, module) -> None:
-        _check_name(self, name, "module")
+        """Register ``module`` (or None) as the child called ``name``."""
         if module is not None and not isinstance(module, Module):
-            raise TypeError(f"{type(module).__name__} is not a Module subclass")
+            raise TypeError(f"{_typename(module)} is not a Module subclass")
+        _check_name(self, name, "module", "_modules")
         self._modules[name] = module
 
     register_module = add_module
 
     def get_submodule(self, target: str) -> "Module":
+        """The module at a dotted path such as ``'encoder.layers.0'`` ('' is this module)."""
         module = self
         for item in target.split(".") if target else ():
-            if item not in module._modules:
-                raise AttributeError(f"{type(module).__name__} has no submodule `{item}` (looking up '{target}')")
-            module = module._modules[item]
+            if not hasattr(module, item):
+                raise AttributeError(f"{module._get_name()} has no attribute `{item}`")
+            module = getattr(module, item)
+            if not isinstance(module, Module):
+                raise AttributeError(f"`{item}` is not an nn.Module")
         return module
 
     def get_parameter(self, target: str) -> Parameter:
         module_path, _, name = target.rpartition(".")
         module = self.get_submodule(module_path)
+        if not hasattr(module, name):
+            raise AttributeError(f"{module._get_name()} has no attribute `{name}`")
         if name not in module._parameters:
-            raise AttributeError(f"{type(module).__name__} has no parameter `{name}`")
+            raise AttributeError(f"`{name}` is not an nn.Parameter")
         return module._parameters[name]
+
+    def get_buffer(self, target: str) -> Tensor:
+        module_path, _, name = target.rpartition(".")
+        module = self.get_submodule(module_path)
+        if not hasattr(module, name):
+            raise AttributeError(f"{module._get_name()} has no attribute `{name}`")
+        if name not in module._buffers:
+            raise AttributeError(f"`{name}` is not a buffer")
+        return module._buffers[name]
 
     # --- walking the tree ----------------------------------------------------------------------
 
     def named_modules(self, memo=None, prefix: str = "", remove_duplicate: bool = True):
+        """(dotted name, module) for this module and every descendant, each module once."""
         if memo is None:
             memo = set()
+        if id(self) in memo:
+            return
         if remove_duplicate:
-            if id(self) in memo:
-                return
             memo.add(id(self))
         yield prefix, self
         for name, child in self._modules.items():
@@ -205,12 +247,14 @@ class Module:
         modules = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) if recurse else [(prefix, self)]
         for module_prefix, module in modules:
             for name, value in module.__dict__[store].items():
-                if value is None or (remove_duplicate and id(value) in seen):
+                if value is None or id(value) in seen:
                     continue
-                seen.add(id(value))
+                if remove_duplicate:
+                    seen.add(id(value))
                 yield (f"{module_prefix}.{name}" if module_prefix else name), value
 
     def named_parameters(self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True):
+        """(dotted name, Parameter) pairs; a Parameter shared by several modules comes once."""
         yield from self._named_members("_parameters", prefix, recurse, remove_duplicate)
 
     def parameters(self, recurse: bool = True):
@@ -230,8 +274,9 @@ class Module:
         """Training mode (dropout on, batch-norm updates its running statistics) for the whole tree."""
         if not isinstance(mode, bool):
             raise ValueError("training mode is expected to be boolean")
-        for module in self.modules():
-            object.__setattr__(module, "training", mode)
+        self.training = mode
+        for child in self.children():
+            child.train(mode)
         return self
 
     def eval(self) -> "Module":
@@ -243,14 +288,16 @@ class Module:
         return self
 
     def zero_grad(self, set_to_none: bool = True) -> None:
+        """Forget the gradients: drop them (default) or zero them in place."""
         for param in self.parameters():
-            if param.grad is None:
+            grad = param.grad
+            if grad is None:
                 continue
             if set_to_none:
                 param.grad = None
             else:
-                param.grad = param.grad.detach()
-                param.grad.zero_()
+                grad.detach_()
+                grad.zero_()
 
     def apply(self, fn) -> "Module":
         """Call ``fn(module)`` on every child (depth first) and then on this module."""
@@ -260,21 +307,21 @@ class Module:
         return self
 
     def _apply(self, convert) -> "Module":
-        """Convert every parameter and buffer in place, keeping the Parameter objects themselves."""
-        for module in self.modules():
-            for name, param in module._parameters.items():
+        """Convert every parameter, gradient and buffer; Parameter (and .grad) objects stay the same
+        objects, so an optimizer built before ``to()`` still holds the model's weights."""
+        for child in self.children():
+            child._apply(convert)
+        with no_grad():
+            for param in self._parameters.values():
                 if param is None:
                     continue
-                with no_grad():
-                    new = convert(param)
-                param.data, param.device = new.data, new.device
-                if param.grad is not None:
-                    with no_grad():
-                        grad = convert(param.grad)
-                    param.grad = grad
-            for name, buffer in module._buffers.items():
+                for t in (param, param.grad):
+                    if t is not None:
+                        new = convert(t)
+                        t.data, t.device = new.data, new.device
+            for name, buffer in self._buffers.items():
                 if buffer is not None:
-                    module._buffers[name] = convert(buffer)
+                    self._buffers[name] = convert(buffer)
         return self
 
     def to(self, *args, **kwargs) -> "Module":
@@ -285,23 +332,19 @@ class Module:
                 device = arg
             elif isinstance(arg, Tensor):
                 device, dtype = arg.device, arg.dtype
-            else:
+            elif arg is not None:
                 dtype = arg
         device = resolve_device(device) if device is not None else None
         dtype = dt.as_dtype(dtype) if dtype is not None else None
         if dtype is not None and not dtype.is_floating_point:
-            raise TypeError(f"nn.Module.to only accepts floating point dtypes, but got desired dtype={dtype.name}")
-
-        def convert(t):
-            return t.to(device=device, dtype=dtype if t.dtype.is_floating_point else None)
-
-        return self._apply(convert)
+            raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got desired dtype={dtype}")
+        return self._apply(lambda t: t.to(device=device, dtype=dtype if t.dtype.is_floating_point else None))
 
     def cpu(self) -> "Module":
         return self.to("cpu")
 
     def cuda(self, device=None) -> "Module":
-        return self.to(device or "cuda")
+        return self.to(f"cuda:{device}" if isinstance(device, int) else device or "cuda")
 
     def float(self) -> "Module":
         return self.to(dt.float32)
@@ -313,67 +356,109 @@ class Module:
         return self.to(dt.float16)
 
     def type(self, dst_type) -> "Module":
-        return self.to(dst_type)
+        """Cast every parameter and buffer (floating or not) to ``dst_type``."""
+        return self._apply(lambda t: t.to(dst_type))
 
     # --- saving and loading ------------------------------------------------------------------------
 
-    def state_dict(self, destination=None, prefix: str = "", keep_vars: bool = False) -> OrderedDict:
-        """Every parameter and persistent buffer by dotted name (detached unless keep_vars)."""
+    def state_dict(self, *, destination=None, prefix: str = "", keep_vars: bool = False) -> OrderedDict:
+        """Every parameter and persistent buffer by dotted name (detached unless keep_vars).
+
+        A module reachable under two names is saved under both, as in PyTorch.
+        """
         if destination is None:
             destination = OrderedDict()
-        for name, module in self.named_modules(prefix=prefix.rstrip(".")):
-            head = f"{name}." if name else ""
-            for key, param in module._parameters.items():
-                if param is not None:
-                    destination[head + key] = param if keep_vars else param.detach()
-            for key, buffer in module._buffers.items():
-                if buffer is not None and key not in module._non_persistent_buffers:
-                    destination[head + key] = buffer if keep_vars else buffer.detach()
+        for key, value in self._state_items(prefix):
+            destination[key] = value if keep_vars else value.detach()
         return destination
 
+    def _state_items(self, prefix: str = ""):
+        """(key, tensor) for what ``state_dict`` holds, walking every path (shared modules repeat)."""
+        for name, param in self._parameters.items():
+            if param is not None:
+                yield prefix + name, param
+        for name, buffer in self._buffers.items():
+            if buffer is not None and name not in self._non_persistent_buffers:
+                yield prefix + name, buffer
+        for name, child in self._modules.items():
+            if child is not None:
+                yield from child._state_items(f"{prefix}{name}.")
+
+    def _local_state(self) -> dict:
+        return {name: value for name, value in itertools.chain(self._parameters.items(), self._buffers.items())
+                if value is not None and name not in self._non_persistent_buffers}
+
     def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
-        """Copy values in by name; all problems are found first, so a failed load changes nothing."""
-        own = self.state_dict(keep_vars=True)
-        missing = [key for key in own if key not in state_dict]
-        unexpected = [key for key in state_dict if key not in own]
-        problems = []
-        for key, target in own.items():
-            if key not in state_dict:
-                continue
-            value = state_dict[key]
-            if not isinstance(value, Tensor):
-                problems.append(f'While copying the parameter named "{key}", expected a gradlab.Tensor, got {type(value).__name__}.')
-            elif tuple(value.shape) != tuple(target.shape):
-                problems.append(
-                    f"size mismatch for {key}: copying a param with shape {shape_str(value.shape)} from checkpoint, "
-                    f"the shape in current model is {shape_str(target.shape)}."
-                )
+        """Copy values in by name. Every problem is found before anything is written, so a load that
+        raises leaves the model exactly as it was (PyTorch may have copied part of it by then)."""
+        if not isinstance(state_dict, Mapping):
+            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
+        missing, unexpected, errors, writes = [], [], [], []
+
+        def check(module, prefix):
+            local = module._local_state()
+            for name, target in local.items():
+                key = prefix + name
+                if key not in state_dict:
+                    missing.append(key)
+                    continue
+                value = state_dict[key]
+                if not isinstance(value, Tensor):
+                    errors.append(f'While copying the parameter named "{key}", expected gradlab.Tensor or Tensor-like '
+                                  f"object from checkpoint but received {type(value)}")
+                    continue
+                if target.ndim == 0 and value.shape == (1,):
+                    value = value.reshape(())
+                if tuple(value.shape) != tuple(target.shape):
+                    errors.append(f"size mismatch for {key}: copying a param with shape {shape_str(value.shape)} from "
+                                  f"checkpoint, the shape in current model is {shape_str(target.shape)}.")
+                    continue
+                writes.append((module, name, target, value))
+            for key in state_dict:
+                if key.startswith(prefix):
+                    head, dot, _ = key[len(prefix):].partition(".")
+                    if (head not in module._modules) if dot else (head not in local):
+                        unexpected.append(key)
+            for name, child in module._modules.items():
+                if child is not None:
+                    check(child, f"{prefix}{name}.")
+
+        check(self, "")
         if strict:
             if unexpected:
-                problems.insert(0, "Unexpected key(s) in state_dict: " + ", ".join(f'"{k}"' for k in unexpected) + ". ")
+                errors.insert(0, "Unexpected key(s) in state_dict: " + ", ".join(f'"{k}"' for k in unexpected) + ". ")
             if missing:
-                problems.insert(0, "Missing key(s) in state_dict: " + ", ".join(f'"{k}"' for k in missing) + ". ")
-        if problems:
-            raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}:\n\t" + "\n\t".join(problems))
+                errors.insert(0, "Missing key(s) in state_dict: " + ", ".join(f'"{k}"' for k in missing) + ". ")
+        if errors:
+            raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}:\n\t" + "\n\t".join(errors))
         with no_grad():
-            for key, target in own.items():
-                if key in state_dict:
-                    target.copy_(state_dict[key])
+            for module, name, target, value in writes:
+                if not assign:
+                    target.copy_(value)
+                elif isinstance(target, Parameter):
+                    value = value if isinstance(value, Parameter) else Parameter(value, requires_grad=False)
+                    setattr(module, name, value.requires_grad_(target.requires_grad))
+                else:
+                    setattr(module, name, value)
         return _IncompatibleKeys(missing, unexpected)
 
     # --- calling, with hooks -------------------------------------------------------------------
 
-    def register_forward_pre_hook(self, hook, *, prepend: bool = False) -> RemovableHandle:
-        """``hook(module, args)`` runs before forward; a returned value replaces the args."""
-        return _add_hook(self._forward_pre_hooks, hook, prepend)
+    def register_forward_pre_hook(self, hook, *, prepend: bool = False, with_kwargs: bool = False) -> RemovableHandle:
+        """``hook(module, args)`` runs before forward; a returned value replaces the args.
 
-    def register_forward_hook(self, hook, *, prepend: bool = False) -> RemovableHandle:
-        """``hook(module, args, output)`` runs after forward; a returned value replaces the output."""
-        return _add_hook(self._forward_hooks, hook, prepend)
+        With ``with_kwargs=True`` it is ``hook(module, args, kwargs)`` and may return ``(args, kwargs)``.
+        """
+        return _add_hook(self._forward_pre_hooks, hook, prepend, self._forward_pre_hooks_with_kwargs if with_kwargs else None)
+
+    def register_forward_hook(self, hook, *, prepend: bool = False, with_kwargs: bool = False) -> RemovableHandle:
+        """``hook(module, args, output)`` (or ``hook(module, args, kwargs, output)``) runs after forward;
+        a returned value replaces the output."""
+        return _add_hook(self._forward_hooks, hook, prepend, self._forward_hooks_with_kwargs if with_kwargs else None)
 
     def register_full_backward_hook(self, hook, prepend: bool = False) -> RemovableHandle:
         """``hook(module, grad_input, grad_output)`` runs when the gradients w.r.t. the module's
-        inputs are computed; a returned tuple replaces grad_input."""
+        positional inputs are computed; a returned tuple replaces grad_input."""
         return _add_hook(self._backward_hooks, hook, prepend)
 
     def register_full_backward_pre_hook(self, hook, prepend: bool = False) -> RemovableHandle:
@@ -381,21 +466,34 @@ class Module:
         return _add_hook(self._backward_pre_hooks, hook, prepend)
 
     def __call__(self, *args, **kwargs):
-        for hook in tuple(self._forward_pre_hooks.values()):
-            result = hook(self, args)
-            if result is not None:
-                args = result if isinstance(result, tuple) else (result,)
-        backward_hooks = self._backward_hooks or self._backward_pre_hooks
-        if backward_hooks:
-            state = _BackwardHookState(self, args)
-            args = state.wrap_inputs(args)
+        if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks or self._backward_pre_hooks):
+            return self.forward(*args, **kwargs)
+        for hook_id, hook in tuple(self._forward_pre_hooks.items()):
+            if hook_id in self._forward_pre_hooks_with_kwargs:
+                result = hook(self, args, kwargs)
+                if result is not None:
+                    if not (isinstance(result, tuple) and len(result) == 2):
+                        raise RuntimeError(f"forward pre-hook must return None or a tuple of (new_args, new_kwargs), "
+                                           f"but got {result}.")
+                    args, kwargs = result
+            else:
+                result = hook(self, args)
+                if result is not None:
+                    args = result if isinstance(result, tuple) else (result,)
+        backward_hook = None
+        if self._backward_hooks or self._backward_pre_hooks:
+            backward_hook = _BackwardHook(self)
+            args = backward_hook.wrap_inputs(args)
         output = self.forward(*args, **kwargs)
-        for hook in tuple(self._forward_hooks.values()):
-            result = hook(self, args, output)
+        for hook_id, hook in tuple(self._forward_hooks.items()):
+            if hook_id in self._forward_hooks_with_kwargs:
+                result = hook(self, args, kwargs, output)
+            else:
+                result = hook(self, args, output)
             if result is not None:
                 output = result
-        if backward_hooks:
-            output = state.wrap_outputs(output)
+        if backward_hook is not None:
+            output = backward_hook.wrap_outputs(output)
         return output
 
     # --- printing ----------------------------------------------------------------------------------
@@ -408,17 +506,14 @@ class Module:
         return type(self).__name__
 
     def __repr__(self) -> str:
-        lines = []
         extra = self.extra_repr()
-        if extra:
-            lines = extra.split("\n")
-        for name, child in self._modules.items():
-            child_text = repr(child).replace("\n", "\n  ")
-            lines.append(f"({name}): {child_text}")
+        extra_lines = extra.split("\n") if extra else []
+        child_lines = [f"({name}): " + repr(child).replace("\n", "\n  ") for name, child in self._modules.items()]
+        if len(extra_lines) == 1 and not child_lines:
+            return f"{self._get_name()}({extra_lines[0]})"
+        lines = extra_lines + child_lines
         if not lines:
             return f"{self._get_name()}()"
-        if len(lines) == 1 and not self._modules:
-            return f"{self._get_name()}({lines[0]})"
         return self._get_name() + "(\n  " + "\n  ".join(lines) + "\n)"
 
     def __getstate__(self):
@@ -428,65 +523,117 @@ class Module:
         self.__dict__.update(state)
 
 
-def _check_name(module: Module, name: str, kind: str) -> None:
-    if "_parameters" not in module.__dict__:
+def _typename(value) -> str:
+    """How PyTorch names a value's type in messages: 'gradlab.FloatTensor' for tensors, else the class."""
+    return value.type() if isinstance(value, Tensor) else type(value).__name__
+
+
+def _check_name(module: Module, name: str, kind: str, store: str) -> None:
+    if store not in module.__dict__:
         raise AttributeError(f"cannot assign {kind} before Module.__init__() call")
     if not isinstance(name, str):
-        raise TypeError(f"{kind} name should be a string. Got {type(name).__name__}")
-    if "." in name or name == "":
-        raise KeyError(f'{kind} name can\'t contain "." and can\'t be empty, got {name!r}')
-    if hasattr(type(module), name) and name not in module.__dict__.get(f"_{kind}s", {}):
+        raise TypeError(f"{kind} name should be a string. Got {_typename(name)}")
+    if "." in name:
+        raise KeyError(f'{kind} name can\'t contain ".", got: {name}')
+    if name == "":
+        raise KeyError(f'{kind} name can\'t be empty string ""')
+    if hasattr(module, name) and name not in module.__dict__[store]:
         raise KeyError(f"attribute '{name}' already exists")
 
 
-class _BackwardHookState:
-    """Full backward hooks: identity nodes on the module's inputs and outputs catch both gradients.
+class _BackwardHook:
+    """Full backward hooks for one call of a module: identity Functions on its inputs and outputs.
 
-    The node on the outputs runs first in backward and records grad_output; the node on the inputs
-    runs once the gradients w.r.t. the inputs are known and calls the hooks with both.
+    The node on the outputs runs first in backward: it runs the pre-hooks and records grad_output.
+    The node on the inputs runs once the gradients w.r.t. the inputs are complete and calls the
+    hooks with both. Gradients are packed by position, None where an argument is not a tensor.
     """
 
-    def __init__(self, module: Module, args: tuple):
+    def __init__(self, module: Module):
         self.module = module
+        self.hooks = tuple(module._backward_hooks.values())  # as registered when the module was called
+        self.pre_hooks = tuple(module._backward_pre_hooks.values())
+        self.n_inputs = 0
+        self.input_index = None  # positions of the tensor args, when any of them requires grad
+        self.n_outputs = 0
+        self.output_index = None
         self.grad_output = None
-        self.n_inputs = sum(isinstance(a, Tensor) for a in args)
-        self.inputs_need_grad = any(isinstance(a, Tensor) and a.requires_grad for a in args)
 
-    def wrap_inputs(self, args):
-        if not self.inputs_need_grad:
-            return args
-        tensors = [a for a in args if isinstance(a, Tensor)]
-        wrapped = iter(_HookInputs.apply(self, *tensors) if len(tensors) > 1 else (_HookInputs.apply(self, *tensors),))
-        return tuple(next(wrapped) if isinstance(a, Tensor) else a for a in args)
+    def wrap_inputs(self, args: tuple) -> tuple:
+        self.n_inputs = len(args)
+        wrapped, self.input_index = _wrap_tensors(_HookInputs, self, args)
+        return wrapped
 
     def wrap_outputs(self, output):
-        single = isinstance(output, Tensor)
+        single = not isinstance(output, tuple)
         outputs = (output,) if single else output
-        if not isinstance(outputs, tuple) or not any(isinstance(o, Tensor) and o.requires_grad for o in outputs):
-            return output
-        tensors = [o for o in outputs if isinstance(o, Tensor)]
-        result = _HookOutputs.apply(self, *tensors)
-        result = result if isinstance(result, tuple) else (result,)
-        wrapped = iter(result)
-        outputs = tuple(next(wrapped) if isinstance(o, Tensor) else o for o in outputs)
-        return outputs[0] if single else outputs
+        self.n_outputs = len(outputs)
+        wrapped, self.output_index = _wrap_tensors(_HookOutputs, self, outputs)
+        return wrapped[0] if single else wrapped
 
     def on_grad_output(self, grads: tuple) -> tuple:
-        for hook in tuple(self.module._backward_pre_hooks.values()):
-            result = hook(self.module, grads)
+        """Pre-hooks may replace grad_output; with no input needing grad, the hooks run here (grad_input all None)."""
+        grad_output = _pack(self.output_index, grads, self.n_outputs)
+        for hook in self.pre_hooks:
+            result = hook(self.module, grad_output)
             if result is not None:
-                grads = tuple(result)
-        self.grad_output = grads
-        if not self.inputs_need_grad:
-            self.call_hooks((None,) * self.n_inputs)
-        return grads
+                _check_count("Backward pre hook", "grad_output", result, len(grad_output))
+                grad_output = tuple(result)
+        if self.input_index is None:
+            grad_input = (None,) * self.n_inputs
+            for hook in self.hooks:
+                result = hook(self.module, grad_input, grad_output)
+                if result is not None and not all(g is None for g in result):
+                    raise RuntimeError("Backward hook for Modules where no input requires gradient should always "
+                                       "return None or None for all gradients.")
+        else:
+            self.grad_output = grad_output
+        return tuple(grad_output[i] for i in self.output_index)
 
-    def call_hooks(self, grad_input: tuple) -> tuple:
-        for hook in tuple(self.module._backward_hooks.values()):
+    def on_grad_input(self, grads: tuple) -> tuple:
+        if self.grad_output is None:  # the gradient reached the inputs without passing the outputs
+            return grads
+        grad_input = _pack(self.input_index, grads, self.n_inputs)
+        for hook in self.hooks:
             result = hook(self.module, grad_input, self.grad_output)
             if result is not None:
+                _check_count("Backward hook", "grad_input", result, len(grad_input))
                 grad_input = tuple(result)
-        return grad_input
+        self.grad_output = None
+        return tuple(grad_input[i] for i in self.input_index)
+
+
+def _wrap_tensors(function, state, values: tuple):
+    """Pass the tensors among ``values`` through ``function`` (if any requires grad); returns (values, their positions)."""
+    index = [i for i, v in enumerate(values) if isinstance(v, Tensor)]
+    if not (grad_state.enabled and any(values[i].requires_grad for i in index)):
+        return values, None
+    out = function.apply(state, *(values[i] for i in index))
+    out = out if isinstance(out, tuple) else (out,)
+    values = list(values)
+    for i, t in zip(index, out):
+        values[i] = t
+    return tuple(values), index
+
+
+def _pack(index, grads, size) -> tuple:
+    packed = [None] * size
+    for i, g in zip(index or (), grads):
+        packed[i] = g
+    return tuple(packed)
+
+
+def _check_count(what, name, result, expected):
+    if len(result) != expected:
+        raise RuntimeError(f"{what} returned an invalid number of {name}, got {len(result)}, but expected {expected}")
+
+
+def _identity_forward(ctx, state, tensors):
+    """Fresh tensors sharing the inputs' data; those whose input needs no grad stay without one."""
+    ctx.state = state
+    outs = tuple(t.detach() for t in tensors)
+    ctx.mark_non_differentiable(*(o for o, t in zip(outs, tensors) if not t.requires_grad))
+    return outs if len(outs) > 1 else outs[0]
 
 
 class _HookInputs(Function):
@@ -494,24 +641,21 @@ class _HookInputs(Function):
 
     @staticmethod
     def forward(ctx, state, *tensors):
-        ctx.state = state
-        outs = tuple(t.detach() for t in tensors)
-        return outs if len(outs) > 1 else outs[0]
+        return _identity_forward(ctx, state, tensors)
 
     @staticmethod
     def backward(ctx, *grads):
-        return (None,) + tuple(ctx.state.call_hooks(grads))
+        return (None,) + ctx.state.on_grad_input(grads)
 
 
 class _HookOutputs(Function):
-    """Identity on the module's outputs; its backward records grad_output (after pre-hooks)."""
+    """Identity on the module's outputs; its backward runs the pre-hooks and records grad_output."""
 
     @staticmethod
     def forward(ctx, state, *tensors):
-        ctx.state = state
-        outs = tuple(t.detach() for t in tensors)
-        return outs if len(outs) > 1 else outs[0]
+        ctx.set_materialize_grads(False)  # an unused output has grad_output None, as in PyTorch
+        return _identity_forward(ctx, state, tensors)
 
     @staticmethod
     def backward(ctx, *grads):
-        return (None,) + tuple(ctx.state.on_grad_output(grads))
+        return (None,) + ctx.state.on_grad_output(grads)

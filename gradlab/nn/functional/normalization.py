@@ -1,0 +1,208 @@
+"""Normalisation: batch_norm, layer_norm, group_norm, rms_norm and normalize.
+
+Batch, layer and group norm are one computation over different axes: subtract the mean, divide
+by the standard deviation, then scale and shift. ``Normalize`` does it in a handful of backend
+calls, and its backward is the closed form dx = (1/σ)(gγ − mean(gγ) − x̂·mean(gγ·x̂)) along the
+normalised axes. Batch norm in evaluation mode uses fixed statistics, so it is a plain affine map.
+"""
+
+from __future__ import annotations
+
+from ...autograd.function import Function
+from ...autograd.grad_mode import grad_state
+from ...dtypes import float64
+from ...ops._common import describe, float_dtype_required, shape_str, sum_to_shape
+
+__all__ = ["batch_norm", "layer_norm", "group_norm", "rms_norm", "normalize"]
+
+
+def _count(shape, axes) -> int:
+    n = 1
+    for axis in axes:
+        n *= shape[axis]
+    return n
+
+
+def _standardize(x, axes, eps):
+    """x̂ and 1/σ from Tensor operations: backward uses them when its own graph is recorded."""
+    centered = x - x.mean(axes, keepdim=True)
+    inv_std = ((centered * centered).mean(axes, keepdim=True) + eps).rsqrt()
+    return centered * inv_std, inv_std
+
+
+def _blend(running, mean, var, count):
+    """running ← (1 − momentum)·running + momentum·batch; the variance is the unbiased one, as in PyTorch."""
+    running_mean, running_var, momentum = running
+    backend = running_mean.device.backend
+    for buffer, batch in ((running_mean, mean), (running_var, backend.mul(var, count / (count - 1)))):
+        blended = backend.add(backend.mul(buffer.data, 1.0 - momentum),
+                              backend.mul(backend.reshape(batch, buffer.shape), momentum))
+        buffer._write("batch_norm", buffer._wrap(blended))
+
+
+class Normalize(Function):
+    """(x − mean) / sqrt(var + eps) · weight + bias, with x's own statistics over ``axes``.
+
+    ``param_shape`` is how weight and bias broadcast against x (None: as they are);
+    ``running`` = (running_mean, running_var, momentum) also blends the batch statistics into them.
+    """
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, axes, eps, param_shape, running):
+        float_dtype_required("normalization", x)
+        backend = x.device.backend
+        count = _count(x.shape, axes)
+        mean = backend.mul(backend.sum(x.data, axes, True), 1.0 / count)
+        centered = backend.sub(x.data, mean)
+        var = backend.mul(backend.sum(backend.mul(centered, centered), axes, True), 1.0 / count)
+        if running is not None:
+            _blend(running, mean, var, count)
+        inv_std = backend.div(1.0, backend.sqrt(backend.add(var, eps)))
+        out = x_hat = backend.mul(centered, inv_std)
+        if weight is not None:
+            out = backend.mul(out, weight.data if param_shape is None else backend.reshape(weight.data, param_shape))
+        if bias is not None:
+            out = backend.add(out, bias.data if param_shape is None else backend.reshape(bias.data, param_shape))
+        ctx.axes, ctx.eps, ctx.param_shape = axes, eps, param_shape
+        ctx.bias_shape = None if bias is None else bias.shape
+        ctx.save_for_backward(x, weight, x._wrap(x_hat), x._wrap(inv_std))
+        return x._wrap(out)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, weight, x_hat, inv_std = ctx.saved_tensors
+        axes, param_shape = ctx.axes, ctx.param_shape
+        if grad_state.enabled:  # create_graph: the statistics must be functions of x for higher-order gradients
+            x_hat, inv_std = _standardize(x, axes, ctx.eps)
+        grad_x = grad_w = grad_b = None
+        if ctx.needs_input_grad[1]:
+            grad_w = _param_grad(grad * x_hat, weight.shape, param_shape)
+        if ctx.needs_input_grad[2]:
+            grad_b = _param_grad(grad, ctx.bias_shape, param_shape)
+        if ctx.needs_input_grad[0]:
+            gy = grad if weight is None else grad * (weight if param_shape is None else weight.reshape(param_shape))
+            grad_x = (gy - gy.mean(axes, keepdim=True) - x_hat * (gy * x_hat).mean(axes, keepdim=True)) * inv_std
+        return grad_x, grad_w, grad_b, None, None, None, None
+
+
+def _param_grad(grad, shape, param_shape):
+    """Sum a gradient over the dims a weight (or bias) was broadcast along, back to its own shape."""
+    if param_shape is None:
+        return sum_to_shape(grad, shape)
+    return sum_to_shape(grad, param_shape).reshape(shape)
+
+
+def _check_size(op, name, tensor, size):
+    if tensor is not None and tensor.numel() != size:
+        raise RuntimeError(f"{op}: {name} should contain {size} elements (one per channel), not {tensor.numel()} "
+                           f"({describe(tensor)})")
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
+    """Normalise each channel (dim 1) over the batch and any spatial dims, then scale and shift it.
+
+    In training the batch's statistics are used and blended into running_mean/running_var (if
+    given) with ``momentum``; otherwise the running statistics are used as they are.
+    """
+    if input.ndim < 2:
+        raise ValueError(f"batch_norm: expected an input with a channel dimension (N, C, ...), got {describe(input)}")
+    channels = input.shape[1]
+    for name, tensor in (("weight", weight), ("bias", bias), ("running_mean", running_mean),
+                         ("running_var", running_var)):
+        _check_size("batch_norm", name, tensor, channels)
+    param_shape = (channels,) + (1,) * (input.ndim - 2)
+    if training:
+        count = input.numel() // channels if channels else 0
+        if count == 1:
+            raise ValueError(f"Expected more than 1 value per channel when training, got input size {list(input.shape)}")
+        if eps <= 0.0:
+            raise ValueError(f"batch_norm eps must be positive during training, but got {eps}")
+        running = None
+        if running_mean is not None and running_var is not None:
+            running = (running_mean, running_var, momentum)
+        axes = (0,) + tuple(range(2, input.ndim))
+        return Normalize.apply(input, weight, bias, axes, eps, param_shape, running)
+    if running_mean is None or running_var is None:
+        raise RuntimeError("batch_norm: running_mean and running_var must be defined in evaluation mode "
+                           "(training=False); pass them, or use training=True to normalise with the batch's statistics")
+    scale = (running_var + eps).rsqrt()  # fixed statistics: y = x · scale + shift, one channel at a time
+    if weight is not None:
+        scale = scale * weight
+    shift = -running_mean * scale
+    if bias is not None:
+        shift = shift + bias
+    return input * scale.reshape(param_shape) + shift.reshape(param_shape)
+
+
+def _normalized_axes(who, input, normalized_shape, *params):
+    """The trailing axes that normalized_shape names, after checking input and parameter shapes."""
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    k = len(shape)
+    if input.ndim < k or tuple(input.shape[input.ndim - k:]) != shape:
+        raise RuntimeError(f"{who}: Given normalized_shape={list(shape)}, expected input with shape "
+                           f"[*, {', '.join(map(str, shape))}], but got input of size {list(input.shape)}")
+    for name, param in zip(("weight", "bias"), params):
+        if param is not None and tuple(param.shape) != shape:
+            raise RuntimeError(f"{who}: Expected {name} to be of same shape as normalized_shape, but got {name} of "
+                               f"shape {list(param.shape)} and normalized_shape = {list(shape)}")
+    return tuple(range(input.ndim - k, input.ndim))
+
+
+def _layer_norm(who, input, normalized_shape, weight, bias, eps):
+    axes = _normalized_axes(who, input, normalized_shape, weight, bias)
+    return Normalize.apply(input, weight, bias, axes, eps, None, None)
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """Normalise over the last len(normalized_shape) dims of each sample, then scale and shift elementwise."""
+    return _layer_norm("layer_norm", input, normalized_shape, weight, bias, eps)
+
+
+def _group_norm(who, input, num_groups, weight, bias, eps):
+    if input.ndim < 2:
+        raise RuntimeError(f"{who}: Expected at least 2 dimensions for input tensor but received {input.ndim}")
+    n, channels = input.shape[:2]
+    if channels % num_groups:
+        raise RuntimeError(f"{who}: Expected number of channels in input to be divisible by num_groups, but got "
+                           f"input of shape {list(input.shape)} and num_groups={num_groups}")
+    for name, param in (("weight", weight), ("bias", bias)):
+        if param is not None and param.numel() != channels:
+            raise RuntimeError(f"{who}: Expected {name} to be a vector of size equal to the number of channels in "
+                               f"input, but got {name} of shape {list(param.shape)} and input of shape "
+                               f"{list(input.shape)}")
+    per_group = channels // num_groups
+    if _count(input.shape, range(2, input.ndim)) * n * per_group == 1:
+        raise ValueError(f"Expected more than 1 value per channel when training, got input size "
+                         f"{[n * per_group, num_groups] + list(input.shape[2:])}")
+    grouped = input.reshape(n, num_groups, per_group, -1)  # each group's channels and positions share statistics
+    out = Normalize.apply(grouped, weight, bias, (2, 3), eps, (num_groups, per_group, 1), None)
+    return out.reshape(input.shape)
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """Split the channels into num_groups groups and normalise each group of each sample; per-channel affine."""
+    return _group_norm("group_norm", input, num_groups, weight, bias, eps)
+
+
+def _rms_norm(who, input, normalized_shape, weight, eps):
+    axes = _normalized_axes(who, input, normalized_shape, weight)
+    if eps is None:
+        eps = 2.220446049250313e-16 if input.dtype is float64 else 1.1920928955078125e-07  # finfo(dtype).eps
+    out = input * ((input * input).mean(axes, keepdim=True) + eps).rsqrt()
+    return out if weight is None else out * weight
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """Divide by the root mean square over the last dims (no mean subtracted), then scale elementwise."""
+    return _rms_norm("rms_norm", input, normalized_shape, weight, eps)
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    """input / max(‖input‖_p, eps) along dim: unit vectors (the eps keeps zero vectors finite)."""
+    result = input / input.norm(p, dim, keepdim=True).clamp_min(eps)
+    if out is None:
+        return result
+    if tuple(out.shape) != tuple(result.shape):
+        raise RuntimeError(f"normalize: out has shape {shape_str(out.shape)} but the result has shape "
+                           f"{shape_str(result.shape)}")
+    return out.copy_(result)

@@ -1,0 +1,43 @@
+"""RMSprop: divide each gradient by the root of a running mean of its squares."""
+
+from __future__ import annotations
+
+from .optimizer import Optimizer, _advance, _average_square_, _check_nonnegative, _lerp_, _new_step, _zeros_like
+
+__all__ = ["RMSprop"]
+
+
+class RMSprop(Optimizer):
+    """v = alpha * v + (1 - alpha) * g²; p -= lr * g / (√v + eps).
+
+    ``centered`` subtracts the squared running mean of g (a variance estimate); ``momentum`` feeds
+    g / (√v + eps) through a buffer first.
+    """
+
+    def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False, *,
+                 maximize=False):
+        _check_nonnegative(lr=lr, eps=eps, momentum=momentum, weight_decay=weight_decay, alpha=alpha)
+        defaults = dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay, momentum=momentum, centered=centered,
+                        maximize=maximize)
+        super().__init__(params, defaults)
+
+    def _delta(self, p, grad, group):
+        b = p.device.backend
+        state = self.state[p]
+        if not state:
+            state.update(step=_new_step(), square_avg=_zeros_like(p))
+            if group["momentum"] > 0:
+                state["momentum_buffer"] = _zeros_like(p)
+            if group["centered"]:
+                state["grad_avg"] = _zeros_like(p)
+        _advance(state)
+        alpha = group["alpha"]
+        square_avg = _average_square_(state["square_avg"], grad, alpha)
+        if group["centered"]:
+            grad_avg = _lerp_(state["grad_avg"], grad, 1 - alpha)
+            square_avg = b.sub(square_avg, b.mul(grad_avg, grad_avg))
+        scaled = b.div(grad, b.add(b.sqrt(square_avg), group["eps"]))
+        if group["momentum"] > 0:
+            buf = state["momentum_buffer"]
+            scaled = buf.data = b.add(b.mul(buf.data, group["momentum"]), scaled)
+        return b.mul(scaled, group["lr"])

@@ -1,0 +1,3 @@
+"""``gradlab.utils``: where PyTorch code looks for ``utils.data``."""
+
+from . import data  # noqa: F401
