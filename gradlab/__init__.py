@@ -27,3 +27,6 @@ autograd.gradcheck = _gradcheck.gradcheck
 autograd.gradgradcheck = _gradcheck.gradgradcheck
 
 __version__ = "0.1.0"
+from .io import load, save  # noqa: E402
+from . import data  # noqa: E402
+from . import optim  # noqa: E402

@@ -98,6 +98,10 @@ class Backend:
     def zeros_like(self, a):
         return self.zeros(a.shape, self.dtype_of(a))
 
+    def isub(self, a, b):
+        """a -= b, written into a's own memory (the optimizers' parameter update); composed as sub + setitem."""
+        self.setitem(a, Ellipsis, self.sub(a, b))
+
     # --- windows (convolution, pooling): composed from slices, a backend overrides with views ----
 
     def sliding_windows(self, a, window_shape, axes, steps, dilation):

@@ -221,6 +221,10 @@ class NumpyBackend(Backend):
         np.add.at(a, index, values)
 
     @staticmethod
+    def isub(a, b):  # fused kernel (see Backend.isub): no temporary, no copy
+        np.subtract(a, b, out=a)
+
+    @staticmethod
     def concatenate(arrays, axis):
         return np.concatenate(arrays, axis=axis)
 

@@ -44,8 +44,8 @@ def _softplus(backend, a, beta, threshold):
     return backend.where(backend.gt(scaled, threshold), a, backend.div(backend.log1p(backend.exp(scaled)), beta))
 
 
-Sigmoid = elementwise("sigmoid", "sigmoid", lambda g, x, y: g * y * (1 - y))
-Relu = elementwise("relu", lambda b, a: b.maximum(a, 0), lambda g, x, y: where(y > 0, g, 0.0), inputs="keep")
+Sigmoid = elementwise("sigmoid", "sigmoid", lambda g, x, y: g * y * (1 - y), saves="out")
+Relu = elementwise("relu", lambda b, a: b.maximum(a, 0), lambda g, x, y: where(y > 0, g, 0.0), inputs="keep", saves="out")
 LeakyRelu = elementwise("leaky_relu", lambda b, a, slope: b.where(b.gt(a, 0), a, b.mul(a, slope)),
                         lambda g, x, y, slope: where(x > 0, g, g * slope), inputs="floats")
 Elu = elementwise("elu", lambda b, a, alpha: b.where(b.gt(a, 0), a, b.mul(b.expm1(a), alpha)),

@@ -36,13 +36,16 @@ def _check_input(op: str, x, inputs: str):
     return x
 
 
-def elementwise(op: str, compute, gradient=None, inputs: str = "float"):
+def elementwise(op: str, compute, gradient=None, inputs: str = "float", saves: str = "x out"):
     """A Function for ``out = f(x, *params)``, applied element by element.
 
     ``compute(backend, array, *params)`` (or the name of a backend primitive) makes the output;
     ``gradient(grad, x, out, *params)`` gives the input's gradient from Tensor operations. Without
     one the op is piecewise constant (floor, sign, ...) and its gradient is zero, as in PyTorch.
+    ``saves`` names what the gradient reads ("x", "out" or both): only that is kept for backward,
+    so an in-place change to the other one is allowed, as in PyTorch.
     """
+    save_x, save_out = "x" in saves.split(), "out" in saves.split()
     if isinstance(compute, str):
         compute = _primitive(compute)
 
@@ -53,7 +56,7 @@ def elementwise(op: str, compute, gradient=None, inputs: str = "float"):
                 x = _check_input(op, x, inputs)
             out = x._wrap(compute(x.device.backend, x.data, *params))
             if gradient is not None:
-                ctx.save_for_backward(x, out)
+                ctx.save_for_backward(x if save_x else None, out if save_out else None)
                 ctx.params = params
             return out
 
@@ -104,20 +107,20 @@ def _sign(backend, a):
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 
-Exp = elementwise("exp", "exp", lambda g, x, y: g * y)
-Log = elementwise("log", "log", lambda g, x, y: g / x)
-Log1p = elementwise("log1p", "log1p", lambda g, x, y: g / (x + 1))
-Expm1 = elementwise("expm1", "expm1", lambda g, x, y: g * (y + 1))
-Sqrt = elementwise("sqrt", "sqrt", lambda g, x, y: g / (y * 2))
-Rsqrt = elementwise("rsqrt", lambda b, a: b.div(1.0, b.sqrt(a)), lambda g, x, y: g * y * y * y * -0.5)
-Reciprocal = elementwise("reciprocal", lambda b, a: b.div(1.0, a), lambda g, x, y: -g * y * y)
-Sin = elementwise("sin", "sin", lambda g, x, y: g * x.cos())
-Cos = elementwise("cos", "cos", lambda g, x, y: -g * x.sin())
-Tan = elementwise("tan", "tan", lambda g, x, y: g * (y * y + 1))
-Tanh = elementwise("tanh", "tanh", lambda g, x, y: g * (1 - y * y))
-Erf = elementwise("erf", "erf", lambda g, x, y: g * (-x * x).exp() * _TWO_OVER_SQRT_PI)
-Abs = elementwise("abs", "abs", lambda g, x, y: g * x.sign(), inputs="keep")
-Square = elementwise("square", _square, lambda g, x, y: g * x * 2, inputs="any")
+Exp = elementwise("exp", "exp", lambda g, x, y: g * y, saves="out")
+Log = elementwise("log", "log", lambda g, x, y: g / x, saves="x")
+Log1p = elementwise("log1p", "log1p", lambda g, x, y: g / (x + 1), saves="x")
+Expm1 = elementwise("expm1", "expm1", lambda g, x, y: g * (y + 1), saves="out")
+Sqrt = elementwise("sqrt", "sqrt", lambda g, x, y: g / (y * 2), saves="out")
+Rsqrt = elementwise("rsqrt", lambda b, a: b.div(1.0, b.sqrt(a)), lambda g, x, y: g * y * y * y * -0.5, saves="out")
+Reciprocal = elementwise("reciprocal", lambda b, a: b.div(1.0, a), lambda g, x, y: -g * y * y, saves="out")
+Sin = elementwise("sin", "sin", lambda g, x, y: g * x.cos(), saves="x")
+Cos = elementwise("cos", "cos", lambda g, x, y: -g * x.sin(), saves="x")
+Tan = elementwise("tan", "tan", lambda g, x, y: g * (y * y + 1), saves="out")
+Tanh = elementwise("tanh", "tanh", lambda g, x, y: g * (1 - y * y), saves="out")
+Erf = elementwise("erf", "erf", lambda g, x, y: g * (-x * x).exp() * _TWO_OVER_SQRT_PI, saves="x")
+Abs = elementwise("abs", "abs", lambda g, x, y: g * x.sign(), inputs="keep", saves="x")
+Square = elementwise("square", _square, lambda g, x, y: g * x * 2, inputs="any", saves="x")
 Sign = elementwise("sign", _sign, inputs="any")
 Floor = elementwise("floor", _integral(lambda b, a: b.floor(a)), inputs="keep")
 Ceil = elementwise("ceil", _integral(lambda b, a: b.ceil(a)), inputs="keep")

@@ -102,7 +102,7 @@ class Optimizer:
         """Move every parameter that has a gradient; ``closure`` (re-evaluating the loss) runs first.
 
         With ``maximize`` the gradient is negated; ``weight_decay`` adds ``wd * p`` to it, or, when
-        decoupled (AdamW, Lion), shrinks ``p`` by ``1 - lr * wd`` instead.
+        decoupled (AdamW, Lion), takes ``lr * wd * p`` off ``p`` directly instead.
         """
         loss = None
         if closure is not None:
@@ -112,7 +112,7 @@ class Optimizer:
             maximize = group.get("maximize", False)
             weight_decay = group.get("weight_decay", 0)
             decoupled = self._decoupled_weight_decay or group.get("decoupled_weight_decay", False)
-            shrink = 1 - group["lr"] * weight_decay if decoupled else 1
+            shrink = group["lr"] * weight_decay if decoupled else 0  # decoupled: p -= lr * wd * p
             for p in group["params"]:
                 if p.grad is None:
                     continue
@@ -121,8 +121,9 @@ class Optimizer:
                 if weight_decay != 0 and not decoupled:
                     grad = backend.add(grad, backend.mul(p.data, weight_decay))
                 delta = self._delta(p, grad, group)
-                kept = p.data if shrink == 1 else backend.mul(p.data, shrink)
-                backend.setitem(p.data, Ellipsis, backend.sub(kept, delta))
+                if shrink:
+                    delta = backend.add(delta, backend.mul(p.data, shrink))
+                backend.isub(p.data, delta)
                 p._version[0] += 1  # an in-place change: graphs that saved p notice it
         return loss
 

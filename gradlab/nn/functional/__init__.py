@@ -3,3 +3,11 @@
 Each file here holds one family and lists its public names in ``__all__``.
 """
 from .attention import *  # noqa: F401,F403
+from .loss import *  # noqa: F401,F403
+from .activation import *  # noqa: F401,F403
+from .dropout import *  # noqa: F401,F403
+from .normalization import *  # noqa: F401,F403
+from .sparse import *  # noqa: F401,F403
+from .conv import *  # noqa: F401,F403
+from .linear import *  # noqa: F401,F403
+from .pooling import *  # noqa: F401,F403

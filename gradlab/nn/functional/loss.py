@@ -14,7 +14,7 @@ import warnings
 from ...autograd.function import Function
 from ...autograd.grad_mode import grad_state
 from ...dtypes import int64
-from ...ops._common import TrackedTensor, broadcast_shapes, describe, float_dtype_required, shape_str, sum_to_shape
+from ...ops._common import TrackedTensor, binary_operands, broadcast_shapes, describe, float_dtype_required, shape_str, sum_to_shape
 from ...ops.elementwise import where
 
 __all__ = [
@@ -53,10 +53,10 @@ def _reduce(loss, reduction: str):
     return loss.sum() if reduction == "sum" else loss
 
 
-def _tensor(op: str, name: str, value):
-    if not isinstance(value, TrackedTensor):
-        raise TypeError(f"{op}(): argument '{name}' must be a gradlab Tensor, got {describe(value)}")
-    return value
+def _tensors(op: str, **named) -> None:
+    for name, value in named.items():
+        if not isinstance(value, TrackedTensor):
+            raise TypeError(f"{op}(): argument '{name}' must be a gradlab Tensor, got {describe(value)}")
 
 
 # --- pointwise losses of the difference: mse, l1, smooth_l1, huber -----------------------------
@@ -71,10 +71,11 @@ def _pointwise_loss(op: str, compute, gradient):
     class PointwiseLoss(Function):
         @staticmethod
         def forward(ctx, input, target, *params):
-            backend = input.device.backend
+            a, b, _ = binary_operands(op, input, target)  # PyTorch's type promotion and device check
             ctx.save_for_backward(input, target)
             ctx.params = params
-            return input._wrap(compute(backend, backend.sub(input.data, target.data), *params))
+            backend = input.device.backend
+            return input._wrap(compute(backend, backend.sub(a, b), *params))
 
         @staticmethod
         def backward(ctx, grad):
@@ -105,13 +106,13 @@ SmoothL1Loss = _pointwise_loss("smooth_l1_loss", _smooth_l1, lambda g, d, beta: 
 HuberLoss = _pointwise_loss("huber_loss", _huber, lambda g, d, delta: g * d.clamp(-delta, delta))
 
 
-def _pointwise(op: str, function, input, target, reduction, weight, *params):
+def _pointwise(op: str, function, input, target, reduction, weight, *params, weighted_mean=True):
     """Check and broadcast input/target, apply the loss, then weight and reduce.
 
     Shapes that differ but broadcast are allowed with PyTorch's UserWarning (an (N, 1) output
     against an (N,) target silently makes an (N, N) loss); shapes that cannot broadcast raise.
     """
-    _tensor(op, "input", input), _tensor(op, "target", target)
+    _tensors(op, input=input, target=target)
     if input.shape != target.shape:
         warnings.warn(f"{op}: Using a target size {shape_str(target.shape)} that is different to the input size "
                       f"{shape_str(input.shape)}. This will likely lead to incorrect results due to broadcasting. "
@@ -120,9 +121,6 @@ def _pointwise(op: str, function, input, target, reduction, weight, *params):
     if not (input.dtype.is_floating_point or target.dtype.is_floating_point):
         raise RuntimeError(f"{op}: expected floating-point tensors, got input {describe(input)} and target "
                            f"{describe(target)}; convert them with .float()")
-    if input.device is not target.device:
-        raise RuntimeError(f"{op}: expected input and target on the same device, got input {describe(input)} and "
-                           f"target {describe(target)}")
     loss = function.apply(input, target, *params)
     if weight is None:
         return _reduce(loss, reduction)
@@ -130,7 +128,7 @@ def _pointwise(op: str, function, input, target, reduction, weight, *params):
         raise ValueError(f"{op}: Weights and input must have the same size, got weight of shape "
                          f"{shape_str(weight.shape)} and input of shape {shape_str(input.shape)}")
     loss = loss * weight
-    if reduction == "mean" and op != "huber_loss":  # PyTorch: a weighted average, except huber's plain mean
+    if reduction == "mean" and weighted_mean:  # PyTorch: sum(w * loss) / sum(w), except huber's plain mean
         return loss.sum() / weight.sum()
     return _reduce(loss, reduction)
 
@@ -174,7 +172,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     reduction = _reduction(None, None, reduction)
     if delta <= 0:
         raise RuntimeError(f"huber_loss does not support non-positive values for delta (got delta={delta})")
-    return _pointwise("huber_loss", HuberLoss, input, target, reduction, weight, float(delta))
+    return _pointwise("huber_loss", HuberLoss, input, target, reduction, weight, float(delta), weighted_mean=False)
 
 
 # --- classification over class indices: nll_loss and cross_entropy (fused) ---------------------
@@ -196,10 +194,11 @@ class ClassIndexLoss(Function):
             _check_class_range(op, b, index, n_classes, ignore_index)
         keep = target.shape[:dim] + (1,) + target.shape[dim:]  # the target with the class dim as size 1
         index, valid = b.reshape(index, keep), b.astype(b.reshape(valid, keep), input.dtype)
+        picked_weight = valid
         if weight is not None:
             w = weight.data if weight.dtype is input.dtype else b.astype(weight.data, input.dtype)
-            weight = input._wrap(b.reshape(w, (n_classes,) + (1,) * (input.ndim - dim - 1)))
-        picked_weight = valid if weight is None else b.mul(b.getitem(weight.data, index), valid)
+            picked_weight = b.mul(b.getitem(w, index), valid)
+            weight = input._wrap(b.reshape(w, (n_classes,) + (1,) * (input.ndim - dim - 1)))  # broadcasts on logp
         a = b.mul(picked_weight, 1.0 - smoothing) if smoothing else picked_weight
         loss = b.mul(b.take_along_axis(logp, index, dim), a)
         c = None
@@ -262,7 +261,7 @@ def _check_class_range(op, b, index, n_classes, ignore_index) -> None:
 
 def _class_dim(op: str, input) -> int:
     """The class dimension: 0 for an unbatched (C,) input, else 1 ((N, C) or (N, C, d1, ...))."""
-    _tensor(op, "input", input)
+    _tensors(op, input=input)
     if input.ndim == 0:
         raise RuntimeError(f"{op}: expected an input of shape (C), (N, C) or (N, C, d1, ...), got a 0-d tensor")
     float_dtype_required(op, input)
@@ -270,7 +269,10 @@ def _class_dim(op: str, input) -> int:
 
 
 def _check_weight(op: str, weight, n_classes: int) -> None:
-    if weight is not None and tuple(_tensor(op, "weight", weight).shape) != (n_classes,):
+    if weight is None:
+        return
+    _tensors(op, weight=weight)
+    if tuple(weight.shape) != (n_classes,):
         raise RuntimeError(f"{op}: weight tensor should be defined either for all {n_classes} classes or no classes "
                            f"but got weight tensor of shape: {shape_str(weight.shape)}")
 
@@ -299,7 +301,8 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     op = "nll_loss"
     reduction = _reduction(size_average, reduce, reduction)
     dim = _class_dim(op, input)
-    _check_class_indices(op, input, _tensor(op, "target", target), dim, False)
+    _tensors(op, target=target)
+    _check_class_indices(op, input, target, dim, False)
     _check_weight(op, weight, input.shape[dim])
     return ClassIndexLoss.apply(input, target, weight, ignore_index, 0.0, reduction, False, op)
 
@@ -314,7 +317,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     op = "cross_entropy"
     reduction = _reduction(size_average, reduce, reduction)
     dim = _class_dim(op, input)
-    _tensor(op, "target", target)
+    _tensors(op, target=target)
     n_classes = input.shape[dim]
     _check_weight(op, weight, n_classes)
     if not 0.0 <= label_smoothing <= 1.0:
@@ -332,8 +335,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     if weight is not None:
         target = target * weight.reshape((n_classes,) + (1,) * (input.ndim - dim - 1))
     loss = -(input.log_softmax(dim) * target).sum(dim)
-    if reduction == "mean":
-        return loss.sum() / (input.numel() // n_classes) if input.numel() else loss.sum() / 0.0
+    if reduction == "mean":  # averaged over the rows, not over the classes (an empty batch gives nan)
+        return loss.sum() / (input.numel() // n_classes if n_classes else 0)
     return _reduce(loss, reduction)
 
 
@@ -378,7 +381,7 @@ class LogSigmoid(Function):
 
 
 def _check_same_shape(op: str, input, target, message: str) -> None:
-    _tensor(op, "input", input), _tensor(op, "target", target)
+    _tensors(op, input=input, target=target)
     if input.shape != target.shape:
         raise ValueError(f"{op}: " + message.format(target=shape_str(target.shape), input=shape_str(input.shape)))
     if not target.dtype.is_floating_point:
@@ -387,7 +390,10 @@ def _check_same_shape(op: str, input, target, message: str) -> None:
 
 
 def _check_broadcasts_to(op: str, name: str, tensor, shape) -> None:
-    if tensor is not None and broadcast_shapes(_tensor(op, name, tensor).shape, shape, op=f"{op} ({name})") != shape:
+    if tensor is None:
+        return
+    _tensors(op, **{name: tensor})
+    if broadcast_shapes(tensor.shape, shape, op=f"{op} ({name})") != shape:
         raise RuntimeError(f"{op}: {name} of shape {shape_str(tensor.shape)} must broadcast to the target's shape "
                            f"{shape_str(shape)}")
 
@@ -442,7 +448,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     the true KL divergence; 'mean' also divides by the number of classes (PyTorch warns about it).
     """
     op = "kl_div"
-    _tensor(op, "input", input), _tensor(op, "target", target)
+    _tensors(op, input=input, target=target)
     if size_average is None and reduce is None and reduction == "mean":
         warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
                       "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
@@ -462,8 +468,7 @@ def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, r
     """max(0, -y (x1 - x2) + margin): x1 should rank above x2 by margin where y = 1, below where y = -1."""
     op = "margin_ranking_loss"
     reduction = _reduction(size_average, reduce, reduction)
-    for name, t in (("input1", input1), ("input2", input2), ("target", target)):
-        _tensor(op, name, t)
+    _tensors(op, input1=input1, input2=input2, target=target)
     if not input1.ndim == input2.ndim == target.ndim:
         raise RuntimeError(f"{op}: All input tensors should have same dimension but got sizes: input1: "
                            f"{shape_str(input1.shape)}, input2: {shape_str(input2.shape)}, target: "
@@ -482,8 +487,7 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
     """
     op = "cosine_embedding_loss"
     reduction = _reduction(size_average, reduce, reduction)
-    for name, t in (("input1", input1), ("input2", input2), ("target", target)):
-        _tensor(op, name, t)
+    _tensors(op, input1=input1, input2=input2, target=target)
     if target.ndim > 1:
         raise RuntimeError(f"{op}: 0D or 1D target tensor expected, multi-target not supported (got target of shape "
                            f"{shape_str(target.shape)})")

@@ -2,3 +2,10 @@
 
 from .module import Module, RemovableHandle  # noqa: F401
 from .container import *  # noqa: F401,F403
+from .loss import *  # noqa: F401,F403
+from .rnn import *  # noqa: F401,F403
+from .activation import *  # noqa: F401,F403
+from .batchnorm import *  # noqa: F401,F403
+from .dropout import *  # noqa: F401,F403
+from .normalization import *  # noqa: F401,F403
+from .sparse import *  # noqa: F401,F403

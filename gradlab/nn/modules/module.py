@@ -16,7 +16,6 @@ from ... import dtypes as dt
 from ...autograd.function import Function
 from ...autograd.grad_mode import grad_state, no_grad
 from ...backends.device import Device, resolve_device
-from ...ops._common import shape_str
 from ...tensor import Tensor
 from ..parameter import Parameter
 
@@ -410,8 +409,8 @@ class Module:
                 if target.ndim == 0 and value.shape == (1,):
                     value = value.reshape(())
                 if tuple(value.shape) != tuple(target.shape):
-                    errors.append(f"size mismatch for {key}: copying a param with shape {shape_str(value.shape)} from "
-                                  f"checkpoint, the shape in current model is {shape_str(target.shape)}.")
+                    errors.append(f"size mismatch for {key}: copying a param with shape {tuple(value.shape)} from "
+                                  f"checkpoint, the shape in current model is {tuple(target.shape)}.")
                     continue
                 writes.append((module, name, target, value))
             for key in state_dict:
@@ -534,7 +533,7 @@ def _check_name(module: Module, name: str, kind: str, store: str) -> None:
     if not isinstance(name, str):
         raise TypeError(f"{kind} name should be a string. Got {_typename(name)}")
     if "." in name:
-        raise KeyError(f'{kind} name can\'t contain ".", got: {name}')
+        raise KeyError(f'{kind} name can\'t contain "."' + (f", got: {name}" if kind == "module" else ""))
     if name == "":
         raise KeyError(f'{kind} name can\'t be empty string ""')
     if hasattr(module, name) and name not in module.__dict__[store]:

@@ -1,0 +1,415 @@
+"""Convolution as a matrix product over windows: conv1d, conv2d, conv_transpose1d/2d, unfold, fold.
+
+The input's windows are a strided view (no copy); laid out once as columns (im2col) they meet the
+weight, reshaped to (out_channels, in_channels × kernel), in ONE matrix product. Three Functions
+share a geometry: ``ConvNd`` (input, weight → output), ``ConvTransposeNd`` (output-shaped, weight →
+input-shaped: the weight's transpose times the columns, summed back into place — col2im) and
+``ConvWeightGrad`` (input, output-shaped → weight-shaped). The gradients of each are the other two,
+so gradients of any order come from these three kernels.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from typing import NamedTuple
+
+from ...autograd.function import Function
+from ...ops._common import TrackedTensor, shape_str
+
+__all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "unfold", "fold"]
+
+
+class Geometry(NamedTuple):
+    """How windows are laid over the input: stride, (before, after) padding per spatial dim, dilation, groups.
+
+    A negative 'after' padding crops: conv_transpose's output_padding makes one, so that its adjoint
+    convolution takes exactly as many windows as the transposed convolution was given.
+    """
+
+    stride: tuple
+    padding: tuple
+    dilation: tuple
+    groups: int = 1
+
+
+# --- im2col and col2im on backend arrays -----------------------------------------------------------
+
+def _pad_or_crop(backend, a, widths):
+    """Pad the spatial dims (the last len(widths)) by (before, after); negative widths crop instead."""
+    if any(lo < 0 or hi < 0 for lo, hi in widths):
+        lead = (slice(None),) * (a.ndim - len(widths))
+        a = backend.getitem(a, lead + tuple(slice(max(-lo, 0), n - max(-hi, 0)) for (lo, hi), n in
+                                              zip(widths, a.shape[-len(widths):])))
+    if any(lo > 0 or hi > 0 for lo, hi in widths):
+        a = backend.pad(a, ((0, 0),) * (a.ndim - len(widths)) + tuple((max(lo, 0), max(hi, 0)) for lo, hi in widths), 0)
+    return a
+
+
+def _spatial_axes(nd):
+    return tuple(range(2, 2 + nd))
+
+
+def columns(backend, x, kernel, geo):
+    """im2col: x (N, C, *size) → columns (N, groups, C/groups · prod(kernel), L) and the output's spatial shape.
+
+    Column [n, g, (c, taps), l] is the input under tap ``taps`` of window l of channel c in group g.
+    The windows are a view; the one copy is the reshape into columns.
+    """
+    nd = len(kernel)
+    x = _pad_or_crop(backend, x, geo.padding)
+    windows = backend.sliding_windows(x, kernel, _spatial_axes(nd), geo.stride, geo.dilation)  # (N, C, *out, *k)
+    n, c, out = x.shape[0], x.shape[1], windows.shape[2:2 + nd]
+    g = geo.groups
+    windows = backend.reshape(windows, (n, g, c // g) + windows.shape[2:])
+    taps_first = (0, 1, 2) + tuple(range(3 + nd, 3 + 2 * nd)) + tuple(range(3, 3 + nd))
+    cols = backend.reshape(backend.permute(windows, taps_first), (n, g, c // g * math.prod(kernel), math.prod(out)))
+    return cols, out
+
+
+def fold_columns(backend, cols, shape, kernel, out, geo):
+    """col2im, the adjoint of ``columns``: every column entry added back to the input position it came from."""
+    nd = len(kernel)
+    n, c = shape[:2]
+    padded = (n, c) + tuple(size + lo + hi for size, (lo, hi) in zip(shape[2:], geo.padding))
+    windows = backend.reshape(cols, (n, c) + tuple(kernel) + tuple(out))  # (N, C, *k, *out)
+    windows = backend.permute(windows, (0, 1) + tuple(range(2 + nd, 2 + 2 * nd)) + tuple(range(2, 2 + nd)))
+    x = backend.fold_windows(windows, padded, _spatial_axes(nd), geo.stride, geo.dilation)
+    return _pad_or_crop(backend, x, tuple((-lo, -hi) for lo, hi in geo.padding))
+
+
+def _group_matrices(backend, a, groups):
+    """(N, C, *spatial) as (N, groups, C/groups, prod(spatial)): a view when the layout allows."""
+    return backend.reshape(a, (a.shape[0], groups, a.shape[1] // groups, -1))
+
+
+# --- the three Functions -------------------------------------------------------------------------
+
+class ConvNd(Function):
+    """y = conv(x, w) + b: the weight (groups, out/groups, in/groups · K) times x's columns, batched over N."""
+
+    @staticmethod
+    def forward(ctx, x, w, b, geo):
+        backend = x.device.backend
+        g = geo.groups
+        cols, out = columns(backend, x.data, w.shape[2:], geo)
+        y = backend.matmul(backend.reshape(w.data, (g, w.shape[0] // g, -1)), cols)  # (N, G, O/G, L)
+        y = backend.reshape(y, (x.shape[0], w.shape[0]) + out)
+        if b is not None:
+            y = backend.add(y, backend.reshape(b.data, (-1,) + (1,) * len(out)))
+        ctx.save_for_backward(x, w)
+        ctx.geo = geo
+        ctx.cols = cols if ctx.needs_input_grad[1] else None  # the weight's gradient needs them again
+        return x._wrap(y)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, w = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        grad_x = ConvTransposeNd.apply(grad, w, x.shape[2:], ctx.geo) if needs[0] else None
+        grad_w = ConvWeightGrad.apply(x, grad, w.shape[2:], ctx.geo, ctx.cols) if needs[1] else None
+        grad_b = grad.sum((0,) + _spatial_axes(grad.ndim - 2)) if needs[2] else None
+        return grad_x, grad_w, grad_b, None
+
+
+class ConvTransposeNd(Function):
+    """x-shaped = conv_transpose(y-shaped, w): the adjoint of conv in its input.
+
+    Each output position spreads its vector through the weight's transpose into one window's worth
+    of columns (one matrix product), and col2im adds every window back onto the positions it covers.
+    ``size`` is the result's spatial size.
+    """
+
+    @staticmethod
+    def forward(ctx, y, w, size, geo):
+        backend = y.device.backend
+        g = geo.groups
+        w_t = backend.permute(backend.reshape(w.data, (g, w.shape[0] // g, -1)), (0, 2, 1))  # (G, C/G · K, O/G)
+        cols = backend.matmul(w_t, _group_matrices(backend, y.data, g))  # (N, G, C/G · K, L)
+        shape = (y.shape[0], w.shape[1] * g) + tuple(size)
+        ctx.save_for_backward(y, w)
+        ctx.geo = geo
+        return y._wrap(fold_columns(backend, cols, shape, w.shape[2:], y.shape[2:], geo))
+
+    @staticmethod
+    def backward(ctx, grad):
+        y, w = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        grad_y = ConvNd.apply(grad, w, None, ctx.geo) if needs[0] else None
+        grad_w = ConvWeightGrad.apply(grad, y, w.shape[2:], ctx.geo, None) if needs[1] else None
+        return grad_y, grad_w, None, None
+
+
+class ConvWeightGrad(Function):
+    """w-shaped = Σ over batch and positions of x's windows times y-shaped values: the adjoint of conv in its weight.
+
+    ``cols`` are x's columns when the forward pass kept them (None: computed here).
+    """
+
+    @staticmethod
+    def forward(ctx, x, y, kernel, geo, cols):
+        backend = x.device.backend
+        g = geo.groups
+        if cols is None:
+            cols, _ = columns(backend, x.data, kernel, geo)
+        y_t = backend.permute(_group_matrices(backend, y.data, g), (0, 1, 3, 2))  # (N, G, L, O/G)
+        w_t = backend.sum(backend.matmul(cols, y_t), (0,), False)  # (G, C/G · K, O/G)
+        w = backend.reshape(backend.permute(w_t, (0, 2, 1)), (y.shape[1], x.shape[1] // g) + tuple(kernel))
+        ctx.save_for_backward(x, y)
+        ctx.geo = geo
+        return x._wrap(w)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, y = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        grad_x = ConvTransposeNd.apply(y, grad, x.shape[2:], ctx.geo) if needs[0] else None
+        grad_y = ConvNd.apply(x, grad, None, ctx.geo) if needs[1] else None
+        return grad_x, grad_y, None, None, None
+
+
+# --- arguments and checks --------------------------------------------------------------------------
+
+def ntuple(op, name, value, nd, minimum=None):
+    """An int or a sequence of nd ints as a tuple (PyTorch's _pair/_single), checked against a minimum."""
+    if isinstance(value, TrackedTensor) or not hasattr(value, "__len__"):
+        value = (operator.index(value),) * nd
+    else:
+        value = tuple(map(operator.index, value))
+        if len(value) == 1:
+            value *= nd
+        if len(value) != nd:
+            raise RuntimeError(f"{op}: expected {name} to be a single integer value or a list of {nd} values to match "
+                               f"the convolution dimensions, but got {name}={list(value)}")
+    if minimum is not None and any(v < minimum for v in value):
+        raise RuntimeError(f"{op}: {name} must be {'positive' if minimum else 'non-negative'}, but got {name}={value}")
+    return value
+
+
+def conv_padding(op, padding, kernel, stride, dilation):
+    """(before, after) per dim from an int, a tuple, 'valid' or 'same' ('same' puts any odd extra after, as PyTorch)."""
+    nd = len(kernel)
+    if isinstance(padding, str):
+        if padding == "valid":
+            return ((0, 0),) * nd
+        if padding != "same":
+            raise ValueError(f"{op}: Invalid padding string {padding!r}, should be one of {{'valid', 'same'}}")
+        if any(s != 1 for s in stride):
+            raise ValueError(f"{op}: padding='same' is not supported for strided convolutions (stride={stride}); "
+                             "compute the padding yourself, or use stride=1")
+        totals = [d * (k - 1) for k, d in zip(kernel, dilation)]
+        return tuple((t // 2, t - t // 2) for t in totals)
+    return tuple((p, p) for p in ntuple(op, "padding", padding, nd, minimum=0))
+
+
+def conv_geometry(op, nd, kernel, stride, padding, dilation, groups):
+    if not isinstance(groups, int) or groups < 1:
+        raise RuntimeError(f"{op}: non-positive groups is not supported (groups={groups})")
+    stride = ntuple(op, "stride", stride, nd, minimum=1)
+    dilation = ntuple(op, "dilation", dilation, nd, minimum=1)
+    return Geometry(stride, conv_padding(op, padding, kernel, stride, dilation), dilation, groups)
+
+
+_SPATIAL_NAMES = {1: "L", 2: "H, W", 3: "D, H, W"}
+
+
+def batched_input(op, x, nd):
+    """x as a batch, and whether it came without one: (C, *size) is a batch of one, as in PyTorch."""
+    if not isinstance(x, TrackedTensor):
+        raise TypeError(f"{op}: expected the input to be a gradlab Tensor, got {type(x).__name__}")
+    if x.ndim == nd + 2:
+        return x, False
+    if x.ndim == nd + 1:
+        return x.unsqueeze(0), True
+    dims = _SPATIAL_NAMES[nd]
+    raise RuntimeError(f"{op}: expected a {nd + 2}-D input (N, C, {dims}) or {nd + 1}-D (C, {dims}), "
+                       f"got {x.ndim}-D input of shape {shape_str(x.shape)}")
+
+
+def _check_operands(op, x, w, b):
+    if w.dtype is not x.dtype or (b is not None and b.dtype is not x.dtype):
+        raise RuntimeError(f"{op}: input ({x.dtype.name}), weight ({w.dtype.name})"
+                           f"{'' if b is None else f' and bias ({b.dtype.name})'} must have the same dtype; "
+                           "convert one of them, e.g. input.to(weight.dtype)")
+    if x.device is not w.device:
+        raise RuntimeError(f"{op}: input is on {x.device} but weight is on {w.device}; move one with .to()")
+
+
+def _check_kernel_fits(op, x, kernel, geo):
+    padded = [n + lo + hi for n, (lo, hi) in zip(x.shape[2:], geo.padding)]
+    reach = [d * (k - 1) + 1 for k, d in zip(kernel, geo.dilation)]
+    if any(p < r for p, r in zip(padded, reach)):
+        raise RuntimeError(f"{op}: Calculated padded input size per channel: ({' x '.join(map(str, padded))}). "
+                           f"Kernel size: ({' x '.join(map(str, reach))}). Kernel size can't be greater than actual "
+                           f"input size (input of shape {shape_str(x.shape)})")
+
+
+def conv(op, input, weight, bias, geo, nd):
+    """The checked convolution that conv1d/conv2d and the Conv layers share; ``op`` names the caller in errors."""
+    x, unbatched = batched_input(op, input, nd)
+    _check_operands(op, x, weight, bias)
+    if weight.ndim != nd + 2:
+        raise RuntimeError(f"{op}: expected a {nd + 2}-D weight (out_channels, in_channels/groups, *kernel), "
+                           f"got weight of shape {shape_str(weight.shape)}")
+    if x.shape[1] != weight.shape[1] * geo.groups:
+        raise RuntimeError(f"{op}: Given groups={geo.groups}, weight of size {list(weight.shape)}, expected "
+                           f"input{list(x.shape)} to have {weight.shape[1] * geo.groups} channels, but got "
+                           f"{x.shape[1]} channels instead")
+    if weight.shape[0] % geo.groups:
+        raise RuntimeError(f"{op}: out_channels ({weight.shape[0]}) must be divisible by groups ({geo.groups})")
+    if bias is not None and tuple(bias.shape) != (weight.shape[0],):
+        raise RuntimeError(f"{op}: expected bias of shape ({weight.shape[0]},), got {shape_str(bias.shape)}")
+    _check_kernel_fits(op, x, weight.shape[2:], geo)
+    out = ConvNd.apply(x, weight, bias, geo)
+    return out.squeeze(0) if unbatched else out
+
+
+def transposed_size(op, x, kernel, stride, pads, dilation, extra):
+    """The spatial size conv_transpose produces: (in − 1)·stride − 2·padding + dilation·(k − 1) + output_padding + 1."""
+    size = tuple((n - 1) * s - 2 * p + d * (k - 1) + e + 1
+                 for n, k, s, p, d, e in zip(x.shape[2:], kernel, stride, pads, dilation, extra))
+    if any(n < 1 for n in size):
+        raise RuntimeError(f"{op}: the output size {size} is not positive for input of shape {shape_str(x.shape)}; "
+                           "use less padding")
+    return size
+
+
+def conv_transpose(op, input, weight, bias, stride, padding, output_padding, groups, dilation, nd, output_size=None):
+    """The checked transposed convolution; weight is (in_channels, out_channels/groups, *kernel)."""
+    x, unbatched = batched_input(op, input, nd)
+    _check_operands(op, x, weight, bias)
+    kernel = weight.shape[2:]
+    if weight.ndim != nd + 2:
+        raise RuntimeError(f"{op}: expected a {nd + 2}-D weight (in_channels, out_channels/groups, *kernel), "
+                           f"got weight of shape {shape_str(weight.shape)}")
+    if x.shape[1] != weight.shape[0]:
+        raise RuntimeError(f"{op}: Given transposed=1, weight of size {list(weight.shape)}, expected input"
+                           f"{list(x.shape)} to have {weight.shape[0]} channels, but got {x.shape[1]} channels instead")
+    stride = ntuple(op, "stride", stride, nd, minimum=1)
+    dilation = ntuple(op, "dilation", dilation, nd, minimum=1)
+    pads = ntuple(op, "padding", padding, nd, minimum=0)
+    extra = ntuple(op, "output_padding", output_padding, nd, minimum=0)
+    if not isinstance(groups, int) or groups < 1 or weight.shape[0] % groups:
+        raise RuntimeError(f"{op}: groups ({groups}) must be positive and divide in_channels ({weight.shape[0]})")
+    if output_size is not None:
+        extra = _output_padding_for(op, x, kernel, stride, pads, dilation, output_size, nd)
+    if any(e >= s and e >= d for e, s, d in zip(extra, stride, dilation)):
+        raise RuntimeError(f"{op}: output padding must be smaller than either stride or dilation, but got "
+                           f"output_padding={extra}, stride={stride}, dilation={dilation}")
+    geo = Geometry(stride, tuple((p, p - e) for p, e in zip(pads, extra)), dilation, groups)
+    if bias is not None and tuple(bias.shape) != (weight.shape[1] * groups,):
+        raise RuntimeError(f"{op}: expected bias of shape ({weight.shape[1] * groups},), got {shape_str(bias.shape)}")
+    size = transposed_size(op, x, kernel, stride, pads, dilation, extra)
+    out = ConvTransposeNd.apply(x, weight, size, geo)
+    if bias is not None:
+        out = out + bias.reshape((-1,) + (1,) * nd)
+    return out.squeeze(0) if unbatched else out
+
+
+def _output_padding_for(op, x, kernel, stride, pads, dilation, output_size, nd):
+    """The output_padding that makes conv_transpose produce ``output_size`` (PyTorch's _output_padding)."""
+    output_size = tuple(output_size)[-nd:]
+    extra = []
+    for n, k, s, p, d, want in zip(x.shape[2:], kernel, stride, pads, dilation, output_size):
+        smallest = (n - 1) * s - 2 * p + d * (k - 1) + 1
+        if not smallest <= want < smallest + s:
+            raise ValueError(f"{op}: requested an output size of {output_size}, but valid sizes range from "
+                             f"{smallest} to {smallest + s - 1} (for an input of shape {shape_str(x.shape)})")
+        extra.append(want - smallest)
+    return tuple(extra)
+
+
+# --- the functional forms --------------------------------------------------------------------------
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """1-D convolution (cross-correlation, as in PyTorch) of (N, C, L) with weight (out, C/groups, k)."""
+    geo = conv_geometry("conv1d", 1, weight.shape[2:], stride, padding, dilation, groups)
+    return conv("conv1d", input, weight, bias, geo, 1)
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """2-D convolution (cross-correlation, as in PyTorch) of (N, C, H, W) with weight (out, C/groups, kH, kW)."""
+    geo = conv_geometry("conv2d", 2, weight.shape[2:], stride, padding, dilation, groups)
+    return conv("conv2d", input, weight, bias, geo, 2)
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """The adjoint of conv1d in its input ('deconvolution'): (N, C_in, L) → (N, C_out, L_out)."""
+    return conv_transpose("conv_transpose1d", input, weight, bias, stride, padding, output_padding, groups, dilation, 1)
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """The adjoint of conv2d in its input ('deconvolution'): upsamples (N, C_in, H, W) by the stride."""
+    return conv_transpose("conv_transpose2d", input, weight, bias, stride, padding, output_padding, groups, dilation, 2)
+
+
+class Unfold(Function):
+    """im2col as an op: (N, C, H, W) → (N, C · kH · kW, L); its gradient is fold."""
+
+    @staticmethod
+    def forward(ctx, x, kernel, geo):
+        cols, out = columns(x.device.backend, x.data, kernel, geo)
+        ctx.shape, ctx.kernel, ctx.out, ctx.geo = x.shape, kernel, out, geo
+        return x._wrap(x.device.backend.reshape(cols, (x.shape[0], -1, cols.shape[-1])))
+
+    @staticmethod
+    def backward(ctx, grad):
+        return Fold.apply(grad, ctx.shape, ctx.kernel, ctx.out, ctx.geo), None, None
+
+
+class Fold(Function):
+    """col2im as an op: (N, C · kH · kW, L) → (N, C, H, W), overlapping entries summed; its gradient is unfold."""
+
+    @staticmethod
+    def forward(ctx, cols, shape, kernel, out, geo):
+        ctx.kernel, ctx.geo = kernel, geo
+        return cols._wrap(fold_columns(cols.device.backend, cols.data, shape, kernel, out, geo))
+
+    @staticmethod
+    def backward(ctx, grad):
+        return Unfold.apply(grad, ctx.kernel, ctx.geo), None, None, None, None
+
+
+def _window_geometry(op, kernel_size, dilation, padding, stride):
+    kernel = ntuple(op, "kernel_size", kernel_size, 2, minimum=1)
+    stride = ntuple(op, "stride", stride, 2, minimum=1)
+    dilation = ntuple(op, "dilation", dilation, 2, minimum=1)
+    return kernel, Geometry(stride, tuple((p, p) for p in ntuple(op, "padding", padding, 2, minimum=0)), dilation)
+
+
+def _window_counts(size, kernel, geo):
+    return tuple((n + lo + hi - d * (k - 1) - 1) // s + 1 for n, k, (lo, hi), s, d in
+                 zip(size, kernel, geo.padding, geo.stride, geo.dilation))
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    """The sliding blocks of a batch (N, C, H, W) as columns (N, C · prod(kernel_size), L) (im2col)."""
+    if not isinstance(input, TrackedTensor) or input.ndim not in (3, 4):
+        raise RuntimeError(f"unfold: expected a 3-D or 4-D input, got {_describe_input(input)}")
+    x, unbatched = batched_input("unfold", input, 2)
+    kernel, geo = _window_geometry("unfold", kernel_size, dilation, padding, stride)
+    _check_kernel_fits("unfold", x, kernel, geo)
+    out = Unfold.apply(x, kernel, geo)
+    return out.squeeze(0) if unbatched else out
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    """Sum columns (N, C · prod(kernel_size), L) back into (N, C, *output_size): the adjoint of unfold (col2im)."""
+    if not isinstance(input, TrackedTensor) or input.ndim not in (2, 3):
+        raise RuntimeError(f"fold: expected a 2-D or 3-D input, got {_describe_input(input)}")
+    cols = input.unsqueeze(0) if input.ndim == 2 else input
+    size = ntuple("fold", "output_size", output_size, 2, minimum=1)
+    kernel, geo = _window_geometry("fold", kernel_size, dilation, padding, stride)
+    taps = math.prod(kernel)
+    out = _window_counts(size, kernel, geo)
+    if cols.shape[1] % taps or math.prod(out) != cols.shape[2]:
+        raise RuntimeError(
+            f"fold: expected input of shape (N, C × {taps}, {math.prod(out)}) for output_size={size}, "
+            f"kernel_size={kernel}, dilation={geo.dilation}, padding={tuple(p for p, _ in geo.padding)}, "
+            f"stride={geo.stride}; got {shape_str(input.shape)}")
+    result = Fold.apply(cols, (cols.shape[0], cols.shape[1] // taps) + size, kernel, out, geo)
+    return result.squeeze(0) if input.ndim == 2 else result
+
+
+def _describe_input(x):
+    return f"input of shape {shape_str(x.shape)}" if isinstance(x, TrackedTensor) else type(x).__name__

@@ -1,0 +1,102 @@
+"""Batch normalisation layers: BatchNorm1d, BatchNorm2d, BatchNorm3d.
+
+In training each channel is normalised with the batch's mean and variance, and those are blended
+into the running_mean/running_var buffers (momentum=None: a cumulative average over all batches
+seen, counted by num_batches_tracked). In evaluation the running statistics are used instead.
+"""
+
+from __future__ import annotations
+
+from ... import dtypes as dt
+from ...creation import ones, tensor, zeros
+from ...ops._common import shape_str
+from .. import init
+from ..functional.normalization import batch_norm
+from .module import Module
+from .normalization import _optional_parameter
+
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d"]
+
+
+class _BatchNorm(Module):
+    """What the three layers share; each subclass says only which input shapes it takes."""
+
+    _ndims = ()
+    _layout = ""
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, device=None,
+                 dtype=None, *, bias=True):
+        super().__init__()
+        self.num_features = num_features
+        self.eps = eps
+        self.momentum = momentum
+        self.affine = affine
+        self.track_running_stats = track_running_stats
+        _optional_parameter(self, "weight", affine, (num_features,), dtype, device)
+        _optional_parameter(self, "bias", affine and bias, (num_features,), dtype, device)
+        if track_running_stats:
+            self.register_buffer("running_mean", zeros(num_features, dtype=dtype, device=device))
+            self.register_buffer("running_var", ones(num_features, dtype=dtype, device=device))
+            self.register_buffer("num_batches_tracked", tensor(0, dtype=dt.int64, device=device))
+        else:
+            for name in ("running_mean", "running_var", "num_batches_tracked"):
+                self.register_buffer(name, None)
+        self.reset_parameters()
+
+    def reset_running_stats(self) -> None:
+        if self.track_running_stats:
+            self.running_mean.zero_()
+            self.running_var.fill_(1)
+            self.num_batches_tracked.zero_()
+
+    def reset_parameters(self) -> None:
+        self.reset_running_stats()
+        if self.affine:
+            init.ones_(self.weight)
+            if self.bias is not None:
+                init.zeros_(self.bias)
+
+    def _check_input(self, input) -> None:
+        if input.ndim not in self._ndims:
+            raise ValueError(f"{self._get_name()}({self.num_features}): expected {self._layout}, got "
+                             f"{input.ndim}-D input of shape {shape_str(input.shape)}")
+        if input.shape[1] != self.num_features and (self.weight is not None or self.running_mean is not None):
+            raise RuntimeError(f"{self._get_name()}({self.num_features}): expected input with {self.num_features} "
+                               f"channels in dimension 1, got input of shape {shape_str(input.shape)}")
+
+    def forward(self, input):
+        self._check_input(input)
+        momentum = 0.0 if self.momentum is None else self.momentum
+        if self.training and self.track_running_stats and self.num_batches_tracked is not None:
+            self.num_batches_tracked.add_(1)
+            if self.momentum is None:  # a cumulative average: batch k gets weight 1/k
+                momentum = 1.0 / float(self.num_batches_tracked)
+        use_batch_stats = self.training or (self.running_mean is None and self.running_var is None)
+        track = not self.training or self.track_running_stats
+        return batch_norm(input, self.running_mean if track else None, self.running_var if track else None,
+                          self.weight, self.bias, use_batch_stats, momentum, self.eps)
+
+    def extra_repr(self) -> str:
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
+                f"bias={self.bias is not None}, track_running_stats={self.track_running_stats}")
+
+
+class BatchNorm1d(_BatchNorm):
+    """Batch norm over (N, C) or (N, C, L) inputs: one mean and variance per channel C."""
+
+    _ndims = (2, 3)
+    _layout = "a 2-D input (N, C) or 3-D input (N, C, L)"
+
+
+class BatchNorm2d(_BatchNorm):
+    """Batch norm over (N, C, H, W) images: one mean and variance per channel, over batch and pixels."""
+
+    _ndims = (4,)
+    _layout = "a 4-D input (N, C, H, W)"
+
+
+class BatchNorm3d(_BatchNorm):
+    """Batch norm over (N, C, D, H, W) volumes: one mean and variance per channel."""
+
+    _ndims = (5,)
+    _layout = "a 5-D input (N, C, D, H, W)"
