@@ -19,14 +19,13 @@ from .random import (Generator, initial_seed, manual_seed, normal, rand, rand_li
 from .scalar import Scalar
 from .tensor import Tensor
 
-from .autograd import functional as _functional, gradcheck as _gradcheck  # noqa: E402  (built on Tensor)
-from . import linalg  # noqa: E402  (gradlab.linalg.norm, ... as torch.linalg)
+# Built on Tensor, so imported after it:
+from .autograd import functional as _functional, gradcheck as _gradcheck  # noqa: E402
+from . import data, linalg, nn, optim  # noqa: E402  (gradlab.nn, gradlab.optim, ... as in torch)
+from .io import load, save  # noqa: E402
 
 autograd.functional = _functional
 autograd.gradcheck = _gradcheck.gradcheck
 autograd.gradgradcheck = _gradcheck.gradgradcheck
 
 __version__ = "0.1.0"
-from .io import load, save  # noqa: E402
-from . import data  # noqa: E402
-from . import optim  # noqa: E402

@@ -58,6 +58,8 @@ def _encode(obj, path, store):
     """The JSON node for obj; ``store(array, path)`` keeps an array and returns its reference."""
     if obj is None or isinstance(obj, (bool, str, int)):
         return obj
+    if isinstance(obj, (np.ndarray, np.generic)) and obj.dtype.kind not in "OV":  # before float: np.float64 is one
+        return {"ndarray": store(np.asarray(obj), path), "scalar": isinstance(obj, np.generic)}
     if isinstance(obj, float):
         return obj if math.isfinite(obj) else {"float": repr(obj)}
     if isinstance(obj, Tensor):
@@ -65,8 +67,6 @@ def _encode(obj, path, store):
         if obj.requires_grad:
             node["requires_grad"] = True
         return node
-    if isinstance(obj, (np.ndarray, np.generic)) and obj.dtype.kind not in "OV":
-        return {"ndarray": store(np.asarray(obj), path), "scalar": isinstance(obj, np.generic)}
     if isinstance(obj, Mapping):
         for key in obj:
             if key is not None and not isinstance(key, (str, int, float)):
@@ -115,6 +115,10 @@ def _place(array, node, map_location):
     return t.requires_grad_(True) if node.get("requires_grad") else t
 
 
+def _ref(node) -> str:
+    return node["tensor"] if "tensor" in node else node["ndarray"]
+
+
 def _stored_value(node, array, map_location):
     if "tensor" in node:
         return _place(array, node, map_location)
@@ -147,10 +151,10 @@ def _npz_load(raw: bytes, name: str, map_location):
                 hint = " (it looks like a PyTorch torch.save file: load it with torch and save it again with gradlab)" \
                     if any(member.endswith("data.pkl") for member in members) else ""
                 raise RuntimeError(f"gradlab.load: {name} is a zip archive but not an .npz file{hint}")
-            return OrderedDict((key, _place(archive[key], {}, map_location)) for key in archive.files)
+            arrays = ((key, archive[key]) for key in archive.files)  # arrays gradlab can't hold stay numpy arrays
+            return OrderedDict((key, _place(a, {}, map_location) if a.dtype.kind in "biuf" else a) for key, a in arrays)
         manifest = json.loads(bytes(archive[_MANIFEST]).decode())
-        return _decode(manifest["root"], lambda node: _stored_value(node, archive[node.get("tensor") or node["ndarray"]],
-                                                                    map_location))
+        return _decode(manifest["root"], lambda node: _stored_value(node, archive[_ref(node)], map_location))
 
 
 # --- safetensors -------------------------------------------------------------------------------------
@@ -215,7 +219,8 @@ def _safetensors_load(raw: bytes, name: str, map_location):
     try:
         header = json.loads(raw[8:8 + size])
     except (ValueError, UnicodeDecodeError) as error:
-        raise RuntimeError(f"gradlab.load: {name} is damaged: its safetensors header is not valid JSON ({error})") from None
+        raise RuntimeError(f"gradlab.load: {name} is damaged: its safetensors header is not valid JSON "
+                           f"({error})") from None
     if not isinstance(header, dict):
         raise RuntimeError(f"gradlab.load: {name} is damaged: its safetensors header is not a JSON object")
     metadata = header.pop("__metadata__", None) or {}
@@ -248,7 +253,7 @@ def _safetensors_load(raw: bytes, name: str, map_location):
     if _MANIFEST not in metadata:  # written by another tool: a flat dict of tensors, as safetensors gives it
         return OrderedDict((key, _place(array, {}, map_location)) for key, array in arrays.items())
     root = json.loads(metadata[_MANIFEST])["root"]
-    return _decode(root, lambda node: _stored_value(node, arrays[node.get("tensor") or node["ndarray"]], map_location))
+    return _decode(root, lambda node: _stored_value(node, arrays[_ref(node)], map_location))
 
 
 # --- pickle, on request only ----------------------------------------------------------------------------
@@ -329,8 +334,8 @@ def _sniff(raw: bytes, name: str):
     found = _from_extension(name)
     if found is None:
         first = raw[:8].hex(" ") or "nothing: the file is empty"
-        raise RuntimeError(f"gradlab.load: {name} is not an .npz, .safetensors or pickle file (it starts with {first}); "
-                           "it may be damaged, or pass format= if you know what it is")
+        raise RuntimeError(f"gradlab.load: {name} is not an .npz, .safetensors or pickle file (it starts with "
+                           f"{first}); it may be damaged, or pass format= if you know what it is")
     return found
 
 
@@ -359,8 +364,8 @@ def load(f, map_location=None, *, format: str | None = None, pickle: bool = Fals
         )
     try:
         return _READERS[chosen](raw, name, map_location)
-    except (zipfile.BadZipFile, zlib.error, EOFError, KeyError, TypeError, ValueError, OSError, pickle_module.UnpicklingError,
-            struct.error) as error:
+    except (zipfile.BadZipFile, zlib.error, EOFError, KeyError, TypeError, ValueError, OSError,
+            pickle_module.UnpicklingError) as error:
         size = f"{len(raw)} bytes"
         raise RuntimeError(f"gradlab.load: {name} is damaged or truncated ({size}); reading it as {chosen} failed: "
                            f"{type(error).__name__}: {error}") from None

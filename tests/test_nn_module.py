@@ -100,9 +100,9 @@ def test_parameter_and_module_order_match_torch_after_reassignment():
     TScale, TBlock, TNet = torch_classes()
     g, t = Net(), TNet()
     for m, P, T in ((g, nn.Parameter, gl.zeros), (t, torch.nn.Parameter, torch.zeros)):
-        m.bias = P(T(3))  # reassigning keeps the name's place
-        m.block = m.block
         m.extra = P(T(1))
+        m.bias = P(T(3))  # reassigning keeps the name's place (before 'extra')
+        m.block = Block() if m is g else TBlock()
         m.plain = 5
         m.plain = P(T(2))  # a plain attribute becomes a parameter
     assert [n for n, _ in g.named_parameters()] == [n for n, _ in t.named_parameters()]
@@ -158,9 +158,9 @@ def test_registration_errors():
         m.register_buffer("sub", gl.zeros(1))
     with pytest.raises(KeyError, match="attribute 'forward' already exists"):
         m.register_parameter("forward", None)
-    with pytest.raises(KeyError, match="can't contain"):
+    with pytest.raises(KeyError, match=r"parameter name can\W{1,2}t contain"):
         m.register_parameter("a.b", None)
-    with pytest.raises(KeyError, match="can't be empty"):
+    with pytest.raises(KeyError, match=r"buffer name can\W{1,2}t be empty"):
         m.register_buffer("", None)
     with pytest.raises(TypeError, match="parameter name should be a string. Got int"):
         m.register_parameter(1, None)
@@ -170,7 +170,7 @@ def test_registration_errors():
         m.register_buffer("b", 1)
     with pytest.raises(TypeError, match="int is not a Module subclass"):
         m.add_module("x", 1)
-    with pytest.raises(KeyError, match=r'module name can\'t contain ".", got: a.b'):
+    with pytest.raises(KeyError, match=r'module name can\W{1,2}t contain ".", got: a.b'):
         m.add_module("a.b", None)
     with pytest.raises(ValueError, match="Cannot assign non-leaf Tensor to parameter 'p'"):
         m.register_parameter("p", _non_leaf_parameter())
@@ -499,11 +499,12 @@ def test_copy_and_pickle():
     with gl.no_grad():
         clone.head.w.add_(1.0)
     assert not np.allclose(clone.head.w.detach().numpy(), net.head.w.detach().numpy())
-    loaded = pickle.loads(pickle.dumps(net))
-    assert [n for n, _ in loaded.named_parameters()] == [n for n, _ in net.named_parameters()]
-    assert loaded.head.w.requires_grad
-    x = gl.tensor(randn(3))
-    assert_close(loaded(x), net(x).detach().numpy())
+    seq = nn.Sequential(nn.Sequential(), nn.ModuleList())  # module-level classes pickle
+    seq.add_module("p", nn.ParameterList([gl.ones(2)]))
+    loaded = pickle.loads(pickle.dumps(seq))
+    assert [n for n, _ in loaded.named_parameters()] == ["p.0"]
+    assert loaded.p[0].requires_grad and isinstance(loaded.p[0], nn.Parameter)
+    assert_close(loaded.p[0], [1.0, 1.0])
 
 
 # --- repr ------------------------------------------------------------------------------------------
@@ -521,14 +522,13 @@ def test_repr_matches_torch():
         m.inner.leaf = S(2)
     assert repr(g) == repr(t)
 
-    class Two(nn.Module):
-        def extra_repr(self):
-            return "a=1\nb=2"
+    def two_lines(base):
+        class Two(base):
+            def extra_repr(self):
+                return "a=1\nb=2"
+        return Two
 
-    class TTwo(torch.nn.Module):
-        def extra_repr(self):
-            return "a=1\nb=2"
-
+    Two, TTwo = two_lines(nn.Module), two_lines(torch.nn.Module)
     assert repr(Two()) == repr(TTwo())
     two, ttwo = Two(), TTwo()
     two.s, ttwo.s = Scale(), TScale()
@@ -735,6 +735,7 @@ def test_backward_hooks_match_torch_for_mixed_arguments():
 
 
 @requires_torch
+@pytest.mark.filterwarnings("ignore:Full backward hook is firing")
 def test_backward_hook_values_match_torch():
     TScale, _, _ = torch_classes()
     logs = []

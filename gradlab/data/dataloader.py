@@ -95,9 +95,8 @@ def default_convert(data):
     return data
 
 
-def get_worker_info():
+def get_worker_info() -> None:
     """Always None: gradlab loads data in the main process, where PyTorch returns None too."""
-    return None
 
 
 class _InfiniteConstantSampler(Sampler):
@@ -119,7 +118,7 @@ def _tensor_source(dataset, indices):
 
 
 class DataLoader:
-    """Iterate over ``dataset`` in batches: ``for x, y in DataLoader(TensorDataset(X, Y), batch_size=32, shuffle=True)``.
+    """Iterate over ``dataset`` in batches: ``for x, y in DataLoader(TensorDataset(X, Y), batch_size=32)``.
 
     ``shuffle=True`` draws a new order each epoch (from ``generator`` when given); ``sampler`` or
     ``batch_sampler`` choose the order yourself; ``batch_size=None`` yields single samples unbatched;

@@ -22,7 +22,7 @@ class Dataset:
     """A map from index to sample: subclasses define ``__getitem__`` (and usually ``__len__``)."""
 
     def __getitem__(self, index):
-        raise NotImplementedError(f"{type(self).__name__} subclasses Dataset, so it must define __getitem__(self, index)")
+        raise NotImplementedError(f"{type(self).__name__} subclasses Dataset, so it must define __getitem__(self, i)")
 
     def __add__(self, other) -> "ConcatDataset":
         return ConcatDataset([self, other])
@@ -50,7 +50,7 @@ class TensorDataset(Dataset):
                 raise TypeError(f"TensorDataset takes tensors with at least one dimension (samples first), got {got}")
         sizes = [t.shape[0] for t in tensors]
         if any(n != sizes[0] for n in sizes):
-            raise ValueError(f"Size mismatch between tensors: TensorDataset needs the same first dimension, got {sizes}")
+            raise ValueError(f"Size mismatch between tensors: TensorDataset needs one first dimension, got {sizes}")
         self.tensors = tensors
 
     def __getitem__(self, index):
@@ -148,10 +148,12 @@ def random_split(dataset, lengths, generator=None) -> list:
             counts[i % len(counts)] += 1
         for i, count in enumerate(counts):
             if count == 0:
-                warnings.warn(f"Length of split at index {i} is 0. This might result in an empty dataset.", stacklevel=2)
+                warnings.warn(f"Length of split at index {i} is 0. This might result in an empty dataset.",
+                              stacklevel=2)
         lengths = counts
     if any(not isinstance(k, int) or k < 0 for k in lengths):
-        raise ValueError(f"random_split: lengths must be non-negative integers or fractions summing to 1, got {lengths}")
+        raise ValueError(f"random_split: lengths must be non-negative integers or fractions summing to 1, "
+                         f"got {lengths}")
     if sum(lengths) != n:
         raise ValueError(f"random_split: sum of input lengths ({sum(lengths)}) does not equal the length of the input "
                          f"dataset ({n})")

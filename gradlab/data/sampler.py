@@ -111,7 +111,8 @@ class WeightedRandomSampler(Sampler):
         if weights.ndim != 1:
             raise ValueError(f"weights should be a 1d sequence but given weights have shape {weights.shape}")
         if not np.isfinite(weights).all() or (weights < 0).any():
-            raise ValueError("WeightedRandomSampler: invalid multinomial distribution (weights must be finite and >= 0)")
+            raise ValueError("WeightedRandomSampler: invalid multinomial distribution "
+                             "(weights must be finite and >= 0)")
         if weights.sum() <= 0:
             raise ValueError("WeightedRandomSampler: invalid multinomial distribution (sum of probabilities <= 0)")
         if not replacement and num_samples > np.count_nonzero(weights):

@@ -85,8 +85,8 @@ def make_synthetic(name: str, n: int = 200, seed: int = 0, noise: float = 0.0):
         raise ValueError(f"make_synthetic: noise is a standard deviation, so it must be >= 0, got {noise!r}")
     rng = np.random.default_rng(seed)
     y = (np.arange(n) < n // 2).astype(np.int64)
-    X = maker(rng, y)
-    if noise:
-        X = X + noise * rng.standard_normal(X.shape)
     order = rng.permutation(n)
-    return from_numpy(np.ascontiguousarray(X[order], dtype=np.float32)), from_numpy(y[order])
+    X, y = maker(rng, y)[order], y[order]
+    if noise:  # drawn last, so the same seed gives the same clean points, jittered
+        X = X + noise * rng.standard_normal(X.shape)
+    return from_numpy(X.astype(np.float32)), from_numpy(y)

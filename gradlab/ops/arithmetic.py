@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from ..autograd.function import Function
-from ..dtypes import get_default_dtype
+from ..dtypes import bool_, get_default_dtype, result_dtype, result_dtype_with_scalar
 from ._common import TrackedTensor, binary_operands, broadcast_shapes, describe, sum_to_shape
 
 
@@ -24,9 +24,35 @@ def _compute(op: str, primitive: str, a, b):
         a_data, b_data, _ = binary_operands(op, a, b)
     try:
         return a._wrap(getattr(a.device.backend, primitive)(a_data, b_data))
-    except ValueError:
+    except ValueError as error:
         broadcast_shapes(a.shape, getattr(b, "shape", ()), op=op)  # raises the clear ShapeError when shapes clash
-        raise
+        raise RuntimeError(f"{op}: {error} ({describe(a)} and {describe(b)})") from None
+
+
+def _compute_no_bool(op: str, a, b):
+    """pow, floor_divide and remainder: PyTorch has no bool kernel for them (numpy would quietly make int8)."""
+    if a.dtype is bool_ and _is_bool(b):
+        raise NotImplementedError(f"{op}: \"{op}\" not implemented for 'Bool' ({describe(a)} and {describe(b)}); "
+                                  "convert the operands first, e.g. x.int()")
+    return _compute(op, op, a, b)
+
+
+def _is_bool(x) -> bool:
+    return x.__class__ is bool or isinstance(x, TrackedTensor) and x.dtype is bool_
+
+
+def _result_dtype(a, b):
+    """The dtype of a binary op's result (a is a Tensor, b a Tensor or a Python number)."""
+    if isinstance(b, TrackedTensor):
+        return result_dtype(a.dtype, a.ndim, b.dtype, b.ndim)
+    return result_dtype_with_scalar(a.dtype, b)
+
+
+def _number_tensor(op: str, x, number):
+    """The Python number of a reflected operator (2 - x) as a 0-d tensor of the result dtype."""
+    if not isinstance(number, (int, float, bool)):
+        _, number, _ = binary_operands(op, x, number)  # a TypeError for non-numbers; a numpy scalar gives its number
+    return x.new_full((), number, dtype=result_dtype_with_scalar(x.dtype, number))
 
 
 class Add(Function):
@@ -46,11 +72,22 @@ class Sub(Function):
 
     @staticmethod
     def forward(ctx, a, b):
+        _no_bool_sub(a, b)
         return _compute("sub", "sub", a, b)
 
     @staticmethod
     def backward(ctx, grad):
         return grad, (-grad if ctx.needs_input_grad[1] else None)
+
+
+def _no_bool_sub(a, b):
+    """PyTorch refuses - with bools (numpy would compute xor, or fail with its own message)."""
+    if _is_bool(a) or _is_bool(b):
+        if _is_bool(a) and _is_bool(b):
+            raise RuntimeError("sub: Subtraction, the `-` operator, with two bool tensors is not supported. "
+                               "Use the `^` or `logical_xor()` operator instead.")
+        raise RuntimeError("sub: Subtraction, the `-` operator, with a bool tensor is not supported. "
+                           "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")
 
 
 class Mul(Function):
@@ -109,15 +146,12 @@ class Pow(Function):
 
     @staticmethod
     def forward(ctx, a, b):
-        if isinstance(b, TrackedTensor) or not isinstance(b, (int, float)):
-            out = _compute("pow", "pow", a, b)
-        else:
-            if isinstance(b, int) and b < 0 and not a.dtype.is_floating_point:
-                raise RuntimeError(
-                    f"pow: integers to negative integer powers are not allowed ({describe(a)} ** {b}); "
-                    "convert the base with .float() first"
-                )
-            out = _compute("pow", "pow", a, b)
+        if isinstance(b, int) and b < 0 and not a.dtype.is_floating_point:
+            raise RuntimeError(
+                f"pow: integers to negative integer powers are not allowed ({describe(a)} ** {b}); "
+                "convert the base with .float() first"
+            )
+        out = _compute_no_bool("pow", a, b)
         ctx.save_for_backward(a, b if isinstance(b, TrackedTensor) else None, out)
         ctx.b_number = None if isinstance(b, TrackedTensor) else b
         return out
@@ -130,7 +164,10 @@ class Pow(Function):
             if exponent == 0:
                 return grad * 0.0, None
             return grad * exponent * a ** (exponent - 1), None
-        grad_a = sum_to_shape(grad * b * a ** (b - 1), a.shape) if ctx.needs_input_grad[0] else None
+        grad_a = None
+        if ctx.needs_input_grad[0]:
+            exponent = (b - 1).masked_fill(b == 0, 0.0)  # b * a^(b-1) is 0 where b == 0, even at a == 0 (not 0 * inf)
+            grad_a = sum_to_shape(grad * b * a ** exponent, a.shape)
         grad_b = None
         if ctx.needs_input_grad[1]:
             log_a = a.log().masked_fill((a == 0) & (b >= 0), 0.0)  # 0^b contributes no gradient to b
@@ -143,16 +180,19 @@ class RPow(Function):
 
     @staticmethod
     def forward(ctx, b, number):
-        b_data = b.data if b.dtype.is_floating_point else b.float().data
-        out = b._wrap(b.device.backend.pow(number, b_data))
-        ctx.save_for_backward(out)
-        ctx.number = number
+        base = _number_tensor("pow", b, number)
+        out = _compute_no_bool("pow", base, b)
+        ctx.save_for_backward(b, out)
+        ctx.number = base.item()
         return out
 
     @staticmethod
     def backward(ctx, grad):
-        (out,) = ctx.saved_tensors
-        log_number = math.log(ctx.number) if ctx.number > 0 else (0.0 if ctx.number == 0 else float("nan"))
+        b, out = ctx.saved_tensors
+        if ctx.number == 0:  # as for tensor bases: 0^b gives b no gradient where b >= 0, and -inf where b < 0
+            log_number = out.new_full(out.shape, -math.inf).masked_fill(b >= 0, 0.0)
+        else:
+            log_number = math.log(ctx.number) if ctx.number > 0 else math.nan
         return grad * out * log_number, None
 
 
@@ -189,7 +229,7 @@ class FloorDivide(Function):
 
     @staticmethod
     def forward(ctx, a, b):
-        return _compute("floor_divide", "floor_divide", a, b)
+        return _compute_no_bool("floor_divide", a, b)
 
     @staticmethod
     def backward(ctx, grad):
@@ -203,7 +243,7 @@ class Remainder(Function):
     def forward(ctx, a, b):
         ctx.save_for_backward(a, b if isinstance(b, TrackedTensor) else None)
         ctx.a_shape = a.shape
-        return _compute("remainder", "remainder", a, b)
+        return _compute_no_bool("remainder", a, b)
 
     @staticmethod
     def backward(ctx, grad):
@@ -214,18 +254,26 @@ class Remainder(Function):
 
 def _bool_operands(op, a, b):
     for x in (a, b):
-        if not isinstance(x, TrackedTensor) or x.dtype.name != "bool":
+        if not _is_bool(x):
             raise TypeError(f"{op}: logical operators need bool tensors, got {describe(x)}; "
                             "compare first, e.g. (x > 0) & (y < 1)")
 
 
 def add(input, other, *, alpha=1):
     """input + alpha * other, broadcasting."""
-    return Add.apply(input, other if alpha == 1 else other * alpha)
+    return Add.apply(input, other if alpha == 1 else _scaled("add", input, other, alpha))
 
 
 def sub(input, other, *, alpha=1):
-    return Sub.apply(input, other if alpha == 1 else other * alpha)
+    return Sub.apply(input, other if alpha == 1 else _scaled("sub", input, other, alpha))
+
+
+def _scaled(op, input, other, alpha):
+    """alpha * other for add/sub; as in PyTorch, a float alpha needs a floating-point result."""
+    if isinstance(alpha, float) and not _result_dtype(input, other).is_floating_point:
+        raise RuntimeError(f"{op}: For integral input tensors, argument alpha must not be a floating point number "
+                           f"(got alpha={alpha} with {describe(input)} and {describe(other)}); convert with .float()")
+    return other * alpha
 
 
 def mul(input, other):
@@ -239,9 +287,9 @@ def div(input, other, *, rounding_mode=None):
     if rounding_mode == "floor":
         return FloorDivide.apply(input, other)
     if rounding_mode == "trunc":
-        q = Div.apply(input, other)
-        q = q.sign() * q.abs().floor()
-        return q if input.dtype.is_floating_point else q.to(input.dtype)
+        dtype = _result_dtype(input, other)
+        q = Div.apply(input, other).trunc()
+        return q if dtype.is_floating_point else q.to(dtype)
     raise ValueError(f"div: rounding_mode must be None, 'floor' or 'trunc', got {rounding_mode!r}")
 
 
@@ -285,7 +333,7 @@ class ArithmeticMethods:
         return Remainder.apply(self, other)
 
     def fmod(self, other):
-        return self - (self / other).trunc() * other
+        return self - div(self, other, rounding_mode="trunc") * other
 
     def eq(self, other):
         return Eq.apply(self, other)
@@ -353,21 +401,20 @@ class ArithmeticMethods:
         return Mul.apply(self, other)
 
     def __rsub__(self, other):
-        return Add.apply(Neg.apply(self), other)
+        _no_bool_sub(other, self)
+        return Sub.apply(_number_tensor("sub", self, other), self)
 
     def __rtruediv__(self, other):
-        if self.dtype.is_floating_point:
-            return Mul.apply(self.reciprocal(), other)
-        return Div.apply(self.to(get_default_dtype()).full_like(other), self)
+        return Div.apply(_number_tensor("div", self, other), self)
 
     def __rpow__(self, other):
         return RPow.apply(self, other)
 
     def __rfloordiv__(self, other):
-        return FloorDivide.apply(self.full_like(other), self)
+        return FloorDivide.apply(_number_tensor("floor_divide", self, other), self)
 
     def __rmod__(self, other):
-        return Remainder.apply(self.full_like(other), self)
+        return Remainder.apply(_number_tensor("remainder", self, other), self)
 
     def __pos__(self):
         return self

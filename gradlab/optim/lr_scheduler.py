@@ -209,7 +209,8 @@ class MultiplicativeLR(_LambdaScheduler):
         self._warn_if_outside_step()
         if self._is_initial:
             return _lrs(self.optimizer)
-        return [group["lr"] * lmbda(self.last_epoch) for lmbda, group in zip(self.lr_lambdas, self.optimizer.param_groups)]
+        return [group["lr"] * lmbda(self.last_epoch)
+                for lmbda, group in zip(self.lr_lambdas, self.optimizer.param_groups)]
 
 
 class StepLR(LRScheduler):
@@ -330,7 +331,8 @@ class PolynomialLR(LRScheduler):
         self._warn_if_outside_step()
         if self._is_initial or self.last_epoch > self.total_iters:
             return _lrs(self.optimizer)
-        decay = ((1.0 - self.last_epoch / self.total_iters) / (1.0 - (self.last_epoch - 1) / self.total_iters)) ** self.power
+        decay = ((1.0 - self.last_epoch / self.total_iters)
+                 / (1.0 - (self.last_epoch - 1) / self.total_iters)) ** self.power
         return [group["lr"] * decay for group in self.optimizer.param_groups]
 
     def _get_closed_form_lr(self):
@@ -459,7 +461,8 @@ class OneCycleLR(LRScheduler):
         if three_phase:
             self._schedule_phases = [
                 phase(up, "initial_lr", "max_lr", "max_momentum", "base_momentum"),
-                phase(float(2 * pct_start * self.total_steps) - 2, "max_lr", "initial_lr", "base_momentum", "max_momentum"),
+                phase(float(2 * pct_start * self.total_steps) - 2, "max_lr", "initial_lr", "base_momentum",
+                      "max_momentum"),
                 phase(self.total_steps - 1, "initial_lr", "min_lr", "max_momentum", "max_momentum"),
             ]
         else:
@@ -509,7 +512,8 @@ class OneCycleLR(LRScheduler):
         self._warn_if_outside_step()
         step_num = self.last_epoch
         if step_num > self.total_steps:
-            raise ValueError(f"Tried to step {step_num} times. The specified number of total steps is {self.total_steps}")
+            raise ValueError(f"Tried to step {step_num} times. The specified number of total steps is "
+                             f"{self.total_steps}")
         lrs = []
         for group in self.optimizer.param_groups:
             start_step = 0.0
@@ -604,7 +608,8 @@ class ChainedScheduler(_SchedulerList):
 
     def __init__(self, schedulers, optimizer=None):
         if len(schedulers) < 1:
-            raise ValueError(f"{type(self).__name__} expects at least one scheduler to be chained, but got no scheduler.")
+            raise ValueError(f"{type(self).__name__} expects at least one scheduler to be chained, but got no "
+                             "scheduler.")
         optimizer = optimizer or schedulers[0].optimizer
         self._check_schedulers(schedulers, optimizer)
         self._schedulers = schedulers

@@ -112,7 +112,7 @@ class Optimizer:
             maximize = group.get("maximize", False)
             weight_decay = group.get("weight_decay", 0)
             decoupled = self._decoupled_weight_decay or group.get("decoupled_weight_decay", False)
-            shrink = group["lr"] * weight_decay if decoupled else 0  # decoupled: p -= lr * wd * p
+            decay = group["lr"] * weight_decay if decoupled else 0  # decoupled: p -= lr * wd * p
             for p in group["params"]:
                 if p.grad is None:
                     continue
@@ -121,8 +121,8 @@ class Optimizer:
                 if weight_decay != 0 and not decoupled:
                     grad = backend.add(grad, backend.mul(p.data, weight_decay))
                 delta = self._delta(p, grad, group)
-                if shrink:
-                    delta = backend.add(delta, backend.mul(p.data, shrink))
+                if decay:
+                    delta = backend.add(delta, backend.mul(p.data, decay))
                 backend.isub(p.data, delta)
                 p._version[0] += 1  # an in-place change: graphs that saved p notice it
         return loss
@@ -166,14 +166,16 @@ class Optimizer:
     def load_state_dict(self, state_dict: dict) -> None:
         """Restore groups and state saved by ``state_dict()``; the groups must have the same sizes.
 
-        The state is copied, and its tensors are cast to their parameter's dtype and device (except ``step``).
+        The state is copied, and its tensors are cast to their parameter's dtype and device (except the step
+        counters), so training continues exactly where it stopped.
         """
         groups = self.param_groups
         saved_groups = copy.deepcopy(state_dict["param_groups"])
         if len(groups) != len(saved_groups):
             raise ValueError("loaded state dict has a different number of parameter groups")
         if any(len(g["params"]) != len(s["params"]) for g, s in zip(groups, saved_groups)):
-            raise ValueError("loaded state dict contains a parameter group that doesn't match the size of optimizer's group")
+            raise ValueError("loaded state dict contains a parameter group that doesn't match the size of "
+                             "optimizer's group")
         param_of = dict(zip(chain.from_iterable(g["params"] for g in saved_groups),
                             chain.from_iterable(g["params"] for g in groups)))
         state = defaultdict(dict)
@@ -256,12 +258,19 @@ def _check_betas(betas) -> None:
             raise ValueError(f"Invalid beta parameter at index {i}: {betas[i]}")
 
 
+_SCALAR_STATE = ("step", "mu_product")  # bookkeeping kept in the default dtype, whatever the parameter's
+
+
 def _cast_like(p: Tensor, value, key):
-    """A copy of one saved state value; tensors move to p's device, and to its dtype unless they count steps."""
+    """A copy of one saved state value; tensors move to p's device, and to its dtype unless they are bookkeeping.
+
+    (PyTorch casts NAdam's mu_product to the parameter's dtype too, so a float64 run resumes ~1e-12 off; here
+    a resumed run continues bit for bit.)
+    """
     if not isinstance(value, Tensor):
         return copy.deepcopy(value)
-    if key == "step":
-        return value.clone()
+    if key in _SCALAR_STATE:
+        return value.detach().clone()
     dtype = p.dtype if p.dtype.is_floating_point else value.dtype
     return value.detach().to(p.device, dtype, copy=True)
 

@@ -37,7 +37,7 @@ def _mish_gradient(g, x, y):
 
 
 def _hardswish_gradient(g, x, y):
-    return where(x < -3.0, 0.0, where(x <= 3.0, g * (x / 3.0 + 0.5), g))
+    return where(x <= -3.0, 0.0, where(x < 3.0, g * (x / 3.0 + 0.5), g))
 
 
 def _logsigmoid(backend, a):

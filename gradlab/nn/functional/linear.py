@@ -1,1 +1,75 @@
-__all__ = []
+"""Affine maps: ``linear`` (y = x Wᵀ + b) and ``bilinear`` (y_o = x1ᵀ W_o x2 + b_o).
+
+linear is one fused Function over any number of leading dims: one matrix product forward, and
+backward as Tensor operations (grad Wᵀ-products and a sum), so it differentiates again.
+"""
+
+from __future__ import annotations
+
+from ...autograd.function import Function
+from ...ops._common import TrackedTensor, shape_str
+from ...ops.linalg import einsum
+
+__all__ = ["linear", "bilinear"]
+
+
+class Linear(Function):
+    """y = x @ Wᵀ + b for x of shape (*, in): dx = dy W, dW = dyᵀ x (leading dims folded into rows), db = Σ dy."""
+
+    @staticmethod
+    def forward(ctx, x, w, b):
+        backend = x.device.backend
+        y = backend.matmul(x.data, backend.permute(w.data, (1, 0)))
+        if b is not None:
+            y = backend.add(y, b.data)
+        ctx.save_for_backward(x, w)
+        return x._wrap(y)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, w = ctx.saved_tensors
+        needs = ctx.needs_input_grad
+        grad_x = grad.matmul(w) if needs[0] else None
+        grad_w = grad.reshape(-1, grad.shape[-1]).t().matmul(x.reshape(-1, x.shape[-1])) if needs[1] else None
+        grad_b = None
+        if needs[2]:
+            grad_b = grad.sum(tuple(range(grad.ndim - 1))) if grad.ndim > 1 else grad
+        return grad_x, grad_w, grad_b
+
+
+def checked_linear(op, input, weight, bias):
+    """linear with errors that name ``op`` (the function, or the layer that called it)."""
+    if not isinstance(input, TrackedTensor):
+        raise TypeError(f"{op}: expected the input to be a gradlab Tensor, got {type(input).__name__}")
+    if input.dtype is not weight.dtype or (bias is not None and bias.dtype is not weight.dtype):
+        raise RuntimeError(f"{op}: input ({input.dtype.name}) and weight ({weight.dtype.name}) must have the same "
+                           "dtype; convert one of them, e.g. input.to(weight.dtype)")
+    if input.ndim == 0 or input.shape[-1] != weight.shape[-1]:
+        raise RuntimeError(f"{op}: expected input with {weight.shape[-1]} features in the last dimension, got input "
+                           f"of shape {shape_str(input.shape)} (weight of shape {shape_str(weight.shape)})")
+    if bias is not None and tuple(bias.shape) not in ((weight.shape[0],), ()):
+        raise RuntimeError(f"{op}: expected bias of shape ({weight.shape[0]},), got {shape_str(bias.shape)}")
+    return Linear.apply(input, weight, bias)
+
+
+def linear(input, weight, bias=None):
+    """y = input @ weightᵀ + bias, with weight (out_features, in_features) and any leading dims on input."""
+    return checked_linear("linear", input, weight, bias)
+
+
+def checked_bilinear(op, input1, input2, weight, bias):
+    if input1.shape[:-1] != input2.shape[:-1]:
+        raise RuntimeError(f"{op}: input1 and input2 must have the same leading dimensions, got "
+                           f"{shape_str(input1.shape)} and {shape_str(input2.shape)}")
+    for i, (x, size) in enumerate(((input1, weight.shape[1]), (input2, weight.shape[2])), 1):
+        if x.ndim == 0 or x.shape[-1] != size:
+            raise RuntimeError(f"{op}: input{i} size does not match weight size: expected {size} features in the last "
+                               f"dimension, got input{i} of shape {shape_str(x.shape)} (weight of shape "
+                               f"{shape_str(weight.shape)})")
+    out = einsum("...i,oij,...j->...o", input1, weight, input2)
+    return out if bias is None else out + bias
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """y[..., o] = Σ_ij input1[..., i] · weight[o, i, j] · input2[..., j] + bias[o]."""
+    return checked_bilinear("bilinear", input1, input2, weight, bias)

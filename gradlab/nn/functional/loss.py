@@ -14,8 +14,10 @@ import warnings
 from ...autograd.function import Function
 from ...autograd.grad_mode import grad_state
 from ...dtypes import int64
-from ...ops._common import TrackedTensor, binary_operands, broadcast_shapes, describe, float_dtype_required, shape_str, sum_to_shape
+from ...ops._common import (TrackedTensor, binary_operands, broadcast_shapes, describe, float_dtype_required, shape_str,
+                            sum_to_shape)
 from ...ops.elementwise import where
+from .activation import logsigmoid
 
 __all__ = [
     "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "cross_entropy", "nll_loss", "binary_cross_entropy",
@@ -100,10 +102,10 @@ def _huber(b, d, delta):
     return b.where(b.lt(z, delta), b.mul(b.mul(d, d), 0.5), b.mul(b.sub(z, 0.5 * delta), delta))
 
 
-MseLoss = _pointwise_loss("mse_loss", lambda b, d: b.mul(d, d), lambda g, d: g * d * 2)
-L1Loss = _pointwise_loss("l1_loss", lambda b, d: b.abs(d), lambda g, d: g * d.sign())
-SmoothL1Loss = _pointwise_loss("smooth_l1_loss", _smooth_l1, lambda g, d, beta: g * (d / beta).clamp(-1.0, 1.0))
-HuberLoss = _pointwise_loss("huber_loss", _huber, lambda g, d, delta: g * d.clamp(-delta, delta))
+_MSE = _pointwise_loss("mse_loss", lambda b, d: b.mul(d, d), lambda g, d: g * d * 2)
+_L1 = _pointwise_loss("l1_loss", lambda b, d: b.abs(d), lambda g, d: g * d.sign())
+_SmoothL1 = _pointwise_loss("smooth_l1_loss", _smooth_l1, lambda g, d, beta: g * (d / beta).clamp(-1.0, 1.0))
+_Huber = _pointwise_loss("huber_loss", _huber, lambda g, d, delta: g * d.clamp(-delta, delta))
 
 
 def _pointwise(op: str, function, input, target, reduction, weight, *params, weighted_mean=True):
@@ -124,6 +126,7 @@ def _pointwise(op: str, function, input, target, reduction, weight, *params, wei
     loss = function.apply(input, target, *params)
     if weight is None:
         return _reduce(loss, reduction)
+    _tensors(op, weight=weight)
     if tuple(weight.shape) != tuple(input.shape):
         raise ValueError(f"{op}: Weights and input must have the same size, got weight of shape "
                          f"{shape_str(weight.shape)} and input of shape {shape_str(input.shape)}")
@@ -139,7 +142,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     Input and target of different shapes broadcast with a warning, as in PyTorch.
     """
     reduction = _reduction(size_average, reduce, reduction)
-    return _pointwise("mse_loss", MseLoss, input, target, reduction, weight)
+    return _pointwise("mse_loss", _MSE, input, target, reduction, weight)
 
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
@@ -148,7 +151,7 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
     Input and target of different shapes broadcast with a warning, as in PyTorch.
     """
     reduction = _reduction(size_average, reduce, reduction)
-    return _pointwise("l1_loss", L1Loss, input, target, reduction, weight)
+    return _pointwise("l1_loss", _L1, input, target, reduction, weight)
 
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
@@ -160,8 +163,8 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     if beta < 0:
         raise RuntimeError(f"smooth_l1_loss does not support negative values for beta (got beta={beta})")
     if beta == 0:
-        return _pointwise("smooth_l1_loss", L1Loss, input, target, reduction, None)
-    return _pointwise("smooth_l1_loss", SmoothL1Loss, input, target, reduction, None, float(beta))
+        return _pointwise("smooth_l1_loss", _L1, input, target, reduction, None)
+    return _pointwise("smooth_l1_loss", _SmoothL1, input, target, reduction, None, float(beta))
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
@@ -172,55 +175,45 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     reduction = _reduction(None, None, reduction)
     if delta <= 0:
         raise RuntimeError(f"huber_loss does not support non-positive values for delta (got delta={delta})")
-    return _pointwise("huber_loss", HuberLoss, input, target, reduction, weight, float(delta), weighted_mean=False)
+    return _pointwise("huber_loss", _Huber, input, target, reduction, weight, float(delta), weighted_mean=False)
 
 
 # --- classification over class indices: nll_loss and cross_entropy (fused) ---------------------
 
 class ClassIndexLoss(Function):
-    """loss_i = -(a_i * logp[i, t_i] + b_i * sum_c w_c logp[i, c]), logp = log_softmax(input) or input.
+    """loss_i = -(a_i * logp[i, t_i] + c_i * sum_k w_k logp[i, k]), logp = log_softmax(input) or input.
 
-    a_i = (1 - label_smoothing) * w[t_i] (0 where t_i == ignore_index), b_i = label_smoothing / C
-    (0 there too). With logits the gradient is softmax * (a_i + b_i sum(w)) - a_i onehot - b_i w.
+    a_i = (1 - label_smoothing) * w[t_i] and c_i = label_smoothing / C, both 0 where t_i is
+    ignore_index. From logits the gradient is softmax * (a_i + c_i sum(w)) - a_i onehot(t_i) - c_i w.
     """
 
     @staticmethod
     def forward(ctx, input, target, weight, ignore_index, smoothing, reduction, from_logits, op):
-        b, dim, n_classes = input.device.backend, (0 if input.ndim == 1 else 1), input.shape[0 if input.ndim == 1 else 1]
+        b, dim = input.device.backend, 0 if input.ndim == 1 else 1
+        n_classes = input.shape[dim]
         logp = b.log_softmax(input.data, dim) if from_logits else input.data
-        valid = b.ne(target.data, ignore_index)
-        index = b.where(valid, target.data, 0)
-        if index.size:
-            _check_class_range(op, b, index, n_classes, ignore_index)
-        keep = target.shape[:dim] + (1,) + target.shape[dim:]  # the target with the class dim as size 1
-        index, valid = b.reshape(index, keep), b.astype(b.reshape(valid, keep), input.dtype)
-        picked_weight = valid
-        if weight is not None:
-            w = weight.data if weight.dtype is input.dtype else b.astype(weight.data, input.dtype)
-            picked_weight = b.mul(b.getitem(w, index), valid)
-            weight = input._wrap(b.reshape(w, (n_classes,) + (1,) * (input.ndim - dim - 1)))  # broadcasts on logp
+        index, valid, picked_weight, weight = _class_targets(op, input, target, weight, ignore_index, dim)
         a = b.mul(picked_weight, 1.0 - smoothing) if smoothing else picked_weight
         loss = b.mul(b.take_along_axis(logp, index, dim), a)
         c = None
         if smoothing:
             c = b.mul(valid, smoothing / n_classes)
-            total = b.sum(logp if weight is None else b.mul(logp, weight.data), (dim,), True)
+            total = b.sum(logp if weight is None else b.mul(logp, weight), (dim,), True)
             loss = b.add(loss, b.mul(total, c))
-        loss = b.neg(loss)
-        denominator = None
+        loss, denominator = b.neg(loss), None
         if reduction == "none":
             out = b.reshape(loss, target.shape)
-        else:
+        elif reduction == "sum":
             out = b.sum(loss)
-            if reduction == "mean":
-                denominator = b.sum(picked_weight)
-                out = b.div(out, denominator)
-                # every target ignored: the loss is nan (0 / 0) but the gradient is zero, as in PyTorch
-                denominator = input._wrap(b.where(b.eq(denominator, 0), 1.0, denominator))
+        else:
+            denominator = b.sum(picked_weight)
+            out = b.div(b.sum(loss), denominator)
+            # every target ignored: the loss is nan (0 / 0) but the gradient is zero, as in PyTorch
+            denominator = b.where(b.eq(denominator, 0), 1.0, denominator)
         ctx.dim, ctx.n_classes, ctx.reduction, ctx.from_logits = dim, n_classes, reduction, from_logits
         wrap = input._wrap
-        ctx.save_for_backward(input, weight, wrap(logp), target._wrap(index), wrap(a),
-                              None if c is None else wrap(c), denominator)
+        ctx.save_for_backward(input, None if weight is None else wrap(weight), wrap(logp), target._wrap(index), wrap(a),
+                              None if c is None else wrap(c), None if denominator is None else wrap(denominator))
         return wrap(out)
 
     @staticmethod
@@ -229,26 +222,41 @@ class ClassIndexLoss(Function):
             return (None,) * 8
         input, weight, logp, index, a, c, denominator = ctx.saved_tensors
         dim = ctx.dim
-        g = grad.unsqueeze(dim) if ctx.reduction == "none" else (grad / denominator if denominator is not None else grad)
-        classes = index._wrap(index.device.backend.reshape(
-            index.device.backend.arange(0, ctx.n_classes, 1, int64), (ctx.n_classes,) + (1,) * (input.ndim - dim - 1)))
-        onehot = index == classes
-        ga = g * a
-        if ctx.from_logits:
-            # create_graph: the softmax must come from input itself so that it can be differentiated again
-            p = input.softmax(dim) if grad_state.enabled else logp.exp()
-            if c is None:
-                out = (p - onehot) * ga
-            else:
-                gc = g * c
-                total = ctx.n_classes if weight is None else weight.sum()
-                out = p * (ga + gc * total) - onehot * ga - (gc if weight is None else gc * weight)
-        else:
-            out = onehot * -ga
-            if c is not None:
-                gc = g * c
-                out = out - (gc if weight is None else gc * weight)
-        return (out,) + (None,) * 7
+        g = grad.unsqueeze(dim) if ctx.reduction == "none" else grad if denominator is None else grad / denominator
+        backend = index.device.backend
+        classes = index._wrap(backend.reshape(backend.arange(0, ctx.n_classes, 1, int64), _class_shape(input, dim)))
+        onehot, ga = index == classes, g * a
+        if not ctx.from_logits:
+            return (onehot * -ga,) + (None,) * 7
+        # under create_graph the softmax must come from input itself, so that it can be differentiated again
+        p = input.softmax(dim) if grad_state.enabled else logp.exp()
+        if c is None:
+            return ((p - onehot) * ga,) + (None,) * 7
+        gc = g * c
+        total, smoothed = (ctx.n_classes, gc) if weight is None else (weight.sum(), gc * weight)
+        return (p * (ga + gc * total) - onehot * ga - smoothed,) + (None,) * 7
+
+
+def _class_shape(input, dim: int) -> tuple:
+    """The shape (C, 1, ..., 1) that lines a per-class vector up with the class dim of input."""
+    return (input.shape[dim],) + (1,) * (input.ndim - dim - 1)
+
+
+def _class_targets(op, input, target, weight, ignore_index, dim):
+    """Backend arrays for the class-index losses: the target index with the class dim kept as size 1
+    (ignored entries set to class 0), the 0/1 mask of kept entries, their weights, and the class
+    weights shaped to broadcast on the input (or None)."""
+    b = input.device.backend
+    valid = b.ne(target.data, ignore_index)
+    index = b.where(valid, target.data, 0)
+    if index.size:
+        _check_class_range(op, b, index, input.shape[dim], ignore_index)
+    keep = target.shape[:dim] + (1,) + target.shape[dim:]
+    index, valid = b.reshape(index, keep), b.astype(b.reshape(valid, keep), input.dtype)
+    if weight is None:
+        return index, valid, valid, None
+    w = weight.data if weight.dtype is input.dtype else b.astype(weight.data, input.dtype)
+    return index, valid, b.mul(b.getitem(w, index), valid), b.reshape(w, _class_shape(input, dim))
 
 
 def _check_class_range(op, b, index, n_classes, ignore_index) -> None:
@@ -327,13 +335,14 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         return ClassIndexLoss.apply(input, target, weight, ignore_index, float(label_smoothing), reduction, True, op)
     if not target.dtype.is_floating_point:
         raise RuntimeError(f"{op}: Expected floating point type for target with class probabilities, got "
-                           f"{describe(target)}; class indices have shape {shape_str(target.shape[:dim] + target.shape[dim + 1:])}")
+                           f"{describe(target)}; class indices (int64) have shape "
+                           f"{shape_str(input.shape[:dim] + input.shape[dim + 1:])}")
     if ignore_index >= 0:
         raise RuntimeError(f"{op}: ignore_index is not supported for floating point target (class probabilities)")
     if label_smoothing:
         target = target * (1.0 - label_smoothing) + label_smoothing / n_classes
     if weight is not None:
-        target = target * weight.reshape((n_classes,) + (1,) * (input.ndim - dim - 1))
+        target = target * weight.reshape(_class_shape(input, dim))
     loss = -(input.log_softmax(dim) * target).sum(dim)
     if reduction == "mean":  # averaged over the rows, not over the classes (an empty batch gives nan)
         return loss.sum() / (input.numel() // n_classes if n_classes else 0)
@@ -362,22 +371,6 @@ class BinaryCrossEntropy(Function):
         grad_input = grad * (x - y) / ((1 - x) * x).clamp_min(1e-12) if ctx.needs_input_grad[0] else None
         grad_target = grad * ((1 - x) / x).log() if ctx.needs_input_grad[1] else None
         return grad_input, grad_target
-
-
-class LogSigmoid(Function):
-    """log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|)): no overflow for any x; backward g * sigmoid(-x)."""
-
-    @staticmethod
-    def forward(ctx, input):
-        b = input.device.backend
-        x = input.data
-        ctx.save_for_backward(input)
-        return input._wrap(b.sub(b.minimum(x, 0.0), b.log1p(b.exp(b.neg(b.abs(x))))))
-
-    @staticmethod
-    def backward(ctx, grad):
-        (x,) = ctx.saved_tensors
-        return grad * (-x).sigmoid()
 
 
 def _check_same_shape(op: str, input, target, message: str) -> None:
@@ -432,7 +425,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     float_dtype_required(op, input)
     _check_broadcasts_to(op, "weight", weight, input.shape)
     _check_broadcasts_to(op, "pos_weight", pos_weight, input.shape)
-    log_sigmoid = LogSigmoid.apply(input)
+    log_sigmoid = logsigmoid(input)  # min(x, 0) - log1p(exp(-|x|)): finite for any x
     if pos_weight is not None:
         log_sigmoid = log_sigmoid * ((pos_weight - 1) * target + 1)
     loss = (1 - target) * input - log_sigmoid

@@ -18,6 +18,7 @@ from ...ops._common import shape_str
 from ...ops.shape import cat, stack
 from .. import init
 from ..functional.dropout import dropout as _dropout
+from ..functional.linear import linear
 from ..parameter import Parameter
 from .module import Module
 
@@ -27,11 +28,6 @@ _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 
 
 # --- one time step of each kind (shared by the layers and the cells) -------------------------------
-
-def _linear(x, weight, bias):
-    out = x.matmul(weight.t())
-    return out if bias is None else out + bias
-
 
 def _input_bias(mode, b_ih, b_hh):
     """The bias added to the input projection: both biases, except in a GRU where b_hh stays inside r ⊙ (…)."""
@@ -44,17 +40,17 @@ def _rnn_step(mode, x_proj, state, w_hh, b_hh, w_hr):
     """One step: x_proj is the input's projection (biases included, but a GRU's b_hh); returns the new state."""
     if mode == "LSTM":
         h, c = state
-        i, f, g, o = (x_proj + h.matmul(w_hh.t())).chunk(4, -1)
+        i, f, g, o = (x_proj + linear(h, w_hh)).chunk(4, -1)
         c = f.sigmoid() * c + i.sigmoid() * g.tanh()
         h = o.sigmoid() * c.tanh()
-        return (h if w_hr is None else h.matmul(w_hr.t())), c
+        return (h if w_hr is None else linear(h, w_hr)), c
     if mode == "GRU":
         x_rz, x_n = x_proj.split((2 * state.shape[-1], state.shape[-1]), -1)
-        h_rz, h_n = _linear(state, w_hh, b_hh).split((2 * state.shape[-1], state.shape[-1]), -1)
+        h_rz, h_n = linear(state, w_hh, b_hh).split((2 * state.shape[-1], state.shape[-1]), -1)
         r, z = (x_rz + h_rz).sigmoid().chunk(2, -1)
         n = (x_n + r * h_n).tanh()
         return n + z * (state - n)
-    pre = x_proj + state.matmul(w_hh.t())
+    pre = x_proj + linear(state, w_hh)
     return pre.tanh() if mode == "RNN_TANH" else pre.relu()
 
 
@@ -203,7 +199,7 @@ class RNNBase(Module):
                 w_ih, w_hh, *rest = self.all_weights[index]
                 b_ih, b_hh = (rest[0], rest[1]) if self.bias else (None, None)
                 w_hr = rest[-1] if self.proj_size > 0 else None
-                steps = _linear(x, w_ih, _input_bias(self.mode, b_ih, b_hh)).unbind(time_dim)
+                steps = linear(x, w_ih, _input_bias(self.mode, b_ih, b_hh)).unbind(time_dim)
                 state = tuple(s[index] for s in states)
                 state = state if len(state) > 1 else state[0]
                 hs = []
@@ -352,7 +348,7 @@ class RNNCellBase(Module):
                                    f"{shape_str(input.shape if batched else input.shape[1:])}, got "
                                    f"{shape_str(s.shape if batched else s.shape[1:])}")
             checked.append(s)
-        x_proj = _linear(input, self.weight_ih, _input_bias(mode, self.bias_ih, self.bias_hh))
+        x_proj = linear(input, self.weight_ih, _input_bias(mode, self.bias_ih, self.bias_hh))
         out = _rnn_step(mode, x_proj, tuple(checked) if len(checked) > 1 else checked[0], self.weight_hh,
                         self.bias_hh, None)
         if batched:
