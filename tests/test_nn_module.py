@@ -80,6 +80,36 @@ def params_snapshot(module):
     return {name: p.detach().numpy().copy() for name, p in module.state_dict().items()}
 
 
+# --- Parameter ------------------------------------------------------------------------------------
+
+
+def test_parameter_basics():
+    data = gl.tensor([1.0, 2.0])
+    p = nn.Parameter(data)
+    assert isinstance(p, gl.Tensor) and p.requires_grad and p.is_leaf
+    assert type(p * 2) is gl.Tensor and type(p.detach()) is gl.Tensor  # results of ops are plain tensors
+    data.add_(1.0)  # the Parameter shares the tensor's memory
+    assert_close(p, [2.0, 3.0])
+    assert not nn.Parameter(gl.ones(2), requires_grad=False).requires_grad
+    assert nn.Parameter().shape == (0,)
+    assert repr(p) == "Parameter containing:\ntensor([2., 3.], requires_grad=True)"
+    with pytest.raises(RuntimeError, match="only Tensors of floating point dtype can require gradients"):
+        nn.Parameter(gl.tensor([1, 2]))
+    q = copy.deepcopy(p)
+    assert isinstance(q, nn.Parameter) and q.requires_grad and q is not p
+    r = pickle.loads(pickle.dumps(p))
+    assert isinstance(r, nn.Parameter) and r.requires_grad
+    assert_close(r, [2.0, 3.0])
+
+
+@requires_torch
+def test_parameter_repr_matches_torch():
+    for values, grad in (([1.0, 2.5], True), ([[0.5, -1.0]], False)):
+        ours = repr(nn.Parameter(gl.tensor(values), requires_grad=grad))
+        theirs = repr(torch.nn.Parameter(torch.tensor(values), requires_grad=grad))
+        assert ours == theirs
+
+
 # --- registration ---------------------------------------------------------------------------------
 
 

@@ -3,16 +3,8 @@
 from __future__ import annotations
 
 from ..creation import tensor
-from .optimizer import (
-    Optimizer,
-    _advance,
-    _average_square_,
-    _check_betas,
-    _check_nonnegative,
-    _lerp_,
-    _new_step,
-    _zeros_like,
-)
+from .optimizer import (Optimizer, _advance, _average_square_, _check_betas, _check_nonnegative, _lerp_, _new_step,
+                        _zeros_like)
 
 __all__ = ["NAdam"]
 

@@ -11,7 +11,10 @@ from __future__ import annotations
 import warnings
 
 from ...ops.activations import _softplus, gelu, leaky_relu, sigmoid, silu, softplus
-from ...ops.activations import elu as _elu, log_softmax as _log_softmax, relu as _relu, softmax as _softmax
+from ...ops.activations import elu as _elu
+from ...ops.activations import log_softmax as _log_softmax
+from ...ops.activations import relu as _relu
+from ...ops.activations import softmax as _softmax
 from ...ops.elementwise import elementwise, tanh, where
 
 __all__ = ["relu", "relu_", "relu6", "leaky_relu", "leaky_relu_", "elu", "elu_", "selu", "celu", "gelu", "silu",

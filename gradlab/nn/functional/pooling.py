@@ -56,8 +56,8 @@ class MaxPoolNd(Function):
         for j, tap in enumerate(taps[1:], 1):
             value = backend.getitem(windows, (Ellipsis,) + tap)
             take = backend.logical_or(backend.gt(value, best), backend.isnan(value))
-            best = backend.where(take, value, best)
-            pick = backend.where(take, j, pick)
+            best = backend.maximum(best, value)  # = where(take, value, best), NaN included
+            pick = backend.add(pick, backend.mul(take, backend.sub(j, pick)))  # branch-free where(take, j, pick)
         ctx.pick, ctx.shape, ctx.kernel, ctx.geo = pick, x.shape, kernel, geo
         picked = x._wrap(pick)
         ctx.mark_non_differentiable(picked)
@@ -79,8 +79,10 @@ class WindowScatter(Function):
         backend = y.device.backend
         nd = len(kernel)
         taps = backend.reshape(backend.arange(0, math.prod(kernel), 1, int64), (-1,) + (1,) * y.ndim)
-        values = backend.where(backend.eq(backend.reshape(pick, (1,) + pick.shape), taps),
-                               backend.reshape(y.data, (1,) + y.shape), 0)  # (K, N, C, *out): one slab per tap
+        # (K, N, C, *out), one slab per tap: a product with the 0/1 mask, which (unlike a where on a random mask)
+        # vectorises; the one difference, an infinite value times 0 making NaN at the untaken taps, is left as is
+        values = backend.mul(backend.eq(backend.reshape(pick, (1,) + pick.shape), taps),
+                             backend.reshape(y.data, (1,) + y.shape))
         values = backend.reshape(values, tuple(kernel) + y.shape)
         windows = backend.permute(values, tuple(range(nd, nd + y.ndim)) + tuple(range(nd)))
         ctx.pick, ctx.kernel, ctx.geo = pick, kernel, geo

@@ -82,7 +82,9 @@ def _renorm_(weight, indices, max_norm, norm_type):
         flat = indices.reshape(-1)
         picked = weight[flat]
         norms = picked.norm(norm_type, 1, keepdim=True)
-        weight[flat] = picked * where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
+        scaled = picked * where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
+    weight.device.backend.setitem(weight.data, (flat.data,), scaled.data)  # only these rows: no copy of the table
+    weight._version[0] += 1
 
 
 def _embedding(who, input, weight, padding_idx, max_norm, norm_type, scale_grad_by_freq):

@@ -404,7 +404,8 @@ class Module:
                 value = state_dict[key]
                 if not isinstance(value, Tensor):
                     errors.append(f'While copying the parameter named "{key}", expected gradlab.Tensor or Tensor-like '
-                                  f"object from checkpoint but received {type(value)}")
+                                  f"object from checkpoint but received {type(value)}; convert it first, e.g. "
+                                  "gradlab.from_numpy(array)")
                     continue
                 if target.ndim == 0 and value.shape == (1,):
                     value = value.reshape(())
