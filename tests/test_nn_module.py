@@ -572,6 +572,18 @@ def test_repr_of_layers_matches_torch():
     assert repr(nn.Sequential(nn.Linear(2, 3), nn.ReLU())) == repr(torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.ReLU()))
 
 
+@requires_torch
+def test_torch_checkpoint_loads_into_the_same_layers():
+    if not hasattr(nn, "Linear") or not hasattr(nn, "ReLU"):
+        pytest.skip("gradlab.nn.Linear / ReLU are not written yet")
+    theirs = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU(), torch.nn.Linear(3, 2)).double()
+    ours = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2)).double()
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    ours.load_state_dict({k: gl.tensor(v.numpy()) for k, v in theirs.state_dict().items()})
+    x = randn(5, 4)
+    assert_close(ours(gl.tensor(x)), theirs(torch.tensor(x)))
+
+
 def test_repr_text():
     assert repr(Block()) == "Block(\n  (first): Scale(n=3)\n  (second): Scale(n=3)\n)"
 

@@ -72,22 +72,14 @@ class Sub(Function):
 
     @staticmethod
     def forward(ctx, a, b):
-        _no_bool_sub(a, b)
+        if a.dtype is bool_ and _is_bool(b):  # numpy refuses it too, with its own message
+            raise RuntimeError("sub: Subtraction, the `-` operator, with two bool tensors is not supported. "
+                               "Use the `^` or `logical_xor()` operator instead.")
         return _compute("sub", "sub", a, b)
 
     @staticmethod
     def backward(ctx, grad):
         return grad, (-grad if ctx.needs_input_grad[1] else None)
-
-
-def _no_bool_sub(a, b):
-    """PyTorch refuses - with bools (numpy would compute xor, or fail with its own message)."""
-    if _is_bool(a) or _is_bool(b):
-        if _is_bool(a) and _is_bool(b):
-            raise RuntimeError("sub: Subtraction, the `-` operator, with two bool tensors is not supported. "
-                               "Use the `^` or `logical_xor()` operator instead.")
-        raise RuntimeError("sub: Subtraction, the `-` operator, with a bool tensor is not supported. "
-                           "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")
 
 
 class Mul(Function):
@@ -401,7 +393,6 @@ class ArithmeticMethods:
         return Mul.apply(self, other)
 
     def __rsub__(self, other):
-        _no_bool_sub(other, self)
         return Sub.apply(_number_tensor("sub", self, other), self)
 
     def __rtruediv__(self, other):

@@ -50,19 +50,23 @@ class MaxPoolNd(Function):
         backend = x.device.backend
         low = -math.inf if x.dtype.is_floating_point else -(1 << (8 * x.dtype.itemsize - 1))
         windows = _windows(backend, x.data, kernel, geo, low)
-        taps = _taps(kernel)
-        best = backend.getitem(windows, (Ellipsis,) + taps[0])
-        pick = backend.zeros(best.shape, int64)
-        for j, tap in enumerate(taps[1:], 1):
-            value = backend.getitem(windows, (Ellipsis,) + tap)
+        nd = len(kernel)
+        out = windows.shape[:-nd]
+        # one copy with the taps first: each tap's values are then a contiguous slab (fast elementwise ops)
+        slabs = backend.copy(backend.permute(windows, tuple(range(len(out), windows.ndim)) + tuple(range(len(out)))))
+        slabs = backend.reshape(slabs, (-1,) + out)
+        best = backend.getitem(slabs, 0)
+        pick = backend.zeros(out, int64)
+        for j in range(1, slabs.shape[0]):
+            value = backend.getitem(slabs, j)
             take = backend.logical_or(backend.gt(value, best), backend.isnan(value))
             best = backend.maximum(best, value)  # = where(take, value, best), NaN included
-            pick = backend.add(pick, backend.mul(take, backend.sub(j, pick)))  # branch-free where(take, j, pick)
+            pick = backend.maximum(pick, backend.mul(take, j))  # = where(take, j, pick): j exceeds every earlier pick
         ctx.pick, ctx.shape, ctx.kernel, ctx.geo = pick, x.shape, kernel, geo
         picked = x._wrap(pick)
         ctx.mark_non_differentiable(picked)
         ctx.set_materialize_grads(False)
-        return x._wrap(best if len(taps) > 1 else backend.copy(best)), picked
+        return x._wrap(best), picked
 
     @staticmethod
     def backward(ctx, grad, _):
