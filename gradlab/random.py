@@ -11,38 +11,8 @@ import numpy as np
 from . import dtypes as dt
 from .backends.device import resolve_device
 from .creation import _finish, _size
+from .generator import Generator, default_generator, generator_rng as _rng
 from .tensor import Tensor
-
-
-class Generator:
-    """A seeded source of random numbers (``torch.Generator``); pass it as ``generator=``."""
-
-    def __init__(self, device="cpu"):
-        self.device = resolve_device(device)
-        self._seed = 67280421310721
-        self._rng = np.random.default_rng(self._seed)
-
-    def manual_seed(self, seed: int) -> "Generator":
-        self._seed = int(seed)
-        self._rng = np.random.default_rng(self._seed)
-        return self
-
-    def seed(self) -> int:
-        self.manual_seed(int(np.random.SeedSequence().entropy % (2**63)))
-        return self._seed
-
-    def initial_seed(self) -> int:
-        return self._seed
-
-    def get_state(self):
-        return self._rng.bit_generator.state
-
-    def set_state(self, state) -> "Generator":
-        self._rng.bit_generator.state = state
-        return self
-
-
-default_generator = Generator()
 
 
 def manual_seed(seed: int) -> Generator:
@@ -56,10 +26,6 @@ def seed() -> int:
 
 def initial_seed() -> int:
     return default_generator.initial_seed()
-
-
-def _rng(generator) -> np.random.Generator:
-    return (generator or default_generator)._rng
 
 
 def _float_dtype(op, dtype):

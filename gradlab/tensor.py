@@ -17,6 +17,7 @@ from .autograd import engine
 from .autograd.function import Function, TrackedTensor
 from .autograd.grad_mode import grad_state
 from .backends.device import Device, resolve_device
+from .generator import generator_rng
 from .ops._common import describe, normalize_dim, shape_str
 from .ops.activations import ActivationMethods
 from .ops.arithmetic import ArithmeticMethods
@@ -488,6 +489,16 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
 
     def zero_(self):
         return self.fill_(0)
+
+    def uniform_(self, a=0.0, b=1.0, *, generator=None):
+        """Fill with uniform random numbers from [a, b), in place (``w.uniform_(-k, k)``)."""
+        values = self.device.backend.random_uniform(generator_rng(generator), self.shape, a, b, self.dtype)
+        return self._inplace("uniform_", lambda x: x._wrap(values))
+
+    def normal_(self, mean=0.0, std=1.0, *, generator=None):
+        """Fill with normal random numbers N(mean, std²), in place."""
+        values = self.device.backend.random_normal(generator_rng(generator), self.shape, mean, std, self.dtype)
+        return self._inplace("normal_", lambda x: x._wrap(values))
 
     def __iadd__(self, other):
         return self.add_(other)

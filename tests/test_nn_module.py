@@ -719,6 +719,14 @@ def test_backward_hook_wrong_counts():
         m2(gl.ones(3, dtype=gl.float64)).sum().backward()
 
 
+def test_gradcheck_through_a_hooked_module():
+    m = Scale()
+    m.register_full_backward_hook(lambda mod, gi, go: None)
+    m.register_full_backward_pre_hook(lambda mod, go: None)
+    x = gl.tensor(randn(3), requires_grad=True)
+    assert gl.autograd.gradcheck(lambda x, w: x * w * m(x), (x, m.w))
+
+
 def test_backward_hooks_captured_at_call_time_and_higher_order():
     m = Scale()
     log = []

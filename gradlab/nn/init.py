@@ -3,7 +3,7 @@
 The schemes scale the spread of the starting weights to the layer's fan-in/fan-out so that
 activations and gradients keep a steady size through many layers (Glorot/Xavier, He/Kaiming).
 Random values are drawn on the host by gradlab's generator, so ``manual_seed`` reproduces them on
-every device; numpy is used here only for that host-side work (the QR of ``orthogonal_``).
+every device; the host-side work (rejection sampling, the QR of ``orthogonal_``) uses numpy.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from ..tensor import Tensor
 __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_", "eye_",
            "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "orthogonal_"]
 
-_LINEAR = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "sigmoid")
+_LINEAR = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
+           "sigmoid")
 
 
 def calculate_gain(nonlinearity: str, param=None) -> float:

@@ -270,10 +270,10 @@ def _pairs(kind: str, values, sort_plain_dicts: bool):
         name = "ParametersDict" if kind == "ParameterDict" else kind
         raise TypeError(f"{name}.update should be called with an iterable of key/value pairs, but got "
                         f"{type(values).__name__}")
-    if isinstance(values, (OrderedDict, ModuleDict, ParameterDict)) or (isinstance(values, Mapping) and not sort_plain_dicts):
+    if isinstance(values, (OrderedDict, ModuleDict, ParameterDict)):
         return list(values.items())
-    if isinstance(values, Mapping):
-        return sorted(values.items())
+    if isinstance(values, Mapping):  # ParameterDict sorts a plain dict's keys; ModuleDict keeps their order
+        return sorted(values.items()) if sort_plain_dicts else list(values.items())
     pairs = []
     for j, pair in enumerate(values):
         if not isinstance(pair, Iterable):

@@ -73,9 +73,11 @@ class Module:
 
     def __init__(self, *args, **kwargs):
         if kwargs:
-            raise TypeError(f"{type(self).__name__}.__init__() got an unexpected keyword argument '{next(iter(kwargs))}'")
+            raise TypeError(f"{type(self).__name__}.__init__() got an unexpected keyword argument "
+                            f"'{next(iter(kwargs))}'")
         if args:
-            raise TypeError(f"{type(self).__name__}.__init__() takes 1 positional argument but {len(args) + 1} were given")
+            raise TypeError(f"{type(self).__name__}.__init__() takes 1 positional argument but {len(args) + 1} "
+                            "were given")
         set_ = object.__setattr__
         set_(self, "training", True)
         set_(self, "_parameters", OrderedDict())
@@ -119,7 +121,8 @@ class Module:
             self._modules[name] = None
         elif "_buffers" in d and name in self._buffers:
             if value is not None and not isinstance(value, Tensor):
-                raise TypeError(f"cannot assign '{_typename(value)}' as buffer '{name}' (gradlab.Tensor or None expected)")
+                raise TypeError(f"cannot assign '{_typename(value)}' as buffer '{name}' "
+                                "(gradlab.Tensor or None expected)")
             self._buffers[name] = value
         else:
             object.__setattr__(self, name, value)
@@ -166,7 +169,8 @@ class Module:
         """Add state that is not trained but moves with ``to()`` and (if persistent) is saved."""
         _check_name(self, name, "buffer", "_buffers")
         if tensor is not None and not isinstance(tensor, Tensor):
-            raise TypeError(f"cannot assign '{_typename(tensor)}' object to buffer '{name}' (gradlab.Tensor or None required)")
+            raise TypeError(f"cannot assign '{_typename(tensor)}' object to buffer '{name}' "
+                            "(gradlab.Tensor or None required)")
         self._buffers[name] = tensor
         if persistent:
             self._non_persistent_buffers.discard(name)
@@ -336,7 +340,8 @@ class Module:
         device = resolve_device(device) if device is not None else None
         dtype = dt.as_dtype(dtype) if dtype is not None else None
         if dtype is not None and not dtype.is_floating_point:
-            raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got desired dtype={dtype}")
+            raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got desired "
+                            f"dtype={dtype}")
         return self._apply(lambda t: t.to(device=device, dtype=dtype if t.dtype.is_floating_point else None))
 
     def cpu(self) -> "Module":
@@ -449,12 +454,14 @@ class Module:
 
         With ``with_kwargs=True`` it is ``hook(module, args, kwargs)`` and may return ``(args, kwargs)``.
         """
-        return _add_hook(self._forward_pre_hooks, hook, prepend, self._forward_pre_hooks_with_kwargs if with_kwargs else None)
+        flags = self._forward_pre_hooks_with_kwargs if with_kwargs else None
+        return _add_hook(self._forward_pre_hooks, hook, prepend, flags)
 
     def register_forward_hook(self, hook, *, prepend: bool = False, with_kwargs: bool = False) -> RemovableHandle:
         """``hook(module, args, output)`` (or ``hook(module, args, kwargs, output)``) runs after forward;
         a returned value replaces the output."""
-        return _add_hook(self._forward_hooks, hook, prepend, self._forward_hooks_with_kwargs if with_kwargs else None)
+        flags = self._forward_hooks_with_kwargs if with_kwargs else None
+        return _add_hook(self._forward_hooks, hook, prepend, flags)
 
     def register_full_backward_hook(self, hook, prepend: bool = False) -> RemovableHandle:
         """``hook(module, grad_input, grad_output)`` runs when the gradients w.r.t. the module's
@@ -604,7 +611,9 @@ class _BackwardHook:
 
 
 def _wrap_tensors(function, state, values: tuple):
-    """Pass the tensors among ``values`` through ``function`` (if any requires grad); returns (values, their positions)."""
+    """Pass the tensors among ``values`` through ``function`` (if any requires grad).
+
+    Returns the new values and the positions of the tensors (None when nothing was wrapped)."""
     index = [i for i, v in enumerate(values) if isinstance(v, Tensor)]
     if not (grad_state.enabled and any(values[i].requires_grad for i in index)):
         return values, None
