@@ -35,7 +35,7 @@ def inputs():
 
 
 MAX_CASES = [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1), dict(kernel_size=(2, 3), stride=(1, 2)),
-             dict(kernel_size=3, stride=1, dilation=2, padding=2), dict(kernel_size=3, stride=2, ceil_mode=True),
+             dict(kernel_size=3, stride=1, dilation=2, padding=1), dict(kernel_size=3, stride=2, ceil_mode=True),
              dict(kernel_size=(3, 2), stride=(2, 3), padding=(1, 1), ceil_mode=True, dilation=(1, 2))]
 
 
@@ -179,9 +179,9 @@ def test_errors():
     with pytest.raises(RuntimeError, match=r"max_pool2d: expected a 4-D input \(N, C, H, W\) or 3-D \(C, H, W\), "
                                            r"got 2-D input of shape \(4, 4\)"):
         F.max_pool2d(gl.zeros(4, 4), 2)
-    with pytest.raises(RuntimeError, match="pad should be at most half of effective kernel size"):
+    with pytest.raises(RuntimeError, match="pad should be smaller than or equal to half of kernel size"):
         F.max_pool2d(gl.zeros(1, 1, 4, 4), 2, padding=2)
-    with pytest.raises(RuntimeError, match="avg_pool2d: pad should be at most half"):
+    with pytest.raises(RuntimeError, match="avg_pool2d: pad should be smaller than or equal to half"):
         nn.AvgPool2d(3, padding=2)(gl.zeros(1, 1, 8, 8))
     with pytest.raises(RuntimeError, match=r"Given input size: \(1x2x2\)\. Calculated output size: \(1x0x0\)\. "
                                            r"Output size is too small"):

@@ -175,10 +175,10 @@ def test_repr_matches_torch(args, kwargs):
 # --- gradcheck, initialisation, modes ---------------------------------------------------------------------------
 
 def test_lstm_gradcheck_float64():
-    lstm = nn.LSTM(2, 3, num_layers=2, bidirectional=True).double()
-    x = gl.tensor(randn(3, 2, 2, seed=16), requires_grad=True)
-    h0 = gl.tensor(randn(4, 2, 3, seed=17), requires_grad=True)
-    c0 = gl.tensor(randn(4, 2, 3, seed=18), requires_grad=True)
+    lstm = nn.LSTM(2, 2, num_layers=2, bidirectional=True).double()
+    x = gl.tensor(randn(3, 1, 2, seed=16), requires_grad=True)
+    h0 = gl.tensor(randn(4, 1, 2, seed=17), requires_grad=True)
+    c0 = gl.tensor(randn(4, 1, 2, seed=18), requires_grad=True)
     params = [lstm.weight_ih_l0, lstm.weight_hh_l1_reverse, lstm.bias_hh_l0, lstm.bias_ih_l1]
 
     def fn(x, h0, c0, *_):

@@ -71,7 +71,7 @@ def print_lines(statement):
 
 
 def test_first_code_block_has_the_two_commands():
-    lang, block = code_blocks()[0]
+    _, block = code_blocks()[0]
     commands = [line.strip() for line in block.splitlines() if line.strip() and not line.strip().startswith("#")]
     assert len(commands) == 2, f"expected exactly two commands in the README's first code block, got {commands}"
     assert sum("jupyter lab" in c for c in commands) == 1, commands
@@ -93,9 +93,10 @@ def test_python_snippet_prints_what_its_comments_say():
         comment = comment_of(lines[lineno - 1])
         assert comment, f"README line {lines[lineno - 1]!r} prints without saying what in a comment"
         expected = expected_lines(comment, in_loop)
-        assert len(printed) == len(expected), f"{lines[lineno - 1].strip()!r} printed {printed}, comment says {expected}"
+        source_line = lines[lineno - 1].strip()
+        assert len(printed) == len(expected), f"{source_line!r} printed {printed}, comment says {expected}"
         for got, want in zip(printed, expected):
-            assert same_printout(got, want), f"{lines[lineno - 1].strip()!r} printed {got!r}, comment says {want!r}"
+            assert same_printout(got, want), f"{source_line!r} printed {got!r}, comment says {want!r}"
         checked += 1
     assert checked >= 3, "the snippet should show x.grad, w.grad and the backward steps"
 

@@ -282,7 +282,7 @@ def div(input, other, *, rounding_mode=None):
         dtype = _result_dtype(input, other)
         q = Div.apply(input, other).trunc()
         return q if dtype.is_floating_point else q.to(dtype)
-    raise ValueError(f"div: rounding_mode must be None, 'floor' or 'trunc', got {rounding_mode!r}")
+    raise RuntimeError(f"div: rounding_mode must be None, 'floor' or 'trunc', got {rounding_mode!r}")
 
 
 def pow(input, exponent):

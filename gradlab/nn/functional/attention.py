@@ -11,9 +11,12 @@ from __future__ import annotations
 import math
 
 from ...autograd.function import Function
+from ...dtypes import bool_
 from ...ops._common import ShapeError, broadcast_shapes, shape_str, sum_to_shape
 from ...ops.shape import cat, pad
 from ...tensor import Tensor
+from .dropout import dropout
+from .linear import linear
 
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
 
@@ -92,13 +95,13 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
     weights = AttentionWeights.apply(query, key, attn_mask, scale, 0.0)
     if dropout_p > 0.0:
-        weights = _functional().dropout(weights, dropout_p, training=True)
+        weights = dropout(weights, dropout_p, training=True)
     return weights.matmul(value)
 
 
 def causal_mask(like, L: int, S: int):
     """An (L, S) bool mask, True on and below the diagonal: query i may look at keys 0..i."""
-    return like.new_ones((L, S), dtype="bool").tril()
+    return like.new_ones((L, S), dtype=bool_).tril()
 
 
 def _check_qkv(query, key, value, enable_gqa):
@@ -154,12 +157,6 @@ def _checked_mask(mask, query, key):
                        f"{mask.dtype.name}; use a bool mask (True = take part) or an additive float mask")
 
 
-def _functional():
-    """gradlab.nn.functional, looked up when called (its dropout and linear live in sibling files)."""
-    from ... import nn
-    return nn.functional
-
-
 # --- multi-head attention -------------------------------------------------------------------------
 
 def canonical_mask(mask, name: str, dtype):
@@ -200,7 +197,6 @@ def _multi_head_attention(query, key, value, embed_dim_to_check, num_heads, in_p
                           is_causal, batch_first):
     """multi_head_attention_forward in either layout: the projections run on the input as it is laid out
     ((L, N, E) or (N, L, E)), and permuted views give every head its (N, heads, L, head_dim) block."""
-    F = _functional()
     batched = _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads)
     bdim = 0 if batch_first else 1
     if not batched:
@@ -230,13 +226,13 @@ def _multi_head_attention(query, key, value, embed_dim_to_check, num_heads, in_p
         if key.shape != value.shape:
             raise AssertionError(f"MultiheadAttention: key shape {shape_str(key.shape)} does not match value shape "
                                  f"{shape_str(value.shape)}")
-        q, k, v = _in_projection_packed(F, query, key, value, in_proj_weight, in_proj_bias)
+        q, k, v = _in_projection_packed(query, key, value, in_proj_weight, in_proj_bias)
     else:
         if key.shape[:2] != value.shape[:2]:
             raise AssertionError(f"MultiheadAttention: key's sequence and batch dims {shape_str(key.shape[:2])} do not "
                                  f"match value's {shape_str(value.shape[:2])}")
         biases = in_proj_bias.chunk(3) if in_proj_bias is not None else (None,) * 3
-        q, k, v = (F.linear(x, w, b) for x, w, b in zip((query, key, value), separate_weights, biases))
+        q, k, v = (linear(x, w, b) for x, w, b in zip((query, key, value), separate_weights, biases))
 
     if attn_mask is not None:
         attn_mask = _mha_attn_mask(attn_mask, bsz, num_heads, tgt_len, src_len)
@@ -272,10 +268,10 @@ def _multi_head_attention(query, key, value, embed_dim_to_check, num_heads, in_p
 
     weights = AttentionWeights.apply(q, k, attn_mask, 1.0 / math.sqrt(head_dim), math.nan if need_weights else 0.0)
     if dropout_p > 0.0:
-        weights = F.dropout(weights, dropout_p, training=True)
+        weights = dropout(weights, dropout_p, training=True)
     out = weights.matmul(v)  # (N, heads, L, head_dim)
     out = out.permute(0, 2, 1, 3) if batch_first else out.permute(2, 0, 1, 3)
-    out = F.linear(out.reshape(query.shape[:2] + (embed_dim,)), out_proj_weight, out_proj_bias)
+    out = linear(out.reshape(query.shape[:2] + (embed_dim,)), out_proj_weight, out_proj_bias)
     if need_weights:
         weights = weights.mean(1) if average_attn_weights else weights
     else:
@@ -329,19 +325,19 @@ def _mha_attn_mask(attn_mask, bsz, num_heads, tgt_len, src_len):
     return attn_mask.reshape(bsz, num_heads, tgt_len, src_len)
 
 
-def _in_projection_packed(F, query, key, value, weight, bias):
+def _in_projection_packed(query, key, value, weight, bias):
     """q, k, v from the packed (3E, E) weight: one product for self-attention, two when key is value."""
     E = query.shape[-1]
     if key is value:
         if query is key:
-            return F.linear(query, weight, bias).unflatten(-1, (3, E)).unbind(-2)
+            return linear(query, weight, bias).unflatten(-1, (3, E)).unbind(-2)
         w_q, w_kv = weight.split((E, 2 * E))
         b_q, b_kv = bias.split((E, 2 * E)) if bias is not None else (None, None)
-        k, v = F.linear(key, w_kv, b_kv).unflatten(-1, (2, E)).unbind(-2)
-        return F.linear(query, w_q, b_q), k, v
+        k, v = linear(key, w_kv, b_kv).unflatten(-1, (2, E)).unbind(-2)
+        return linear(query, w_q, b_q), k, v
     weights = weight.chunk(3)
     biases = bias.chunk(3) if bias is not None else (None,) * 3
-    return tuple(F.linear(x, w, b) for x, w, b in zip((query, key, value), weights, biases))
+    return tuple(linear(x, w, b) for x, w, b in zip((query, key, value), weights, biases))
 
 
 def _split_heads(x, num_heads, batch_first):

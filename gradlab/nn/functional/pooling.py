@@ -153,10 +153,10 @@ def _pool_geometry(op, x, nd, kernel_size, stride, padding, dilation, ceil_mode)
     stride = kernel if no_stride else ntuple(op, "stride", stride, nd, minimum=1)
     pads = ntuple(op, "padding", padding, nd, minimum=0)
     dilation = ntuple(op, "dilation", dilation, nd, minimum=1)
+    if any(p > k // 2 for p, k in zip(pads, kernel)):
+        raise RuntimeError(f"{op}: pad should be smaller than or equal to half of kernel size, but got "
+                           f"padding={pads} and kernel_size={kernel}")
     reach = [d * (k - 1) + 1 for k, d in zip(kernel, dilation)]
-    if any(2 * p > r for p, r in zip(pads, reach)):
-        raise RuntimeError(f"{op}: pad should be at most half of effective kernel size, but got pad={pads}, "
-                           f"kernel_size={kernel} and dilation={dilation}")
     counts, widths = [], []
     for n, r, s, p in zip(x.shape[2:], reach, stride, pads):
         count = (n + 2 * p - r + (s - 1 if ceil_mode else 0)) // s + 1
