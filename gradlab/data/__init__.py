@@ -9,6 +9,7 @@ from .idx import load_mnist, read_idx
 from .sampler import (BatchSampler, RandomSampler, Sampler, SequentialSampler, SubsetRandomSampler,
                       WeightedRandomSampler)
 from .synthetic import SYNTHETIC_NAMES, make_synthetic
+from .text import TEXT_NAMES, load_text  # noqa: F401
 
 __all__ = ["DataLoader", "default_collate", "default_convert", "get_worker_info", "Dataset", "IterableDataset",
            "TensorDataset", "Subset", "ConcatDataset", "ChainDataset", "random_split", "Sampler", "SequentialSampler",
