@@ -274,8 +274,13 @@ class NumpyBackend(Backend):
     @staticmethod
     def fold_windows(windows, shape, axes, steps, dilation):
         out = np.zeros(shape, windows.dtype)
-        for tap, index in _taps(shape, windows.shape[len(shape):], axes, steps, dilation, windows.shape):
-            out[index] += windows[(Ellipsis,) + tap]
+        window_shape = windows.shape[len(shape):]
+        disjoint = all(s > d * (k - 1) for k, s, d in zip(window_shape, steps, dilation))  # each position once
+        for tap, index in _taps(shape, window_shape, axes, steps, dilation, windows.shape):
+            if disjoint:
+                out[index] = windows[(Ellipsis,) + tap]
+            else:
+                out[index] += windows[(Ellipsis,) + tap]
         return out
 
     # linear algebra

@@ -42,7 +42,7 @@ class AttentionWeights(Function):
             else:
                 scores = b.where(mask.data, scores, -math.inf)
             empty = _empty_rows(b, mask)
-            if b.any(empty).item():
+            if bool(b.any(empty)):
                 scores = b.where(empty, 0.0, scores)  # softmax of a row of -inf is 0/0: fill those rows after it
             else:
                 empty = None

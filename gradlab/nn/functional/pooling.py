@@ -13,7 +13,7 @@ import itertools
 import math
 
 from ...autograd.function import Function
-from ...dtypes import int64
+from ...dtypes import bool_, int64
 from .conv import Geometry, _pad_or_crop, batched_input, ntuple
 
 __all__ = ["max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool2d"]
@@ -35,83 +35,88 @@ def _unwindow(backend, windows, shape, geo):
     return _pad_or_crop(backend, x, tuple((-lo, -hi) for lo, hi in geo.padding))
 
 
-def _taps(kernel):
-    return list(itertools.product(*(range(k) for k in kernel)))
+def _slabs(backend, windows, nd):
+    """The window view copied taps-first, (K, N, C, *out): each tap's values one contiguous slab."""
+    out = windows.shape[:-nd]
+    slabs = backend.copy(backend.permute(windows, tuple(range(len(out), windows.ndim)) + tuple(range(len(out)))))
+    return backend.reshape(slabs, (-1,) + out)
 
 
 class MaxPoolNd(Function):
-    """The largest value of each window, scanning its taps in order, and which tap won (the second output).
+    """The largest value of each window, and which tap won: a one-hot (K, N, C, *out) bool tensor.
 
-    A later tap wins only when strictly larger (so ties go to the first) or NaN (which spreads, as in PyTorch).
+    Taps are scanned in order and a later one wins only when strictly larger than all before it (so
+    ties go to the first) or NaN (so a NaN spreads, and the last NaN wins, as in PyTorch).
     """
 
     @staticmethod
     def forward(ctx, x, kernel, geo):
         backend = x.device.backend
         low = -math.inf if x.dtype.is_floating_point else -(1 << (8 * x.dtype.itemsize - 1))
-        windows = _windows(backend, x.data, kernel, geo, low)
-        nd = len(kernel)
-        out = windows.shape[:-nd]
-        # one copy with the taps first: each tap's values are then a contiguous slab (fast elementwise ops)
-        slabs = backend.copy(backend.permute(windows, tuple(range(len(out), windows.ndim)) + tuple(range(len(out)))))
-        slabs = backend.reshape(slabs, (-1,) + out)
-        best = backend.getitem(slabs, 0)
-        pick = backend.zeros(out, int64)
+        slabs = _slabs(backend, _windows(backend, x.data, kernel, geo, low), len(kernel))
+        best, beats = backend.getitem(slabs, 0), []  # beats[j - 1]: tap j beats every tap before it
         for j in range(1, slabs.shape[0]):
-            value = backend.getitem(slabs, j)
-            take = backend.logical_or(backend.gt(value, best), backend.isnan(value))
-            best = backend.maximum(best, value)  # = where(take, value, best), NaN included
-            pick = backend.maximum(pick, backend.mul(take, j))  # = where(take, j, pick): j exceeds every earlier pick
-        ctx.pick, ctx.shape, ctx.kernel, ctx.geo = pick, x.shape, kernel, geo
-        picked = x._wrap(pick)
-        ctx.mark_non_differentiable(picked)
+            beats.append(backend.gt(backend.getitem(slabs, j), best))
+            best = backend.maximum(best, backend.getitem(slabs, j))  # NaN propagates
+        if beats and backend.any(backend.isnan(best)):
+            beats = [backend.logical_or(b, backend.isnan(backend.getitem(slabs, j))) for j, b in enumerate(beats, 1)]
+        ctx.winners, ctx.shape, ctx.kernel, ctx.geo = _last_true(backend, beats, best.shape), x.shape, kernel, geo
+        winners = x._wrap(ctx.winners)
+        ctx.mark_non_differentiable(winners)
         ctx.set_materialize_grads(False)
-        return x._wrap(best), picked
+        return x._wrap(best if beats else backend.copy(best)), winners
 
     @staticmethod
     def backward(ctx, grad, _):
         if grad is None:
             return None, None, None
-        return WindowScatter.apply(grad, ctx.pick, ctx.shape, ctx.kernel, ctx.geo), None, None
+        return WindowScatter.apply(grad, ctx.winners, ctx.shape, ctx.kernel, ctx.geo), None, None
+
+
+def _last_true(backend, beats, shape):
+    """One-hot (K, *shape): tap j wins where it beat all before it and no later tap beat it."""
+    winners = backend.zeros((len(beats) + 1,) + shape, bool_)
+    later = backend.zeros(shape, bool_)
+    for j in range(len(beats), 0, -1):
+        backend.setitem(winners, j, backend.logical_and(beats[j - 1], backend.logical_not(later)))
+        later = backend.logical_or(later, beats[j - 1])
+    backend.setitem(winners, 0, backend.logical_not(later))
+    return winners
 
 
 class WindowScatter(Function):
-    """An input-shaped tensor holding each value at the tap its window picked (``pick``), summed where windows overlap."""
+    """An input-shaped tensor holding each value at its window's winning tap (``winners``, one-hot (K, ...)),
+    summed where windows overlap."""
 
     @staticmethod
-    def forward(ctx, y, pick, shape, kernel, geo):
+    def forward(ctx, y, winners, shape, kernel, geo):
         backend = y.device.backend
         nd = len(kernel)
-        taps = backend.reshape(backend.arange(0, math.prod(kernel), 1, int64), (-1,) + (1,) * y.ndim)
-        # (K, N, C, *out), one slab per tap: a product with the 0/1 mask, which (unlike a where on a random mask)
-        # vectorises; the one difference, an infinite value times 0 making NaN at the untaken taps, is left as is
-        values = backend.mul(backend.eq(backend.reshape(pick, (1,) + pick.shape), taps),
-                             backend.reshape(y.data, (1,) + y.shape))
-        values = backend.reshape(values, tuple(kernel) + y.shape)
+        # one slab per tap: a product with the one-hot mask, which (unlike a where on a random mask) vectorises;
+        # the one difference, an infinite value times 0 making NaN at the losing taps, is left as is
+        values = backend.reshape(backend.mul(winners, backend.reshape(y.data, (1,) + y.shape)), tuple(kernel) + y.shape)
         windows = backend.permute(values, tuple(range(nd, nd + y.ndim)) + tuple(range(nd)))
-        ctx.pick, ctx.kernel, ctx.geo = pick, kernel, geo
+        ctx.winners, ctx.kernel, ctx.geo = winners, kernel, geo
         return y._wrap(_unwindow(backend, windows, shape, geo))
 
     @staticmethod
     def backward(ctx, grad):
-        return WindowGather.apply(grad, ctx.pick, ctx.kernel, ctx.geo), None, None, None, None
+        return WindowGather.apply(grad, ctx.winners, ctx.kernel, ctx.geo), None, None, None, None
 
 
 class WindowGather(Function):
-    """The value under the picked tap of every window (max-pooling with the winners already known)."""
+    """The value at the winning tap of every window (max-pooling with the winners already known)."""
 
     @staticmethod
-    def forward(ctx, x, pick, kernel, geo):
+    def forward(ctx, x, winners, kernel, geo):
         backend = x.device.backend
-        windows = _windows(backend, x.data, kernel, geo)
-        windows = backend.reshape(windows, pick.shape + (-1,))
-        out = backend.take_along_axis(windows, backend.reshape(pick, pick.shape + (1,)), -1)
-        ctx.pick, ctx.shape, ctx.kernel, ctx.geo = pick, x.shape, kernel, geo
-        return x._wrap(backend.reshape(out, pick.shape))
+        slabs = _slabs(backend, _windows(backend, x.data, kernel, geo), len(kernel))
+        ctx.winners, ctx.shape, ctx.kernel, ctx.geo = winners, x.shape, kernel, geo
+        return x._wrap(backend.sum(backend.mul(slabs, winners), (0,), False))
 
     @staticmethod
     def backward(ctx, grad):
-        return WindowScatter.apply(grad, ctx.pick, ctx.shape, ctx.kernel, ctx.geo), None, None, None
+        return WindowScatter.apply(grad, ctx.winners, ctx.shape, ctx.kernel, ctx.geo), None, None, None
 
 
 class WindowSum(Function):
@@ -173,24 +178,27 @@ def _pool_geometry(op, x, nd, kernel_size, stride, padding, dilation, ceil_mode)
 def _max_pool(op, nd, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
     x, unbatched = batched_input(op, input, nd)
     kernel, geo, pads = _pool_geometry(op, x, nd, kernel_size, stride, padding, dilation, ceil_mode)
-    out, pick = MaxPoolNd.apply(x, kernel, geo)
-    if not return_indices:
-        return out.squeeze(0) if unbatched else out
-    indices = _flat_indices(x, pick, kernel, geo, pads)
-    return (out.squeeze(0), indices.squeeze(0)) if unbatched else (out, indices)
+    out, winners = MaxPoolNd.apply(x, kernel, geo)
+    if return_indices:
+        indices = _flat_indices(x, winners.data, kernel, geo, pads, out.shape)
+        return (out.squeeze(0), indices.squeeze(0)) if unbatched else (out, indices)
+    return out.squeeze(0) if unbatched else out
 
 
-def _flat_indices(x, pick, kernel, geo, pads):
+def _flat_indices(x, winners, kernel, geo, pads, out_shape):
     """PyTorch's indices: the flat position of each winner within its (unpadded) input plane."""
     backend = x.device.backend
-    nd, flat, inner = len(kernel), None, math.prod(kernel)
-    for i, (k, s, d, p, n, count) in enumerate(zip(kernel, geo.stride, geo.dilation, pads, x.shape[2:], pick.shape[2:])):
+    nd, k_total = len(kernel), math.prod(kernel)
+    taps = backend.reshape(backend.arange(0, k_total, 1, int64), (k_total,) + (1,) * len(out_shape))
+    pick = backend.sum(backend.mul(winners, taps), (0,), False)
+    flat, inner = None, k_total
+    for i, (k, s, d, p, n, count) in enumerate(zip(kernel, geo.stride, geo.dilation, pads, x.shape[2:], out_shape[2:])):
         inner //= k
-        tap = backend.remainder(backend.floor_divide(pick.data, inner), k)
+        tap = backend.remainder(backend.floor_divide(pick, inner), k)
         start = backend.reshape(backend.arange(-p, count * s - p, s, int64), (count,) + (1,) * (nd - 1 - i))
         position = backend.add(backend.mul(tap, d), start)
         flat = position if flat is None else backend.add(backend.mul(flat, n), position)
-    return pick._wrap(flat)
+    return x._wrap(flat)
 
 
 def _avg_pool(op, nd, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
