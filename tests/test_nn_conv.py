@@ -152,7 +152,8 @@ def test_conv_transpose2d_matches_torch(kwargs):
 
 @requires_torch
 def test_conv_transpose2d_output_size_and_1d():
-    layer, torch_layer = nn.ConvTranspose2d(3, 2, 3, stride=2).double(), torch.nn.ConvTranspose2d(3, 2, 3, stride=2).double()
+    layer = nn.ConvTranspose2d(3, 2, 3, stride=2).double()
+    torch_layer = torch.nn.ConvTranspose2d(3, 2, 3, stride=2).double()
     copy_from_torch(layer, torch_layer)
     x = randn(1, 3, 4, 4)
     out = layer(gl.tensor(x), output_size=(10, 9))
@@ -160,8 +161,9 @@ def test_conv_transpose2d_output_size_and_1d():
     assert_close(out, torch_layer(torch.tensor(x), output_size=(10, 9)), rtol=1e-9, atol=1e-10)
     with pytest.raises(ValueError, match="valid sizes range from 9 to 10"):
         layer(gl.tensor(x), output_size=(12, 9))
-    check_against_torch(nn.ConvTranspose1d(3, 4, 3, stride=2, padding=1, output_padding=1).double(),
-                        torch.nn.ConvTranspose1d(3, 4, 3, stride=2, padding=1, output_padding=1).double(), randn(2, 3, 7))
+    kwargs = dict(stride=2, padding=1, output_padding=1)
+    layer, torch_layer = nn.ConvTranspose1d(3, 4, 3, **kwargs), torch.nn.ConvTranspose1d(3, 4, 3, **kwargs)
+    check_against_torch(layer.double(), torch_layer.double(), randn(2, 3, 7))
 
 
 def test_conv_transpose_is_the_adjoint_of_conv():
@@ -249,7 +251,8 @@ def test_repr_text():
     assert repr(nn.Conv2d(1, 16, 3, padding=1)) == "Conv2d(1, 16, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1))"
 
 
-@pytest.mark.parametrize("layer,fan_in", [(lambda: nn.Conv2d(8, 64, 3), 72), (lambda: nn.Conv1d(6, 128, 5, groups=2), 15),
+@pytest.mark.parametrize("layer,fan_in", [(lambda: nn.Conv2d(8, 64, 3), 72),
+                                           (lambda: nn.Conv1d(6, 128, 5, groups=2), 15),
                                            (lambda: nn.ConvTranspose2d(64, 8, 3, groups=2), 36)])
 def test_default_init_statistics(layer, fan_in):
     """kaiming_uniform_(a=√5) is U(±1/√fan_in) for the weight, and the bias is U(±1/√fan_in) too."""
@@ -376,3 +379,24 @@ def test_window_primitives(window, steps, dilation):
     folded = backend.fold_windows(g, a.shape, (2, 3), steps, dilation)
     np.testing.assert_allclose(folded, Backend.fold_windows(backend, g, a.shape, (2, 3), steps, dilation))
     assert math.isclose((view * g).sum(), (a * folded).sum(), rel_tol=1e-12)
+
+
+def test_second_backward_with_retained_graph():
+    """The weight gradient's columns are kept from forward once; a second backward recomputes them."""
+    x, w = gl.tensor(randn(2, 3, 5, 5), requires_grad=True), gl.tensor(randn(4, 3, 3, 3, seed=1), requires_grad=True)
+    loss = F.conv2d(x, w, padding=1).tanh().sum()
+    loss.backward(retain_graph=True)
+    first = w.grad.numpy().copy()
+    loss.backward()
+    assert_close(w.grad, 2 * first)
+
+
+@requires_torch
+def test_small_cnn_matches_torch():
+    """The MNIST-style stack: conv, ReLU, max-pool twice, flatten, linear — outputs and every gradient."""
+    def build(nn_):
+        return nn_.Sequential(nn_.Conv2d(1, 4, 3, padding=1), nn_.ReLU(), nn_.MaxPool2d(2),
+                              nn_.Conv2d(4, 8, 3, padding=1), nn_.ReLU(), nn_.MaxPool2d(2),
+                              nn_.Flatten(), nn_.Linear(8 * 2 * 2, 3))
+    model, torch_model = build(nn).double(), build(torch.nn).double()
+    check_against_torch(model, torch_model, randn(5, 1, 8, 8))

@@ -71,7 +71,8 @@ AVG_CASES = [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1),
 @requires_torch
 @pytest.mark.parametrize("kwargs", AVG_CASES, ids=lambda k: ",".join(f"{a}={b}" for a, b in k.items()))
 def test_avg_pool2d_matches_torch(kwargs):
-    compare(lambda t: F.avg_pool2d(t, **kwargs), lambda t: torch.nn.functional.avg_pool2d(t, **kwargs), randn(2, 3, 9, 8))
+    compare(lambda t: F.avg_pool2d(t, **kwargs), lambda t: torch.nn.functional.avg_pool2d(t, **kwargs),
+            randn(2, 3, 9, 8))
     layer, torch_layer = nn.AvgPool2d(**kwargs), torch.nn.AvgPool2d(**kwargs)
     compare(layer, torch_layer, randn(3, 9, 8))
     assert repr(layer) == repr(torch_layer)

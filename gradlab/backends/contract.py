@@ -52,7 +52,7 @@ PRIMITIVES = {
     "take_along_axis": "gather values along one axis by an index array",
     "tril triu": "keep the lower / upper triangle of the last two axes",
     "is_contiguous": "whether the array is laid out row-major without gaps",
-    "sliding_windows": "every window along some axes as a read-only view: axes become window counts, window dims appended",
+    "sliding_windows": "every window along some axes as a read-only view (axes become window counts, window dims last)",
     "fold_windows": "the adjoint of sliding_windows: each window element added back where it was taken from",
     # linear algebra
     "matmul": "matrix product with batch broadcasting",

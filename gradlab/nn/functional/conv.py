@@ -107,7 +107,8 @@ class ConvNd(Function):
         x, w = ctx.saved_tensors
         needs = ctx.needs_input_grad
         grad_x = ConvTransposeNd.apply(grad, w, x.shape[2:], ctx.geo) if needs[0] else None
-        grad_w = ConvWeightGrad.apply(x, grad, w.shape[2:], ctx.geo, ctx.cols) if needs[1] else None
+        cols, ctx.cols = ctx.cols, None  # used once: a second backward (retain_graph) recomputes them
+        grad_w = ConvWeightGrad.apply(x, grad, w.shape[2:], ctx.geo, cols) if needs[1] else None
         grad_b = grad.sum((0,) + _spatial_axes(grad.ndim - 2)) if needs[2] else None
         return grad_x, grad_w, grad_b, None
 
