@@ -106,7 +106,7 @@ def _with_fields(text: str, fields: list, indent: int) -> str:
 def format_tensor(t) -> str:
     """``repr`` of a gradlab tensor, laid out as PyTorch lays out the same tensor."""
     prefix = "tensor("
-    array = np.asarray(t.device.backend.to_numpy(t.data))
+    array = np.asarray(t.device.backend.to_numpy(t.array))
     dtype = t.dtype
     fields = []
     if t.device is not default_device():

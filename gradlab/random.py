@@ -69,7 +69,7 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
     """Normal random numbers; ``mean``/``std`` may be tensors (elementwise) or numbers with a ``size``."""
     if isinstance(std, Tensor):
         backend = std.device.backend
-        if bool(backend.to_numpy(backend.any(backend.lt(std.data, 0)))):
+        if bool(backend.to_numpy(backend.any(backend.lt(std.array, 0)))):
             raise RuntimeError("normal: expected all elements of std >= 0.0, but some are negative")
     elif std < 0:
         raise RuntimeError(f"normal: expected std >= 0.0, but found std {std}")

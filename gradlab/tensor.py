@@ -37,12 +37,12 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
              IndexingMethods, LinalgMethods):
     """A multi-dimensional array that can remember how it was computed.
 
-    ``data`` is the backend's array (a numpy ndarray on 'cpu'); ``device`` says which backend.
+    ``array`` is the backend's array (a numpy ndarray on 'cpu'); ``device`` says which backend.
     Set ``requires_grad=True`` on the tensors you want gradients for; every operation on them
     is recorded, and ``backward()`` fills their ``.grad``.
     """
 
-    __slots__ = ("data", "device")
+    __slots__ = ("array", "device")
 
     def __init__(self, data=None, dtype=None, device=None, requires_grad=False):
         source = as_backend_array(data if data is not None else [], dtype, device, "Tensor")
@@ -50,12 +50,28 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
         if requires_grad:
             self.requires_grad_(True)
 
+    @property
+    def data(self) -> "Tensor":
+        """PyTorch's ``.data``: the same memory as a tensor outside the graph (``w.data -= lr * g``).
+
+        Assigning a tensor to it swaps this tensor's values (and shape) for that tensor's, leaving
+        the history alone. The backend array itself is ``.array``.
+        """
+        return self.detach()
+
+    @data.setter
+    def data(self, value) -> None:
+        if not isinstance(value, Tensor):
+            raise TypeError(f"Tensor.data must be set to a gradlab Tensor, got {type(value).__name__}; "
+                            "wrap it first: gradlab.tensor(value)")
+        self.array, self.device = value.array, value.device
+
     # --- making tensors inside the library -------------------------------------------------------
 
     def _wrap(self, array, device=None) -> "Tensor":
         """A new tensor holding ``array`` on this tensor's device (ops make their outputs this way)."""
         t = _new(Tensor)
-        t.data = array
+        t.array = array
         t.device = device or self.device
         t.requires_grad = False
         t.grad = None
@@ -76,27 +92,27 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
 
     @property
     def shape(self) -> tuple:
-        return self.data.shape
+        return self.array.shape
 
     @property
     def dtype(self) -> dt.DType:
-        return _NATIVE_TO_DTYPE[self.data.dtype]
+        return _NATIVE_TO_DTYPE[self.array.dtype]
 
     @property
     def ndim(self) -> int:
-        return len(self.data.shape)
+        return len(self.array.shape)
 
     def dim(self) -> int:
-        return len(self.data.shape)
+        return len(self.array.shape)
 
     def size(self, dim=None):
         if dim is None:
-            return self.data.shape
-        return self.data.shape[normalize_dim("size", dim, self.ndim)]
+            return self.array.shape
+        return self.array.shape[normalize_dim("size", dim, self.ndim)]
 
     def numel(self) -> int:
         n = 1
-        for s in self.data.shape:
+        for s in self.array.shape:
             n *= s
         return n
 
@@ -117,7 +133,7 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
         return self.dtype.is_floating_point
 
     def is_contiguous(self) -> bool:
-        return bool(self.device.backend.is_contiguous(self.data))
+        return bool(self.device.backend.is_contiguous(self.array))
 
     @property
     def is_cuda(self) -> bool:
@@ -128,7 +144,7 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
         return bool(getattr(self, "_retains_grad", False))
 
     def stride(self, dim=None):
-        strides = tuple(s // self.dtype.itemsize for s in getattr(self.data, "strides", ()))
+        strides = tuple(s // self.dtype.itemsize for s in getattr(self.array, "strides", ()))
         return strides if dim is None else strides[dim]
 
     # --- reading values back ---------------------------------------------------------------------
@@ -138,7 +154,7 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
         if self.requires_grad:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
         self.device.backend.synchronize()
-        return self.device.backend.to_numpy(self.data)
+        return self.device.backend.to_numpy(self.array)
 
     def item(self):
         """The single value of a one-element tensor as a Python number."""
@@ -147,10 +163,10 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
                 f"item: a Tensor with {self.numel()} elements cannot be converted to a Python number; "
                 f"only one-element tensors can (this one has shape {shape_str(self.shape)}). Index or reduce it first."
             )
-        return self.device.backend.to_numpy(self.data).reshape(()).item()
+        return self.device.backend.to_numpy(self.array).reshape(()).item()
 
     def tolist(self):
-        return self.device.backend.to_numpy(self.data).tolist()
+        return self.device.backend.to_numpy(self.array).tolist()
 
     def __array__(self, dtype=None, copy=None):
         array = self.detach().numpy()
@@ -162,12 +178,12 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
         return format_tensor(self)
 
     def __len__(self) -> int:
-        if not self.data.shape:
+        if not self.array.shape:
             raise TypeError("len() of a 0-d tensor")
-        return self.data.shape[0]
+        return self.array.shape[0]
 
     def __iter__(self):
-        if not self.data.shape:
+        if not self.array.shape:
             raise TypeError("iteration over a 0-d tensor")
         return iter(self.unbind(0))
 
@@ -202,7 +218,7 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
 
     def __format__(self, spec):
         """A 0-d tensor formats as its number (f"{loss:.3f}"); any other tensor only as its repr."""
-        if not self.data.shape:
+        if not self.array.shape:
             return format(self.item(), spec)
         if spec:
             raise TypeError(f"unsupported format string {spec!r} passed to Tensor.__format__: only 0-d tensors "
@@ -210,12 +226,12 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
         return repr(self)
 
     def __reduce__(self):
-        return (_rebuild, (self.device.backend.to_numpy(self.data), self.dtype.name, str(self.device), self.requires_grad))
+        return (_rebuild, (self.device.backend.to_numpy(self.array), self.dtype.name, str(self.device), self.requires_grad))
 
     def __deepcopy__(self, memo):
         if not self.is_leaf:
             raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support the deepcopy protocol")
-        copy = type(self)._from_array(self.device.backend.copy(self.data), self.device)
+        copy = type(self)._from_array(self.device.backend.copy(self.array), self.device)
         copy.requires_grad = self.requires_grad
         if self.grad is not None:
             copy.grad = self.grad.__deepcopy__(memo)
@@ -232,7 +248,7 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
 
     def detach(self) -> "Tensor":
         """The same data (and version counter), cut out of the graph: no grad_fn, requires_grad False."""
-        t = self._wrap(self.data)
+        t = self._wrap(self.array)
         t._version = self._version
         return t
 
@@ -387,7 +403,7 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
             t = me()
             if t is not None:
                 grad = grad.detach()
-                t.grad = grad._wrap(grad.device.backend.copy(grad.data)) if t.grad is None else t.grad + grad
+                t.grad = grad._wrap(grad.device.backend.copy(grad.array)) if t.grad is None else t.grad + grad
 
         keep.keeps_grad = True
         self._retains_grad = keep
@@ -420,7 +436,7 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
                 f"(this {describe(self)} is a view of another tensor, so the other tensor's history would be wrong); "
                 "use the out-of-place form, or .clone() the view first"
             )
-        before = self._wrap(self.device.backend.copy(self.data))
+        before = self._wrap(self.device.backend.copy(self.array))
         before.requires_grad, before.grad_fn, before._output_nr = self.requires_grad, self.grad_fn, self._output_nr
         result = compute(before, *args)
         if result.grad_fn is None and result.requires_grad:
@@ -449,7 +465,7 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
                 )
             result = result.to(self.dtype)
         try:
-            self.device.backend.setitem(self.data, Ellipsis, result.data)
+            self.device.backend.setitem(self.array, Ellipsis, result.array)
         except ValueError as error:
             raise RuntimeError(
                 f"{op}: unsupported operation: more than one element of the written-to tensor refers to a single "
@@ -549,7 +565,7 @@ class _TensorHookHandle:
 
 
 def _init(t, array, device) -> None:
-    t.data = array
+    t.array = array
     t.device = device
     t.requires_grad = False
     t.grad = None
@@ -631,7 +647,7 @@ def as_backend_array(data, dtype, device, op: str, copy: bool = False):
         device = resolve_device(device) if device is not None else data.device
         dtype = dt.as_dtype(dtype) if dtype is not None else data.dtype
         data.device.backend.synchronize()
-        data = data.device.backend.to_numpy(data.data)
+        data = data.device.backend.to_numpy(data.array)
     else:
         device = resolve_device(device)
     try:

@@ -397,3 +397,31 @@ def default_float64():
     gl.set_default_dtype(gl.float64)
     yield
     gl.set_default_dtype(gl.float32)
+
+
+def test_data_is_the_same_memory_outside_the_graph():
+    w = gl.tensor([1.0, 2.0], requires_grad=True)
+    d = w.data
+    assert isinstance(d, gl.Tensor) and not d.requires_grad and d.grad_fn is None
+    d.mul_(3)  # the classic manual update: changes w without recording anything
+    assert w.tolist() == [3.0, 6.0] and w.requires_grad and w.is_leaf
+
+
+def test_manual_sgd_through_data():
+    w = gl.tensor([1.0, -2.0], requires_grad=True)
+    (w * w).sum().backward()
+    w.data -= 0.25 * w.grad
+    assert w.tolist() == [0.5, -1.0] and w.is_leaf and w.requires_grad
+
+
+def test_assigning_data_swaps_values_and_shape():
+    w = gl.zeros(2, requires_grad=True)
+    w.data = gl.ones(3)
+    assert w.shape == (3,) and w.tolist() == [1.0, 1.0, 1.0] and w.requires_grad
+    with pytest.raises(TypeError, match="Tensor.data must be set to a gradlab Tensor"):
+        w.data = [1.0, 2.0]
+
+
+def test_array_is_the_backend_array():
+    t = gl.tensor([1.0, 2.0])
+    assert isinstance(t.array, np.ndarray) and np.shares_memory(t.array, t.numpy())

@@ -89,4 +89,4 @@ def checked_backward(node, grads_in):
 
 def _has_nan(g) -> bool:
     backend = g.device.backend
-    return bool(backend.to_numpy(backend.any(backend.isnan(g.data), None, False)))
+    return bool(backend.to_numpy(backend.any(backend.isnan(g.array), None, False)))

@@ -217,7 +217,7 @@ def _run(edges, root_grads, keep_graph, create_graph, targets, captured, accumul
                 if buffer is None:
                     buffer = buffers[child] = [None] * len(child._output_shapes)
                 if g is not None:
-                    if not isinstance(g, TrackedTensor) or g.data.shape != child._output_shapes[nr]:
+                    if not isinstance(g, TrackedTensor) or g.array.shape != child._output_shapes[nr]:
                         g = _fit_gradient(node, child, nr, g)
                     old = buffer[nr]
                     buffer[nr] = g if old is None else _sum(old, g, create_graph)
@@ -358,7 +358,7 @@ def _sum(a, b, create_graph):
     """Two gradients for the same place: a differentiable sum under create_graph, else a plain one."""
     if create_graph:
         return a + b
-    return a._wrap(a.device.backend.add(a.data, b.data))
+    return a._wrap(a.device.backend.add(a.array, b.array))
 
 
 def _accumulate(leaf, g, create_graph) -> None:
@@ -366,7 +366,7 @@ def _accumulate(leaf, g, create_graph) -> None:
     if g.dtype is not leaf.dtype:  # a mixed-dtype op sent back its promoted dtype: .grad matches the tensor
         g = g.to(leaf.dtype)
     if leaf.grad is None:
-        leaf.grad = g if create_graph else g._wrap(g.device.backend.copy(g.data))
+        leaf.grad = g if create_graph else g._wrap(g.device.backend.copy(g.array))
     elif create_graph or leaf.grad.requires_grad:
         leaf.grad = leaf.grad + g
     else:

@@ -207,7 +207,7 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
 def _one_hot(like, flat_index: int):
     """A tensor shaped like ``like``: zero everywhere except a one at ``flat_index`` (row-major)."""
     e = zeros_like(like)
-    e.device.backend.setitem(e.data, tuple(int(i) for i in np.unravel_index(flat_index, e.shape)), 1)
+    e.device.backend.setitem(e.array, tuple(int(i) for i in np.unravel_index(flat_index, e.shape)), 1)
     return e
 
 

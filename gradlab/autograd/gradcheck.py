@@ -30,12 +30,12 @@ def _numerical_jacobian(fn, inputs, x, eps):
     backend = x.device.backend
     columns = []
     for index in np.ndindex(*x.shape):
-        original = float(backend.to_numpy(x.data)[index])
+        original = float(backend.to_numpy(x.array)[index])
         values = []
         for delta in (eps, -eps):
-            backend.setitem(x.data, index, original + delta)
+            backend.setitem(x.array, index, original + delta)
             values.append([np.array(o.detach().numpy(), dtype=np.float64).ravel() for o in _outputs(fn, inputs)])
-        backend.setitem(x.data, index, original)
+        backend.setitem(x.array, index, original)
         columns.append(np.concatenate([(p - m) / (2 * eps) for p, m in zip(*values)]) if values[0] else np.zeros(0))
     return np.stack(columns, axis=1) if columns else np.zeros((0, 0))
 
@@ -50,7 +50,7 @@ def _analytical_jacobian(fn, inputs, x):
                 rows.append(np.zeros(x.numel()))
                 continue
             seed = out.new_zeros(out.shape)
-            seed.device.backend.setitem(seed.data, index, 1)
+            seed.device.backend.setitem(seed.array, index, 1)
             (g,) = grad(out, x, seed, retain_graph=True, allow_unused=True)
             rows.append(np.zeros(x.numel()) if g is None else np.asarray(g.detach().numpy(), dtype=np.float64).ravel())
     return np.stack(rows, axis=0) if rows else np.zeros((0, x.numel()))

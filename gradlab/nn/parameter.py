@@ -19,7 +19,7 @@ class Parameter(Tensor):
             data = Tensor([])
         if not isinstance(data, Tensor):
             data = Tensor(data)
-        _init(self, data.data, data.device)  # shares memory with data, as PyTorch does
+        _init(self, data.array, data.device)  # shares memory with data, as PyTorch does
         if requires_grad:
             self.requires_grad_(True)
 

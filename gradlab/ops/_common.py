@@ -1,6 +1,6 @@
 """Helpers every op module shares: operands, broadcasting, dims, and error messages.
 
-Ops are written on gradlab Tensors but reach their data through ``x.data`` and their backend
+Ops are written on gradlab Tensors but reach their data through ``x.array`` and their backend
 through ``x.device.backend``; new tensors come from ``x._wrap(array)`` so this layer never needs
 to import the Tensor class above it.
 """
@@ -58,17 +58,17 @@ def binary_operands(op: str, a, b):
             )
         da, db = a.dtype, b.dtype
         if da is db:
-            return a.data, b.data, da
+            return a.array, b.array, da
         dtype = result_dtype(da, a.ndim, db, b.ndim)
         backend = a.device.backend
-        a_data = a.data if da is dtype else backend.astype(a.data, dtype)
-        b_data = b.data if db is dtype else backend.astype(b.data, dtype)
+        a_data = a.array if da is dtype else backend.astype(a.array, dtype)
+        b_data = b.array if db is dtype else backend.astype(b.array, dtype)
         return a_data, b_data, dtype
     if not isinstance(b, (int, float, bool)) and getattr(b, "shape", None) == () and hasattr(b, "item"):
         b = b.item()  # a numpy scalar counts as the Python number it holds, as in PyTorch
     if isinstance(b, (int, float, bool)):
         dtype = result_dtype_with_scalar(a.dtype, b)
-        a_data = a.data if a.dtype is dtype else a.device.backend.astype(a.data, dtype)
+        a_data = a.array if a.dtype is dtype else a.device.backend.astype(a.array, dtype)
         return a_data, b, dtype
     raise TypeError(f"{op}: unsupported operand {describe(b)}; expected a gradlab Tensor or a Python number")
 

@@ -60,13 +60,13 @@ Softplus = elementwise("softplus", _softplus, lambda g, x, y, beta, threshold:
 def _fused(x, kernel: str, dim: int):
     """Run the backend's softmax / log_softmax kernel along dim (a 0-d tensor is a 1-element row)."""
     backend = x.device.backend
-    data = x.data if x.ndim else backend.reshape(x.data, (1,))
+    data = x.array if x.ndim else backend.reshape(x.array, (1,))
     try:
         out = getattr(backend, kernel)(data, dim)
     except ValueError:  # the max of an empty row: an empty tensor gives an empty result
         if x.numel():
             raise
-        return backend.copy(x.data)
+        return backend.copy(x.array)
     return out if x.ndim else backend.reshape(out, ())
 
 

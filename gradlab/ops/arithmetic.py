@@ -18,8 +18,8 @@ from ._common import TrackedTensor, binary_operands, broadcast_shapes, describe,
 
 def _compute(op: str, primitive: str, a, b):
     """Run one binary primitive; a backend failure becomes an error naming op, shapes and fix."""
-    if isinstance(b, TrackedTensor) and a.data.dtype is b.data.dtype and a.device is b.device:
-        a_data, b_data = a.data, b.data  # the usual case: nothing to promote or check
+    if isinstance(b, TrackedTensor) and a.array.dtype is b.array.dtype and a.device is b.device:
+        a_data, b_data = a.array, b.array  # the usual case: nothing to promote or check
     else:
         a_data, b_data, _ = binary_operands(op, a, b)
     try:
@@ -126,7 +126,7 @@ class Neg(Function):
                 "neg: negation, the `-` operator, on a bool tensor is not supported. "
                 "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead."
             )
-        return a._wrap(a.device.backend.neg(a.data))
+        return a._wrap(a.device.backend.neg(a.array))
 
     @staticmethod
     def backward(ctx, grad):

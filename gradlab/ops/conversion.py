@@ -12,7 +12,7 @@ from ..autograd.function import Function
 class Clone(Function):
     @staticmethod
     def forward(ctx, x):
-        return x._wrap(x.device.backend.copy(x.data))
+        return x._wrap(x.device.backend.copy(x.array))
 
     @staticmethod
     def backward(ctx, grad):
@@ -25,7 +25,7 @@ class Cast(Function):
     @staticmethod
     def forward(ctx, x, dtype):
         ctx.dtype = x.dtype
-        return x._wrap(x.device.backend.astype(x.data, dtype))
+        return x._wrap(x.device.backend.astype(x.array, dtype))
 
     @staticmethod
     def backward(ctx, grad):
@@ -42,7 +42,7 @@ class ToDevice(Function):
         ctx.device = x.device
         source = x.device.backend
         x.device.backend.synchronize()
-        array = device.backend.asarray(source.to_numpy(x.data), x.dtype)
+        array = device.backend.asarray(source.to_numpy(x.array), x.dtype)
         return x._wrap(array, device)
 
     @staticmethod

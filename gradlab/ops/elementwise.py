@@ -54,7 +54,7 @@ def elementwise(op: str, compute, gradient=None, inputs: str = "float", saves: s
         def forward(ctx, x, *params):
             if not x.dtype.is_floating_point and inputs != "any":
                 x = _check_input(op, x, inputs)
-            out = x._wrap(compute(x.device.backend, x.data, *params))
+            out = x._wrap(compute(x.device.backend, x.array, *params))
             if gradient is not None:
                 ctx.save_for_backward(x if save_x else None, out if save_out else None)
                 ctx.params = params
@@ -149,7 +149,7 @@ def _operand(bound, dtype):
     """A bound as the backend wants it: a Python number as it is, a tensor's array in dtype."""
     if not isinstance(bound, TrackedTensor):
         return bound
-    return bound.data if bound.dtype is dtype else bound.device.backend.astype(bound.data, dtype)
+    return bound.array if bound.dtype is dtype else bound.device.backend.astype(bound.array, dtype)
 
 
 def _clamp_dtype(x, lo, hi):
@@ -171,7 +171,7 @@ class Clamp(Function):
     def forward(ctx, x, lo, hi):
         dtype = _clamp_dtype(x, lo, hi)
         backend = x.device.backend
-        out = x.data if x.dtype is dtype else backend.astype(x.data, dtype)
+        out = x.array if x.dtype is dtype else backend.astype(x.array, dtype)
         try:
             if lo is not None:
                 out = backend.maximum(out, _operand(lo, dtype))
@@ -258,7 +258,7 @@ class Where(Function):
         a_data, b_data, dtype = _where_operands(cond, a, b)
         backend = cond.device.backend
         try:
-            out = backend.where(cond.data, a_data, b_data)
+            out = backend.where(cond.array, a_data, b_data)
         except ValueError:
             _explain_broadcast("where", cond, a, b)
             raise

@@ -28,7 +28,7 @@ class GetItem(Function):
     @staticmethod
     def forward(ctx, x, index):
         ctx.shape, ctx.index = x.shape, index
-        out = x.device.backend.getitem(x.data, index)
+        out = x.device.backend.getitem(x.array, index)
         return x._view_of(out) if all(type(item) in _BASIC for item in index) else x._wrap(out)
 
     @staticmethod
@@ -45,7 +45,7 @@ class IndexPut(Function):
     def forward(ctx, x, index, value):
         ctx.index, ctx.value_shape, ctx.value_dtype = index, _shape(value), _dtype(value)
         backend = x.device.backend
-        out = backend.copy(x.data)
+        out = backend.copy(x.array)
         backend.setitem(out, index, _value_data(x, value))
         return x._wrap(out)
 
@@ -62,7 +62,7 @@ class IndexAdd(Function):
     def forward(ctx, x, index, value):
         ctx.index, ctx.value_shape, ctx.value_dtype = index, _shape(value), _dtype(value)
         backend = x.device.backend
-        out = backend.copy(x.data)
+        out = backend.copy(x.array)
         backend.add_at(out, index, _value_data(x, value))
         return x._wrap(out)
 
@@ -79,7 +79,7 @@ class MaskedFill(Function):
         ctx.save_for_backward(mask)
         ctx.x_shape, ctx.value_dtype = x.shape, _dtype(value)
         backend = x.device.backend
-        out = backend.where(mask.data, _value_data(x, value), x.data)
+        out = backend.where(mask.array, _value_data(x, value), x.array)
         return x._wrap(out if backend.dtype_of(out) is x.dtype else backend.astype(out, x.dtype))
 
     @staticmethod
@@ -99,7 +99,7 @@ class Tril(Function):
     def forward(ctx, x, diagonal):
         _check_matrices("tril", x)
         ctx.diagonal = diagonal
-        return x._wrap(x.device.backend.tril(x.data, diagonal))
+        return x._wrap(x.device.backend.tril(x.array, diagonal))
 
     @staticmethod
     def backward(ctx, grad):
@@ -113,7 +113,7 @@ class Triu(Function):
     def forward(ctx, x, diagonal):
         _check_matrices("triu", x)
         ctx.diagonal = diagonal
-        return x._wrap(x.device.backend.triu(x.data, diagonal))
+        return x._wrap(x.device.backend.triu(x.array, diagonal))
 
     @staticmethod
     def backward(ctx, grad):
@@ -138,7 +138,7 @@ def _value_data(x, value):
     if value.device is not x.device:
         raise RuntimeError(f"indexing: expected the value on {x.device} like the tensor, got {describe(value)}; "
                            f"move it with .to('{x.device}')")
-    return value.data if value.dtype is x.dtype else x.device.backend.astype(value.data, x.dtype)
+    return value.array if value.dtype is x.dtype else x.device.backend.astype(value.array, x.dtype)
 
 
 def _value_grad(ctx, grad):
@@ -206,9 +206,9 @@ def _index_data(op, x, index, in_key=False):
                            f"move them with .to('{x.device}')")
     dtype = index.dtype
     if dtype is int64 or dtype is bool_ and in_key:
-        return index.data
+        return index.array
     if dtype is int32:
-        return x.device.backend.astype(index.data, int64)
+        return x.device.backend.astype(index.array, int64)
     kinds = "long, int or bool tensors" if in_key else "int64 (or int32) tensors"
     raise IndexError(f"{op}: tensors used as indices must be {kinds}, got {describe(index)}; "
                      "convert it with .long()" + (", or compare it (x > 0) to get a mask" if in_key else ""))
@@ -226,7 +226,7 @@ def _apply(op, function, x, index, *value):
     except ValueError:
         if not value:
             raise
-        region = x.device.backend.getitem(x.data, index).shape
+        region = x.device.backend.getitem(x.array, index).shape
         raise RuntimeError(f"{op}: shape mismatch: value {describe(value[0])} cannot be broadcast to the indexed "
                            f"region of shape {shape_str(region)}") from None
 
@@ -402,8 +402,8 @@ def one_hot(tensor, num_classes=-1):
         if num_classes == -1:
             raise RuntimeError("one_hot: Can not infer total number of classes from empty tensor; pass num_classes")
     else:
-        low = int(backend.to_numpy(backend.min(tensor.data)))
-        high = int(backend.to_numpy(backend.max(tensor.data)))
+        low = int(backend.to_numpy(backend.min(tensor.array)))
+        high = int(backend.to_numpy(backend.max(tensor.array)))
         if low < 0:
             raise RuntimeError(f"one_hot: Class values must be non-negative, got {low}")
         if num_classes == -1:
@@ -411,7 +411,7 @@ def one_hot(tensor, num_classes=-1):
         elif high >= num_classes:
             raise RuntimeError(f"one_hot: Class values must be smaller than num_classes ({num_classes}), got {high}")
     classes = backend.arange(0, num_classes, 1, int64)
-    hot = backend.eq(backend.reshape(tensor.data, tensor.shape + (1,)), classes)
+    hot = backend.eq(backend.reshape(tensor.array, tensor.shape + (1,)), classes)
     return tensor._wrap(backend.astype(hot, int64))
 
 

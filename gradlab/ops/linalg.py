@@ -25,7 +25,7 @@ class Matmul(Function):
         _check_pair("matmul", a, b)
         ctx.save_for_backward(a, b)
         try:
-            return a._wrap(a.device.backend.matmul(a.data, b.data))
+            return a._wrap(a.device.backend.matmul(a.array, b.array))
         except ValueError:
             raise _shape_error("matmul", a.shape, b.shape) from None
 
@@ -159,7 +159,7 @@ class Einsum(Function):
         ctx.terms, ctx.out = terms, out
         ctx.save_for_backward(*operands)
         try:
-            result = first.device.backend.einsum(",".join(terms) + "->" + out, *(x.data for x in operands))
+            result = first.device.backend.einsum(",".join(terms) + "->" + out, *(x.array for x in operands))
         except ValueError:
             raise _size_error(terms, [x.shape for x in operands]) from None
         if len(terms) == 1 and set(terms[0]) == set(out):  # only permutes / takes a diagonal: a view, as in PyTorch

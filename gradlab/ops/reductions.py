@@ -67,7 +67,7 @@ def _accumulate_dtype(x, dtype):
 
 
 def _data_as(x, dtype):
-    return x.data if x.dtype is dtype else x.device.backend.astype(x.data, dtype)
+    return x.array if x.dtype is dtype else x.device.backend.astype(x.array, dtype)
 
 
 def _empty_error(op: str, x, dim, unspecified=RuntimeError):
@@ -180,7 +180,7 @@ class Amax(Function):
         axes = _axes(op, x, dim)
         _remember(ctx, x, axes, keepdim)
         try:
-            out = x._wrap(getattr(x.device.backend, ctx.function.reduce)(x.data, axes, keepdim))
+            out = x._wrap(getattr(x.device.backend, ctx.function.reduce)(x.array, axes, keepdim))
         except ValueError:
             raise _empty_error(op, x, dim) from None
         ctx.save_for_backward(x, out)
@@ -205,7 +205,7 @@ class MaxDim(Function):
     def forward(ctx, x, dim, keepdim, op):
         axis = normalize_dim(op, dim, x.ndim)
         backend = x.device.backend
-        data = x.data if x.ndim else backend.reshape(x.data, (1,))
+        data = x.array if x.ndim else backend.reshape(x.array, (1,))
         try:
             index = _exactly(backend, getattr(backend, ctx.function.arg)(data, axis, True), dt.int64)
         except ValueError:
@@ -242,10 +242,10 @@ class Argmax(Function):
     def forward(ctx, x, dim, keepdim, op):
         backend = x.device.backend
         if dim is None:
-            axis, data = None, x.data
+            axis, data = None, x.array
         else:
             axis = normalize_dim(op, dim, x.ndim)
-            data = x.data if x.ndim else backend.reshape(x.data, (1,))
+            data = x.array if x.ndim else backend.reshape(x.array, (1,))
         try:
             index = getattr(backend, ctx.function.arg)(data, axis, keepdim and x.ndim > 0)
         except ValueError:
@@ -273,7 +273,7 @@ def _variance(ctx, op, x, dim, correction, keepdim):
     count = _count(x.shape, axes)
     ctx.divisor = builtins.max(0, count - correction)
     backend = x.device.backend
-    centered = backend.sub(x.data, backend.div(backend.sum(x.data, axes, True), count))
+    centered = backend.sub(x.array, backend.div(backend.sum(x.array, axes, True), count))
     return backend.div(backend.sum(backend.mul(centered, centered), axes, keepdim), ctx.divisor)
 
 
@@ -320,7 +320,7 @@ class LogSumExp(Function):
         _remember(ctx, x, axes, keepdim)
         backend = x.device.backend
         try:
-            out = backend.logsumexp(x.data, axes, keepdim)
+            out = backend.logsumexp(x.array, axes, keepdim)
         except ValueError:  # the backend found no maximum of an empty slice: log(0) = -inf
             out = backend.full(_reduced_shape(x.shape, axes, keepdim), -math.inf, x.dtype)
         out = x._wrap(out)
@@ -347,18 +347,18 @@ class Norm(Function):
         ctx.p = p
         backend = x.device.backend
         if p == 2:
-            out = backend.sqrt(backend.sum(backend.mul(x.data, x.data), axes, keepdim))
+            out = backend.sqrt(backend.sum(backend.mul(x.array, x.array), axes, keepdim))
         elif p == 1:
-            out = backend.sum(backend.abs(x.data), axes, keepdim)
+            out = backend.sum(backend.abs(x.array), axes, keepdim)
         elif p == 0:
-            out = backend.astype(backend.sum(backend.ne(x.data, 0), axes, keepdim), x.dtype)
+            out = backend.astype(backend.sum(backend.ne(x.array, 0), axes, keepdim), x.dtype)
         elif math.isinf(p):
             try:
-                out = (backend.max if p > 0 else backend.min)(backend.abs(x.data), axes, keepdim)
+                out = (backend.max if p > 0 else backend.min)(backend.abs(x.array), axes, keepdim)
             except ValueError:
                 raise _empty_error("norm", x, dim) from None
         else:
-            out = backend.pow(backend.sum(backend.pow(backend.abs(x.data), p), axes, keepdim), 1.0 / p)
+            out = backend.pow(backend.sum(backend.pow(backend.abs(x.array), p), axes, keepdim), 1.0 / p)
         out = x._wrap(out)
         ctx.save_for_backward(x, out)
         return out
@@ -452,7 +452,7 @@ class All(Function):
         axes = normalize_dims(ctx.function.reduce, dim, x.ndim)  # here dim=() reduces nothing, as in PyTorch
         if not x.ndim:
             axes = ()
-        return x._wrap(getattr(x.device.backend, ctx.function.reduce)(x.data, axes, keepdim))
+        return x._wrap(getattr(x.device.backend, ctx.function.reduce)(x.array, axes, keepdim))
 
     @staticmethod
     def backward(ctx, grad):

@@ -85,7 +85,7 @@ def _view_possible(shape: tuple, strides: tuple, new_shape: tuple) -> bool:
 
 
 def _viewable(x, new_shape: tuple) -> bool:
-    if x.device.backend.is_contiguous(x.data):
+    if x.device.backend.is_contiguous(x.array):
         return True
     strides = x.stride()
     return len(strides) == x.ndim and _view_possible(x.shape, strides, new_shape)
@@ -103,14 +103,14 @@ class Reshape(Function):
         ctx.shape = x.shape
         backend = x.device.backend
         if _viewable(x, shape):
-            return x._view_of(backend.reshape(x.data, shape))
+            return x._view_of(backend.reshape(x.array, shape))
         if not ctx.function.copies:
             raise RuntimeError(
                 f"view size is not compatible with input tensor's size and stride (at least one dimension spans "
                 f"across two contiguous subspaces): shape {list(x.shape)} with strides {list(x.stride())} cannot "
                 f"be viewed as {list(shape)}. Use .reshape(...) instead."
             )
-        return x._wrap(backend.reshape(backend.copy(x.data), shape))
+        return x._wrap(backend.reshape(backend.copy(x.array), shape))
 
     @staticmethod
     def backward(ctx, grad):
@@ -189,7 +189,7 @@ class Permute(Function):
     @staticmethod
     def forward(ctx, x, dims):
         ctx.dims = dims
-        return x._view_of(x.device.backend.permute(x.data, dims))
+        return x._view_of(x.device.backend.permute(x.array, dims))
 
     @staticmethod
     def backward(ctx, grad):
@@ -273,7 +273,7 @@ class Expand(Function):
     def forward(ctx, x, shape):
         ctx.shape = x.shape
         try:
-            return x._view_of(x.device.backend.broadcast_to(x.data, shape))
+            return x._view_of(x.device.backend.broadcast_to(x.array, shape))
         except ValueError:
             _check_expand(x.shape, shape)
             raise
@@ -325,7 +325,7 @@ class Repeat(Function):
         ctx.shape = x.shape
         ctx.tiled = tuple(v for r, n in zip(sizes, shape) for v in (r, n))
         backend = x.device.backend
-        spread = backend.broadcast_to(backend.reshape(x.data, tuple(v for n in shape for v in (1, n))), ctx.tiled)
+        spread = backend.broadcast_to(backend.reshape(x.array, tuple(v for n in shape for v in (1, n))), ctx.tiled)
         return x._wrap(backend.reshape(backend.copy(spread), tuple(r * n for r, n in zip(sizes, shape))))
 
     @staticmethod
@@ -362,7 +362,7 @@ class Flip(Function):
         ctx.axes = axes
         backend = x.device.backend
         # numpy's flip is a view with negative strides; PyTorch's flip is a copy, and so is this one
-        return x._wrap(backend.copy(backend.flip(x.data, axes)))
+        return x._wrap(backend.copy(backend.flip(x.array, axes)))
 
     @staticmethod
     def backward(ctx, grad):
@@ -375,7 +375,7 @@ class Roll(Function):
     @staticmethod
     def forward(ctx, x, shifts, axes):
         ctx.shifts, ctx.axes = shifts, axes
-        return x._wrap(x.device.backend.roll(x.data, shifts, axes))
+        return x._wrap(x.device.backend.roll(x.array, shifts, axes))
 
     @staticmethod
     def backward(ctx, grad):
@@ -414,7 +414,7 @@ class Pad(Function):
     def forward(ctx, x, widths, value):
         ctx.widths = widths
         backend = x.device.backend
-        data = x.data
+        data = x.array
         if any(lo < 0 or hi < 0 for lo, hi in widths):
             kept = tuple(slice(max(-lo, 0), n - max(-hi, 0)) for (lo, hi), n in zip(widths, x.shape))
             data = backend.getitem(data, kept)
@@ -433,7 +433,7 @@ class Narrow(Function):
     @staticmethod
     def forward(ctx, x, axis, start, length):
         ctx.widths = tuple((start, n - start - length) if i == axis else (0, 0) for i, n in enumerate(x.shape))
-        return x._view_of(x.device.backend.getitem(x.data, (slice(None),) * axis + (slice(start, start + length),)))
+        return x._view_of(x.device.backend.getitem(x.array, (slice(None),) * axis + (slice(start, start + length),)))
 
     @staticmethod
     def backward(ctx, grad):
@@ -448,7 +448,7 @@ class Split(Function):
         ctx.axis = axis
         backend, head, start, pieces = x.device.backend, (slice(None),) * axis, 0, []
         for n in sizes:
-            pieces.append(x._view_of(backend.getitem(x.data, head + (slice(start, start + n),))))
+            pieces.append(x._view_of(backend.getitem(x.array, head + (slice(start, start + n),))))
             start += n
         return tuple(pieces)
 
@@ -464,7 +464,7 @@ class Unbind(Function):
     def forward(ctx, x, axis):
         ctx.axis = axis
         backend, head = x.device.backend, (slice(None),) * axis
-        return tuple(x._view_of(backend.getitem(x.data, head + (i,))) for i in range(x.shape[axis]))
+        return tuple(x._view_of(backend.getitem(x.array, head + (i,))) for i in range(x.shape[axis]))
 
     @staticmethod
     def backward(ctx, *grads):
@@ -620,7 +620,7 @@ def _join_operands(op: str, tensors: tuple):
         else:
             dtype = promote(dtype, t.dtype)
     backend = device.backend
-    return [t.data if t.dtype is dtype else backend.astype(t.data, dtype) for t in tensors]
+    return [t.array if t.dtype is dtype else backend.astype(t.array, dtype) for t in tensors]
 
 
 def _is_legacy_empty(t) -> bool:

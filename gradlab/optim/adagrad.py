@@ -35,6 +35,6 @@ class Adagrad(Optimizer):
         state = self.state[p] or self._init_state(p, group)  # a group added after construction
         step = _advance(state)
         total = state["sum"]
-        total.data = b.add(total.data, b.mul(grad, grad))
+        total.array = b.add(total.array, b.mul(grad, grad))
         clr = group["lr"] / (1 + (step - 1) * group["lr_decay"])
-        return b.mul(b.div(grad, b.add(b.sqrt(total.data), group["eps"])), clr)
+        return b.mul(b.div(grad, b.add(b.sqrt(total.array), group["eps"])), clr)

@@ -36,7 +36,7 @@ class Adam(Optimizer):
         exp_avg_sq = _average_square_(state["exp_avg_sq"], grad, beta2)
         if group["amsgrad"]:
             biggest = state["max_exp_avg_sq"]
-            exp_avg_sq = biggest.data = b.maximum(biggest.data, exp_avg_sq)
+            exp_avg_sq = biggest.array = b.maximum(biggest.array, exp_avg_sq)
         step_size = group["lr"] / (1 - beta1 ** step)
         denom = b.add(b.div(b.sqrt(exp_avg_sq), (1 - beta2 ** step) ** 0.5), group["eps"])
         return b.mul(b.div(exp_avg, denom), step_size)

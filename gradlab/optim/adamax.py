@@ -26,5 +26,5 @@ class Adamax(Optimizer):
         step = _advance(state)
         exp_avg = _lerp_(state["exp_avg"], grad, 1 - beta1)
         exp_inf = state["exp_inf"]
-        exp_inf.data = b.maximum(b.mul(exp_inf.data, beta2), b.add(b.abs(grad), group["eps"]))
-        return b.mul(b.div(exp_avg, exp_inf.data), group["lr"] / (1 - beta1 ** step))
+        exp_inf.array = b.maximum(b.mul(exp_inf.array, beta2), b.add(b.abs(grad), group["eps"]))
+        return b.mul(b.div(exp_avg, exp_inf.array), group["lr"] / (1 - beta1 ** step))

@@ -28,6 +28,6 @@ class Lion(Optimizer):
             state["exp_avg"] = _zeros_like(p)
         beta1, beta2 = group["betas"]
         exp_avg = state["exp_avg"]
-        direction = b.sign(b.add(b.mul(exp_avg.data, beta1), b.mul(grad, 1 - beta1)))
-        exp_avg.data = b.add(b.mul(exp_avg.data, beta2), b.mul(grad, 1 - beta2))
+        direction = b.sign(b.add(b.mul(exp_avg.array, beta1), b.mul(grad, 1 - beta1)))
+        exp_avg.array = b.add(b.mul(exp_avg.array, beta2), b.mul(grad, 1 - beta2))
         return b.mul(direction, group["lr"])

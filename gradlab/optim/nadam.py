@@ -36,7 +36,7 @@ class NAdam(Optimizer):
         mu = beta1 * (1.0 - 0.5 * 0.96 ** (step * decay))
         mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * decay))
         product = state["mu_product"]
-        product.data = b.mul(product.data, mu)  # kept as a tensor (float32 by default), as PyTorch rounds it
+        product.array = b.mul(product.array, mu)  # kept as a tensor (float32 by default), as PyTorch rounds it
         mu_product = product.item()
         exp_avg = _lerp_(state["exp_avg"], grad, 1 - beta1)
         exp_avg_sq = _average_square_(state["exp_avg_sq"], grad, beta2)

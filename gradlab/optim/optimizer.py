@@ -4,7 +4,7 @@ An optimizer keeps ``param_groups`` (lists of parameters sharing options such as
 (each parameter's running buffers, e.g. Adam's moments). ``step()`` reads every ``p.grad`` and moves
 ``p`` in place; ``state_dict()`` saves both in PyTorch's format, parameters replaced by their index.
 
-The arithmetic runs on the backend arrays (``p.data``) through the backend's primitives: nothing is
+The arithmetic runs on the backend arrays (``p.array``) through the backend's primitives: nothing is
 recorded, no Function objects are made, and each parameter is written once per step.
 """
 
@@ -117,18 +117,18 @@ class Optimizer:
                 if p.grad is None:
                     continue
                 backend = p.device.backend
-                grad = backend.neg(p.grad.data) if maximize else p.grad.data
+                grad = backend.neg(p.grad.array) if maximize else p.grad.array
                 if weight_decay != 0 and not decoupled:
-                    grad = backend.add(grad, backend.mul(p.data, weight_decay))
+                    grad = backend.add(grad, backend.mul(p.array, weight_decay))
                 delta = self._delta(p, grad, group)
                 if decay:
-                    delta = backend.add(delta, backend.mul(p.data, decay))
-                backend.isub(p.data, delta)
+                    delta = backend.add(delta, backend.mul(p.array, decay))
+                backend.isub(p.array, delta)
                 p._version[0] += 1  # an in-place change: graphs that saved p notice it
         return loss
 
     def _delta(self, p, grad, group):
-        """The amount to subtract from ``p.data`` this step, given the (backend array) gradient."""
+        """The amount to subtract from ``p.array`` this step, given the (backend array) gradient."""
         raise NotImplementedError(f"{type(self).__name__} must define step() or _delta(p, grad, group)")
 
     def zero_grad(self, set_to_none: bool = True) -> None:
@@ -222,26 +222,26 @@ def _new_step() -> Tensor:
 def _advance(state: dict) -> float:
     """Add one to ``state['step']`` and return the new count as a Python number."""
     step = state["step"]
-    step.data = step.device.backend.add(step.data, 1)
+    step.array = step.device.backend.add(step.array, 1)
     return step.item()
 
 
 def _lerp_(buffer: Tensor, end, weight: float):
     """buffer += weight * (end - buffer), computed the way torch.lerp rounds it; returns the new array."""
-    b, old = buffer.device.backend, buffer.data
+    b, old = buffer.device.backend, buffer.array
     if weight < 0.5:
         new = b.add(old, b.mul(b.sub(end, old), weight))
     else:
         new = b.sub(end, b.mul(b.sub(end, old), 1 - weight))
-    buffer.data = new
+    buffer.array = new
     return new
 
 
 def _average_square_(buffer: Tensor, grad, beta: float):
     """buffer = beta * buffer + (1 - beta) * grad²: the running mean of squared gradients; returns it."""
     b = buffer.device.backend
-    buffer.data = b.add(b.mul(buffer.data, beta), b.mul(b.mul(grad, 1 - beta), grad))
-    return buffer.data
+    buffer.array = b.add(b.mul(buffer.array, beta), b.mul(b.mul(grad, 1 - beta), grad))
+    return buffer.array
 
 
 def _check_nonnegative(**options) -> None:

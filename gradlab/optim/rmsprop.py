@@ -39,5 +39,5 @@ class RMSprop(Optimizer):
         scaled = b.div(grad, b.add(b.sqrt(square_avg), group["eps"]))
         if group["momentum"] > 0:
             buf = state["momentum_buffer"]
-            scaled = buf.data = b.add(b.mul(buf.data, group["momentum"]), scaled)
+            scaled = buf.array = b.add(b.mul(buf.array, group["momentum"]), scaled)
         return b.mul(scaled, group["lr"])

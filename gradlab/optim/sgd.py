@@ -32,6 +32,6 @@ class SGD(Optimizer):
                 buf = state["momentum_buffer"] = p._wrap(b.copy(grad))
             else:
                 dampening = group["dampening"]
-                buf.data = b.add(b.mul(buf.data, momentum), grad if dampening == 0 else b.mul(grad, 1 - dampening))
-            grad = b.add(grad, b.mul(buf.data, momentum)) if group["nesterov"] else buf.data
+                buf.array = b.add(b.mul(buf.array, momentum), grad if dampening == 0 else b.mul(grad, 1 - dampening))
+            grad = b.add(grad, b.mul(buf.array, momentum)) if group["nesterov"] else buf.array
         return b.mul(grad, group["lr"])

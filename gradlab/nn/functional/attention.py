@@ -33,14 +33,14 @@ class AttentionWeights(Function):
     @staticmethod
     def forward(ctx, q, k, mask, scale, empty_row_value):
         b = q.device.backend
-        k_t = b.permute(k.data, tuple(range(k.ndim - 2)) + (k.ndim - 1, k.ndim - 2))
-        scores = b.matmul(b.mul(q.data, scale), k_t)
+        k_t = b.permute(k.array, tuple(range(k.ndim - 2)) + (k.ndim - 1, k.ndim - 2))
+        scores = b.matmul(b.mul(q.array, scale), k_t)
         empty = None
         if mask is not None:
             if mask.dtype.is_floating_point:
-                scores = b.add(scores, mask.data)
+                scores = b.add(scores, mask.array)
             else:
-                scores = b.where(mask.data, scores, -math.inf)
+                scores = b.where(mask.array, scores, -math.inf)
             empty = _empty_rows(b, mask)
             if bool(b.any(empty)):
                 scores = b.where(empty, 0.0, scores)  # softmax of a row of -inf is 0/0: fill those rows after it
@@ -68,8 +68,8 @@ def _empty_rows(b, mask):
     """Where a query has no key left to attend to (kept-dims shape of the mask, last dim 1)."""
     axis = (mask.ndim - 1,)
     if mask.dtype.is_floating_point:
-        return b.all(b.eq(mask.data, -math.inf), axis, True)
-    return b.logical_not(b.any(mask.data, axis, True))
+        return b.all(b.eq(mask.array, -math.inf), axis, True)
+    return b.logical_not(b.any(mask.array, axis, True))
 
 
 # --- scaled_dot_product_attention -----------------------------------------------------------------

@@ -92,11 +92,11 @@ class ConvNd(Function):
     def forward(ctx, x, w, b, geo):
         backend = x.device.backend
         g = geo.groups
-        cols, out = columns(backend, x.data, w.shape[2:], geo)
-        y = backend.matmul(backend.reshape(w.data, (g, w.shape[0] // g, -1)), cols)  # (N, G, O/G, L)
+        cols, out = columns(backend, x.array, w.shape[2:], geo)
+        y = backend.matmul(backend.reshape(w.array, (g, w.shape[0] // g, -1)), cols)  # (N, G, O/G, L)
         y = backend.reshape(y, (x.shape[0], w.shape[0]) + out)
         if b is not None:
-            y = backend.add(y, backend.reshape(b.data, (-1,) + (1,) * len(out)))
+            y = backend.add(y, backend.reshape(b.array, (-1,) + (1,) * len(out)))
         ctx.save_for_backward(x, w)
         ctx.geo = geo
         ctx.cols = cols if ctx.needs_input_grad[1] else None  # the weight's gradient needs them again
@@ -125,8 +125,8 @@ class ConvTransposeNd(Function):
     def forward(ctx, y, w, size, geo):
         backend = y.device.backend
         g = geo.groups
-        w_t = backend.permute(backend.reshape(w.data, (g, w.shape[0] // g, -1)), (0, 2, 1))  # (G, C/G · K, O/G)
-        cols = backend.matmul(w_t, _group_matrices(backend, y.data, g))  # (N, G, C/G · K, L)
+        w_t = backend.permute(backend.reshape(w.array, (g, w.shape[0] // g, -1)), (0, 2, 1))  # (G, C/G · K, O/G)
+        cols = backend.matmul(w_t, _group_matrices(backend, y.array, g))  # (N, G, C/G · K, L)
         shape = (y.shape[0], w.shape[1] * g) + tuple(size)
         ctx.save_for_backward(y, w)
         ctx.geo = geo
@@ -152,8 +152,8 @@ class ConvWeightGrad(Function):
         backend = x.device.backend
         g = geo.groups
         if cols is None:
-            cols, _ = columns(backend, x.data, kernel, geo)
-        y_t = backend.permute(_group_matrices(backend, y.data, g), (0, 1, 3, 2))  # (N, G, L, O/G)
+            cols, _ = columns(backend, x.array, kernel, geo)
+        y_t = backend.permute(_group_matrices(backend, y.array, g), (0, 1, 3, 2))  # (N, G, L, O/G)
         w_t = backend.sum(backend.matmul(cols, y_t), (0,), False)  # (G, C/G · K, O/G)
         w = backend.reshape(backend.permute(w_t, (0, 2, 1)), (y.shape[1], x.shape[1] // g) + tuple(kernel))
         ctx.save_for_backward(x, y)
@@ -349,7 +349,7 @@ class Unfold(Function):
 
     @staticmethod
     def forward(ctx, x, kernel, geo):
-        cols, out = columns(x.device.backend, x.data, kernel, geo)
+        cols, out = columns(x.device.backend, x.array, kernel, geo)
         ctx.shape, ctx.kernel, ctx.out, ctx.geo = x.shape, kernel, out, geo
         return x._wrap(x.device.backend.reshape(cols, (x.shape[0], -1, cols.shape[-1])))
 
@@ -364,7 +364,7 @@ class Fold(Function):
     @staticmethod
     def forward(ctx, cols, shape, kernel, out, geo):
         ctx.kernel, ctx.geo = kernel, geo
-        return cols._wrap(fold_columns(cols.device.backend, cols.data, shape, kernel, out, geo))
+        return cols._wrap(fold_columns(cols.device.backend, cols.array, shape, kernel, out, geo))
 
     @staticmethod
     def backward(ctx, grad):

@@ -19,9 +19,9 @@ class Linear(Function):
     @staticmethod
     def forward(ctx, x, w, b):
         backend = x.device.backend
-        y = backend.matmul(x.data, backend.permute(w.data, (1, 0)))
+        y = backend.matmul(x.array, backend.permute(w.array, (1, 0)))
         if b is not None:
-            y = backend.add(y, b.data)
+            y = backend.add(y, b.array)
         ctx.save_for_backward(x, w)
         return x._wrap(y)
 

@@ -191,7 +191,7 @@ class ClassIndexLoss(Function):
     def forward(ctx, input, target, weight, ignore_index, smoothing, reduction, from_logits, op):
         b, dim = input.device.backend, 0 if input.ndim == 1 else 1
         n_classes = input.shape[dim]
-        logp = b.log_softmax(input.data, dim) if from_logits else input.data
+        logp = b.log_softmax(input.array, dim) if from_logits else input.array
         index, valid, picked_weight, weight = _class_targets(op, input, target, weight, ignore_index, dim)
         a = b.mul(picked_weight, 1.0 - smoothing) if smoothing else picked_weight
         loss = b.mul(b.take_along_axis(logp, index, dim), a)
@@ -247,15 +247,15 @@ def _class_targets(op, input, target, weight, ignore_index, dim):
     (ignored entries set to class 0), the 0/1 mask of kept entries, their weights, and the class
     weights shaped to broadcast on the input (or None)."""
     b = input.device.backend
-    valid = b.ne(target.data, ignore_index)
-    index = b.where(valid, target.data, 0)
+    valid = b.ne(target.array, ignore_index)
+    index = b.where(valid, target.array, 0)
     if index.size:
         _check_class_range(op, b, index, input.shape[dim], ignore_index)
     keep = target.shape[:dim] + (1,) + target.shape[dim:]
     index, valid = b.reshape(index, keep), b.astype(b.reshape(valid, keep), input.dtype)
     if weight is None:
         return index, valid, valid, None
-    w = weight.data if weight.dtype is input.dtype else b.astype(weight.data, input.dtype)
+    w = weight.array if weight.dtype is input.dtype else b.astype(weight.array, input.dtype)
     return index, valid, b.mul(b.getitem(w, index), valid), b.reshape(w, _class_shape(input, dim))
 
 
@@ -360,7 +360,7 @@ class BinaryCrossEntropy(Function):
     @staticmethod
     def forward(ctx, input, target):
         b = input.device.backend
-        x, y = input.data, target.data
+        x, y = input.array, target.array
         log_x, log_1mx = b.maximum(b.log(x), -100.0), b.maximum(b.log1p(b.neg(x)), -100.0)
         ctx.save_for_backward(input, target)
         return input._wrap(b.sub(b.mul(b.sub(y, 1.0), log_1mx), b.mul(y, log_x)))
@@ -404,7 +404,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     _check_broadcasts_to(op, "weight", weight, input.shape)
     if input.numel():
         b = input.device.backend
-        low, high = float(b.to_numpy(b.min(input.data))), float(b.to_numpy(b.max(input.data)))
+        low, high = float(b.to_numpy(b.min(input.array))), float(b.to_numpy(b.max(input.array)))
         if low < 0 or high > 1:
             raise RuntimeError(f"{op}: all elements of input should be between 0 and 1, got values in [{low:.4g}, "
                                f"{high:.4g}]; apply .sigmoid() first, or use binary_cross_entropy_with_logits on the "

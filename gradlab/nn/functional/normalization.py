@@ -35,7 +35,7 @@ def _blend(running, mean, var, count):
     running_mean, running_var, momentum = running
     backend = running_mean.device.backend
     for buffer, batch in ((running_mean, mean), (running_var, backend.mul(var, count / (count - 1)))):
-        blended = backend.add(backend.mul(buffer.data, 1.0 - momentum),
+        blended = backend.add(backend.mul(buffer.array, 1.0 - momentum),
                               backend.mul(backend.reshape(batch, buffer.shape), momentum))
         buffer._write("batch_norm", buffer._wrap(blended))
 
@@ -52,17 +52,17 @@ class Normalize(Function):
         float_dtype_required("normalization", x)
         backend = x.device.backend
         count = _count(x.shape, axes)
-        mean = backend.mul(backend.sum(x.data, axes, True), 1.0 / count)
-        centered = backend.sub(x.data, mean)
+        mean = backend.mul(backend.sum(x.array, axes, True), 1.0 / count)
+        centered = backend.sub(x.array, mean)
         var = backend.mul(backend.sum(backend.mul(centered, centered), axes, True), 1.0 / count)
         if running is not None:
             _blend(running, mean, var, count)
         inv_std = backend.div(1.0, backend.sqrt(backend.add(var, eps)))
         out = x_hat = backend.mul(centered, inv_std)
         if weight is not None:
-            out = backend.mul(out, weight.data if param_shape is None else backend.reshape(weight.data, param_shape))
+            out = backend.mul(out, weight.array if param_shape is None else backend.reshape(weight.array, param_shape))
         if bias is not None:
-            out = backend.add(out, bias.data if param_shape is None else backend.reshape(bias.data, param_shape))
+            out = backend.add(out, bias.array if param_shape is None else backend.reshape(bias.array, param_shape))
         ctx.axes, ctx.eps, ctx.param_shape = axes, eps, param_shape
         ctx.bias_shape = None if bias is None else bias.shape
         ctx.save_for_backward(x, weight, x._wrap(x_hat), x._wrap(inv_std))

@@ -53,7 +53,7 @@ class MaxPoolNd(Function):
     def forward(ctx, x, kernel, geo):
         backend = x.device.backend
         low = -math.inf if x.dtype.is_floating_point else -(1 << (8 * x.dtype.itemsize - 1))
-        slabs = _slabs(backend, _windows(backend, x.data, kernel, geo, low), len(kernel))
+        slabs = _slabs(backend, _windows(backend, x.array, kernel, geo, low), len(kernel))
         best, beats = backend.getitem(slabs, 0), []  # beats[j - 1]: tap j beats every tap before it
         for j in range(1, slabs.shape[0]):
             beats.append(backend.gt(backend.getitem(slabs, j), best))
@@ -94,7 +94,7 @@ class WindowScatter(Function):
         nd = len(kernel)
         # one slab per tap: a product with the one-hot mask, which (unlike a where on a random mask) vectorises;
         # the one difference, an infinite value times 0 making NaN at the losing taps, is left as is
-        values = backend.reshape(backend.mul(winners, backend.reshape(y.data, (1,) + y.shape)), tuple(kernel) + y.shape)
+        values = backend.reshape(backend.mul(winners, backend.reshape(y.array, (1,) + y.shape)), tuple(kernel) + y.shape)
         windows = backend.permute(values, tuple(range(nd, nd + y.ndim)) + tuple(range(nd)))
         ctx.winners, ctx.kernel, ctx.geo = winners, kernel, geo
         return y._wrap(_unwindow(backend, windows, shape, geo))
@@ -110,7 +110,7 @@ class WindowGather(Function):
     @staticmethod
     def forward(ctx, x, winners, kernel, geo):
         backend = x.device.backend
-        slabs = _slabs(backend, _windows(backend, x.data, kernel, geo), len(kernel))
+        slabs = _slabs(backend, _windows(backend, x.array, kernel, geo), len(kernel))
         ctx.winners, ctx.shape, ctx.kernel, ctx.geo = winners, x.shape, kernel, geo
         return x._wrap(backend.sum(backend.mul(slabs, winners), (0,), False))
 
@@ -125,7 +125,7 @@ class WindowSum(Function):
     @staticmethod
     def forward(ctx, x, kernel, geo):
         backend = x.device.backend
-        windows = _windows(backend, x.data, kernel, geo)
+        windows = _windows(backend, x.array, kernel, geo)
         ctx.shape, ctx.kernel, ctx.geo = x.shape, kernel, geo
         return x._wrap(backend.sum(windows, tuple(range(x.ndim, windows.ndim)), False))
 
@@ -140,7 +140,7 @@ class WindowSpread(Function):
     @staticmethod
     def forward(ctx, y, shape, kernel, geo):
         backend = y.device.backend
-        windows = backend.broadcast_to(backend.reshape(y.data, y.shape + (1,) * len(kernel)), y.shape + tuple(kernel))
+        windows = backend.broadcast_to(backend.reshape(y.array, y.shape + (1,) * len(kernel)), y.shape + tuple(kernel))
         ctx.kernel, ctx.geo = kernel, geo
         return y._wrap(_unwindow(backend, windows, shape, geo))
 
@@ -180,7 +180,7 @@ def _max_pool(op, nd, input, kernel_size, stride, padding, dilation, ceil_mode, 
     kernel, geo, pads = _pool_geometry(op, x, nd, kernel_size, stride, padding, dilation, ceil_mode)
     out, winners = MaxPoolNd.apply(x, kernel, geo)
     if return_indices:
-        indices = _flat_indices(x, winners.data, kernel, geo, pads, out.shape)
+        indices = _flat_indices(x, winners.array, kernel, geo, pads, out.shape)
         return (out.squeeze(0), indices.squeeze(0)) if unbatched else (out, indices)
     return out.squeeze(0) if unbatched else out
 

@@ -24,7 +24,7 @@ class EmbeddingLookup(Function):
     def forward(ctx, weight, indices, padding_idx, scale_grad_by_freq):
         ctx.save_for_backward(indices)
         ctx.rows, ctx.padding_idx, ctx.scale_grad_by_freq = weight.shape[0], padding_idx, scale_grad_by_freq
-        return weight._wrap(weight.device.backend.getitem(weight.data, (indices.data,)))
+        return weight._wrap(weight.device.backend.getitem(weight.array, (indices.array,)))
 
     @staticmethod
     def backward(ctx, grad):
@@ -41,7 +41,7 @@ class RowSum(Function):
     def forward(ctx, grad, indices, rows, padding_idx):
         backend = grad.device.backend
         out = backend.zeros((rows,) + tuple(grad.shape[indices.ndim:]), grad.dtype)
-        backend.add_at(out, indices.data, grad.data)
+        backend.add_at(out, indices.array, grad.array)
         if padding_idx is not None:
             backend.setitem(out, padding_idx, 0)
         ctx.save_for_backward(indices)
@@ -61,8 +61,8 @@ def _inverse_frequency(grad, indices, rows):
     """1 / (how often each index occurs in the batch), shaped to scale the gradient rows."""
     backend = grad.device.backend
     counts = backend.zeros((rows,), grad.dtype)
-    backend.add_at(counts, backend.reshape(indices.data, (-1,)), 1)
-    frequency = backend.getitem(counts, (indices.data,))
+    backend.add_at(counts, backend.reshape(indices.array, (-1,)), 1)
+    frequency = backend.getitem(counts, (indices.array,))
     return grad._wrap(backend.reshape(backend.div(1.0, frequency), indices.shape + (1,)))
 
 
@@ -83,7 +83,7 @@ def _renorm_(weight, indices, max_norm, norm_type):
         picked = weight[flat]
         norms = picked.norm(norm_type, 1, keepdim=True)
         scaled = picked * where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
-    weight.device.backend.setitem(weight.data, (flat.data,), scaled.data)  # only these rows: no copy of the table
+    weight.device.backend.setitem(weight.array, (flat.array,), scaled.array)  # only these rows: no copy of the table
     weight._version[0] += 1
 
 
@@ -96,7 +96,7 @@ def _embedding(who, input, weight, padding_idx, max_norm, norm_type, scale_grad_
     rows = weight.shape[0]
     padding_idx = _padding_index(who, padding_idx, rows)
     backend = input.device.backend
-    if input.numel() and int(backend.to_numpy(backend.min(input.data))) < 0:  # numpy would wrap negatives around
+    if input.numel() and int(backend.to_numpy(backend.min(input.array))) < 0:  # numpy would wrap negatives around
         _out_of_range(who, input, rows)
     if max_norm is not None:
         _renorm_(weight, input, max_norm, norm_type)
@@ -108,7 +108,7 @@ def _embedding(who, input, weight, padding_idx, max_norm, norm_type, scale_grad_
 
 def _out_of_range(who, input, rows):
     backend = input.device.backend
-    low, high = (int(backend.to_numpy(f(input.data))) for f in (backend.min, backend.max))
+    low, high = (int(backend.to_numpy(f(input.array))) for f in (backend.min, backend.max))
     bad = low if low < 0 else high
     raise IndexError(f"{who}: index out of range in self: index {bad} for a table of {rows} embeddings "
                      f"(valid indices are 0 to {rows - 1})") from None

@@ -321,7 +321,7 @@ class Module:
                 for t in (param, param.grad):
                     if t is not None:
                         new = convert(t)
-                        t.data, t.device = new.data, new.device
+                        t.array, t.device = new.array, new.device
             for name, buffer in self._buffers.items():
                 if buffer is not None:
                     self._buffers[name] = convert(buffer)

@@ -36,5 +36,5 @@ def vector_to_parameters(vec, parameters) -> None:
         for param in params:
             n = param.numel()
             chunk = vec[pointer:pointer + n].view_as(param)
-            param.data, param.device = chunk.data, chunk.device
+            param.array, param.device = chunk.array, chunk.device
             pointer += n
