@@ -113,13 +113,14 @@ def _measure(metrics: dict, outputs, targets) -> dict:
 
 
 def _progress_bar(loader, description: str):
-    """``tqdm.auto`` around ``loader`` (a widget in Jupyter, text in a terminal), or None without tqdm."""
+    """A ``tqdm.auto`` bar counting the batches of ``loader`` (a widget in Jupyter, text in a terminal),
+    or None when tqdm is not installed."""
     try:
         from tqdm.auto import tqdm
     except ImportError:
         return None
     total = len(loader) if hasattr(loader, "__len__") else None
-    return tqdm(loader, desc=description, total=total, unit="batch", leave=True, dynamic_ncols=True)
+    return tqdm(total=total, desc=description, unit="batch", leave=True, dynamic_ncols=True)
 
 
 def _postfix(means: dict, prefix: str = "") -> dict:
@@ -189,20 +190,21 @@ def fit(model, train_loader, loss_fn, optimizer, epochs: int = 1, val_loader=Non
         history["lr"].append(optimizer.param_groups[0]["lr"])
         bar = _progress_bar(train_loader, f"epoch {epoch}/{epochs}") if progress else None
         averages = _Averages(names)
-        for step, batch in enumerate(bar if bar is not None else train_loader, 1):
+        for step, batch in enumerate(train_loader, 1):
             inputs, targets = _unpack(batch, device)
             optimizer.zero_grad()
             outputs = model(inputs)
             loss = loss_fn(outputs, targets)
-            loss.backward()
-            optimizer.step()
             loss_value = loss.item()
-            if not math.isfinite(loss_value):
+            if not math.isfinite(loss_value):  # stop before a step that would fill the weights with nan
                 raise FloatingPointError(f"fit: the loss became {loss_value} at epoch {epoch}, batch {step}; the "
                                          "training diverged: try a smaller learning rate or clip the gradients")
+            loss.backward()
+            optimizer.step()
             averages.add(len(targets), {"loss": loss_value, **_measure(metrics, outputs, targets)})
             if bar is not None:
                 bar.set_postfix(_postfix(averages.means()), refresh=False)
+                bar.update()
         epoch_means = averages.means()
         for name, value in epoch_means.items():
             history[f"train_{name}"].append(value)

@@ -290,4 +290,12 @@ class NumpyBackend(Backend):
     def einsum(subscripts, *arrays):
         return np.asarray(np.einsum(subscripts, *arrays, optimize=len(arrays) > 2))
 
-    # fused kernels: numpy's own are the composed fallbacks, so none are overridden here
+    # fused kernels (the rest use the composed fallbacks of the contract)
+    @staticmethod
+    def sigmoid(a):
+        """1 / (1 + exp(-a)) in four in-place passes; exp overflowing to inf gives exactly 0, as it should."""
+        e = np.negative(a, out=...)
+        with np.errstate(over="ignore"):
+            np.exp(e, out=e)
+        np.add(e, 1, out=e)
+        return np.reciprocal(e, out=e)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 from ..autograd.function import Function
+from ..autograd.grad_mode import is_grad_enabled
 from ._common import float_dtype_required, normalize_dim
 from .elementwise import elementwise, in_place, where
 
@@ -19,14 +20,12 @@ _TANH_SCALE = math.sqrt(2.0 / math.pi)  # the tanh approximation of gelu: tanh(k
 _TANH_CUBIC = 0.044715
 
 
-def _gelu(backend, a, approximate):
-    """x * Phi(x), Phi the standard normal CDF (exactly through erf, or its tanh approximation)."""
+def _gelu_cdf(backend, a, approximate):
+    """Phi(x), the standard normal CDF: exactly through erf, or its tanh approximation."""
     if approximate == "tanh":
         cubic = backend.add(a, backend.mul(backend.mul(backend.mul(a, a), a), _TANH_CUBIC))
-        cdf = backend.mul(backend.add(backend.tanh(backend.mul(cubic, _TANH_SCALE)), 1.0), 0.5)
-    else:
-        cdf = backend.mul(backend.add(backend.erf(backend.mul(a, _SQRT_HALF)), 1.0), 0.5)
-    return backend.mul(a, cdf)
+        return backend.mul(backend.add(backend.tanh(backend.mul(cubic, _TANH_SCALE)), 1.0), 0.5)
+    return backend.mul(backend.add(backend.erf(backend.mul(a, _SQRT_HALF)), 1.0), 0.5)
 
 
 def _gelu_gradient(g, x, out, approximate):
@@ -45,12 +44,35 @@ def _softplus(backend, a, beta, threshold):
 
 
 Sigmoid = elementwise("sigmoid", "sigmoid", lambda g, x, y: g * y * (1 - y), saves="out")
-Relu = elementwise("relu", lambda b, a: b.maximum(a, 0), lambda g, x, y: where(y > 0, g, 0.0), inputs="keep", saves="out")
+Relu = elementwise("relu", lambda b, a: b.maximum(a, 0), lambda g, x, y: g * (y > 0), inputs="keep", saves="out")
 LeakyRelu = elementwise("leaky_relu", lambda b, a, slope: b.where(b.gt(a, 0), a, b.mul(a, slope)),
                         lambda g, x, y, slope: where(x > 0, g, g * slope), inputs="floats")
 Elu = elementwise("elu", lambda b, a, alpha: b.where(b.gt(a, 0), a, b.mul(b.expm1(a), alpha)),
                   lambda g, x, y, alpha: where(x > 0, g, g * (y + alpha)), inputs="floats")
-Gelu = elementwise("gelu", _gelu, _gelu_gradient, inputs="floats")
+
+
+class Gelu(Function):
+    """x * Phi(x). Backward reuses Phi(x) from forward (erf is the costly part); when the backward
+    itself is being recorded (create_graph) it is recomputed with Tensor operations instead."""
+
+    @staticmethod
+    def forward(ctx, x, approximate):
+        float_dtype_required("gelu", x)
+        backend = x.device.backend
+        ctx.cdf = _gelu_cdf(backend, x.array, approximate)
+        ctx.approximate = approximate
+        ctx.save_for_backward(x)
+        return x._wrap(backend.mul(x.array, ctx.cdf))
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        if is_grad_enabled() or ctx.approximate == "tanh":
+            return _gelu_gradient(g, x, None, ctx.approximate), None
+        backend = x.device.backend
+        pdf = backend.mul(backend.exp(backend.mul(backend.mul(x.array, x.array), -0.5)), _INV_SQRT_2PI)
+        slope = backend.add(ctx.cdf, backend.mul(x.array, pdf))
+        return g * x._wrap(slope), None
 Silu = elementwise("silu", lambda b, a: b.mul(a, b.sigmoid(a)),
                    lambda g, x, y: g * sigmoid(x) * (1 + x * (1 - sigmoid(x))), inputs="floats")
 Softplus = elementwise("softplus", _softplus, lambda g, x, y, beta, threshold:
