@@ -131,6 +131,27 @@ def _describe(means: dict, prefix: str) -> str:
     return ", ".join(f"{prefix}{name} {value:.4f}" for name, value in means.items())
 
 
+def _train_epoch(model, loader, loss_fn, optimizer, metrics, device, bar, epoch) -> dict:
+    """One pass over ``loader``, a step per batch; the epoch's mean loss and metrics."""
+    averages = _Averages(["loss", *metrics])
+    for step, batch in enumerate(loader, 1):
+        inputs, targets = _unpack(batch, device)
+        optimizer.zero_grad()                # forget last step's gradients
+        outputs = model(inputs)
+        loss = loss_fn(outputs, targets)
+        loss_value = loss.item()
+        if not math.isfinite(loss_value):    # stop before a step that would fill the weights with nan
+            raise FloatingPointError(f"fit: the loss became {loss_value} at epoch {epoch}, batch {step}; the "
+                                     "training diverged: try a smaller learning rate or clip the gradients")
+        loss.backward()                      # d(loss)/d(weight) into every parameter's .grad
+        optimizer.step()                     # move the weights against their gradients
+        averages.add(len(targets), {"loss": loss_value, **_measure(metrics, outputs, targets)})
+        if bar is not None:
+            bar.set_postfix(_postfix(averages.means()), refresh=False)
+            bar.update()
+    return averages.means()
+
+
 def evaluate(model, loader, loss_fn=None, metrics=("accuracy",), device=None) -> dict:
     """Average loss and metrics of ``model`` over ``loader``, e.g. ``{"loss": 0.12, "accuracy": 0.97}``.
 
@@ -178,7 +199,7 @@ def fit(model, train_loader, loss_fn, optimizer, epochs: int = 1, val_loader=Non
     metrics = _resolve_metrics(metrics)
     if device is not None:
         model.to(device)
-    names = ["loss"] + list(metrics)
+    names = ["loss", *metrics]
     history = {f"train_{name}": [] for name in names}
     if val_loader is not None:
         history.update({f"val_{name}": [] for name in names})
@@ -189,43 +210,25 @@ def fit(model, train_loader, loss_fn, optimizer, epochs: int = 1, val_loader=Non
         start = time.perf_counter()
         history["lr"].append(optimizer.param_groups[0]["lr"])
         bar = _progress_bar(train_loader, f"epoch {epoch}/{epochs}") if progress else None
-        averages = _Averages(names)
-        for step, batch in enumerate(train_loader, 1):
-            inputs, targets = _unpack(batch, device)
-            optimizer.zero_grad()
-            outputs = model(inputs)
-            loss = loss_fn(outputs, targets)
-            loss_value = loss.item()
-            if not math.isfinite(loss_value):  # stop before a step that would fill the weights with nan
-                raise FloatingPointError(f"fit: the loss became {loss_value} at epoch {epoch}, batch {step}; the "
-                                         "training diverged: try a smaller learning rate or clip the gradients")
-            loss.backward()
-            optimizer.step()
-            averages.add(len(targets), {"loss": loss_value, **_measure(metrics, outputs, targets)})
+        try:
+            train_means = _train_epoch(model, train_loader, loss_fn, optimizer, metrics, device, bar, epoch)
+            val_means = evaluate(model, val_loader, loss_fn, metrics, device) if val_loader is not None else {}
             if bar is not None:
-                bar.set_postfix(_postfix(averages.means()), refresh=False)
-                bar.update()
-        epoch_means = averages.means()
-        for name, value in epoch_means.items():
-            history[f"train_{name}"].append(value)
-
-        val_means = {}
-        if val_loader is not None:
-            val_means = evaluate(model, val_loader, loss_fn, metrics, device)
-            for name, value in val_means.items():
-                history[f"val_{name}"].append(value)
+                bar.set_postfix({**_postfix(train_means), **_postfix(val_means, "val_")})
+        finally:
+            if bar is not None:
+                bar.close()
+        for prefix, means in (("train_", train_means), ("val_", val_means)):
+            for name, value in means.items():
+                history[prefix + name].append(value)
 
         if scheduler is not None:
             if isinstance(scheduler, ReduceLROnPlateau):  # it watches a value rather than counting epochs
-                scheduler.step(val_means.get("loss", epoch_means["loss"]))
+                scheduler.step(val_means.get("loss", train_means["loss"]))
             else:
                 scheduler.step()
 
-        if bar is not None:
-            bar.set_postfix({**_postfix(epoch_means), **_postfix(val_means, "val_")})
-            bar.close()
-        elif progress:
-            seconds = time.perf_counter() - start
-            line = _describe(epoch_means, "train_") + (", " + _describe(val_means, "val_") if val_means else "")
-            print(f"epoch {epoch}/{epochs}: {line} ({seconds:.1f} s)", flush=True)
+        if progress and bar is None:
+            line = _describe(train_means, "train_") + (", " + _describe(val_means, "val_") if val_means else "")
+            print(f"epoch {epoch}/{epochs}: {line} ({time.perf_counter() - start:.1f} s)", flush=True)
     return history

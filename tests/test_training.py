@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import sys
 
 import numpy as np
@@ -79,7 +80,7 @@ def test_loss_decreases_and_the_blobs_are_learned():
     history = fit(model, loader(X, y, shuffle=True), loss_fn, optimizer, epochs=8, progress=False)
     losses = history["train_loss"]
     assert losses[-1] < 0.5 * losses[0]
-    assert all(later <= earlier + 1e-6 for earlier, later in zip(losses, losses[1:]))
+    assert all(later <= earlier + 1e-6 for earlier, later in itertools.pairwise(losses))
     assert history["train_accuracy"][-1] == 1.0
 
 
@@ -263,7 +264,7 @@ def test_evaluate_restores_the_mode_even_when_the_model_fails():
     model = nn.Linear(3, 2)  # blobs have 2 features: the forward pass raises
     X, y = blobs(n=8)
     model.train()
-    with pytest.raises(Exception):
+    with pytest.raises(RuntimeError, match="expected input with 3 features"):
         evaluate(model, loader(X, y), nn.CrossEntropyLoss())
     assert model.training
 

@@ -14,6 +14,6 @@ from .text import TEXT_NAMES, load_text  # noqa: F401
 __all__ = ["DataLoader", "default_collate", "default_convert", "get_worker_info", "Dataset", "IterableDataset",
            "TensorDataset", "Subset", "ConcatDataset", "ChainDataset", "random_split", "Sampler", "SequentialSampler",
            "RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler", "BatchSampler", "make_synthetic",
-           "SYNTHETIC_NAMES", "load_digits", "train_test_split", "read_idx", "load_mnist"]
+           "SYNTHETIC_NAMES", "load_digits", "train_test_split", "read_idx", "load_mnist", "load_text", "TEXT_NAMES"]
 
 from .. import utils  # noqa: E402,F401  (so that gradlab.utils.data works after a plain `import gradlab`, as in torch)
