@@ -73,9 +73,7 @@ def generate(model: CharLSTM, vocab: list, prompt: str, length: int = 300, tempe
         written = []
         for _ in range(length):
             probs = (logits[0, -1] / temperature).softmax(-1)
-            # Draw u uniform in [0, 1): the next character is the first whose cumulative probability exceeds u.
-            u = gl.rand(1, generator=generator)
-            next_id = min(int((probs.cumsum(0) <= u).sum().item()), len(vocab) - 1)
+            next_id = probs.multinomial(1, generator=generator).item()
             written.append(vocab[next_id])
             logits, state = model.run(gl.tensor([[next_id]]), state)  # feed it back in, memory and all
     model.train(was_training)

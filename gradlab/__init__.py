@@ -14,8 +14,8 @@ from .dtypes import (DType as dtype, bool_ as bool, float16, float32, float64, g
                      set_default_dtype)
 from .dtypes import float16 as half, float32 as float, float64 as double, int32 as int, int64 as long
 from .ops.functional import *  # noqa: F401,F403  (gradlab.exp, gradlab.matmul, ... as in torch)
-from .random import (Generator, initial_seed, manual_seed, normal, rand, rand_like, randint, randn, randn_like,
-                     randperm, seed)
+from .random import (Generator, initial_seed, manual_seed, multinomial, normal, rand, rand_like, randint, randn,
+                     randn_like, randperm, seed)
 from .scalar import Scalar
 from .tensor import Tensor
 

@@ -15,17 +15,14 @@ import numpy as np
 class DType:
     """One element type: its PyTorch name, its size in bytes and its category."""
 
-    __slots__ = ("name", "itemsize", "category", "rank")
+    __slots__ = ("name", "itemsize", "category", "rank", "is_floating_point")
 
     def __init__(self, name: str, itemsize: int, category: int, rank: int):
         self.name = name
         self.itemsize = itemsize
         self.category = category  # 0 bool, 1 integer, 2 floating point
         self.rank = rank  # order within a category: the wider wins
-
-    @property
-    def is_floating_point(self) -> bool:
-        return self.category == 2
+        self.is_floating_point = category == 2  # a plain attribute: every recorded op reads it
 
     @property
     def is_signed(self) -> bool:

@@ -26,6 +26,7 @@ from .ops.elementwise import ElementwiseMethods
 from .ops.indexing import IndexingMethods
 from .ops.linalg import LinalgMethods
 from .ops.reductions import ReductionMethods
+from .ops.repeat import RepeatMethods
 from .ops.shape import ShapeMethods
 from .printing import format_tensor
 
@@ -34,7 +35,7 @@ _NATIVE_TO_DTYPE = dt.NATIVE_TO_DTYPE
 
 
 class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMethods, ReductionMethods, ShapeMethods,
-             IndexingMethods, LinalgMethods):
+             IndexingMethods, LinalgMethods, RepeatMethods):
     """A multi-dimensional array that can remember how it was computed.
 
     ``array`` is the backend's array (a numpy ndarray on 'cpu'); ``device`` says which backend.
@@ -515,6 +516,12 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
         """Fill with normal random numbers N(mean, std²), in place."""
         values = self.device.backend.random_normal(generator_rng(generator), self.shape, mean, std, self.dtype)
         return self._inplace("normal_", lambda x: x._wrap(values))
+
+    def multinomial(self, num_samples, replacement=False, *, generator=None) -> "Tensor":
+        """Category indices drawn from each row of probabilities (``gradlab.multinomial``)."""
+        from .random import multinomial  # random.py builds on Tensor, so it can only be imported once used
+
+        return multinomial(self, num_samples, replacement, generator=generator)
 
     def __iadd__(self, other):
         return self.add_(other)

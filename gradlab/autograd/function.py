@@ -235,7 +235,7 @@ def _connect(node: Node, inputs: tuple, outputs):
             if outputs.dtype.is_floating_point and id(outputs) not in node._non_differentiable:
                 outputs.requires_grad = True
                 outputs.grad_fn = node
-            node._output_shapes = (outputs.shape,)
+            node._output_shapes = (outputs.array.shape,)
             return outputs
     single = not isinstance(outputs, tuple)
     outs = (outputs,) if single else outputs

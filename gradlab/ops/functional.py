@@ -6,6 +6,7 @@ from .indexing import (gather, index_select, masked_fill, one_hot, scatter, scat
 from .linalg import bmm, dot, einsum, ger, matmul, mm, mv, outer
 from .reductions import (all, amax, amin, any, argmax, argmin, cumprod, cumsum, logsumexp, max, mean, min, norm, prod,
                          std, sum, var)
+from .repeat import repeat_interleave
 from .shape import (broadcast_to, cat, chunk, concat, concatenate, flatten, flip, movedim, moveaxis, narrow, pad,
                     permute, reshape, roll, split, squeeze, stack, swapaxes, swapdims, t, tile, transpose, unbind,
                     unflatten, unsqueeze)
@@ -27,3 +28,4 @@ __all__ += ["elu", "gelu", "leaky_relu", "log_softmax", "relu", "sigmoid", "silu
 __all__ += ["abs", "ceil", "clamp", "clamp_max", "clamp_min", "clip", "cos", "erf", "exp", "expm1", "floor", "isfinite",
             "isinf", "isnan", "log", "log1p", "logical_not", "maximum", "minimum", "reciprocal", "round", "rsqrt", "sign",
             "sin", "sqrt", "square", "tan", "tanh", "trunc", "where"]
+__all__ += ["repeat_interleave"]
