@@ -194,23 +194,23 @@ class Function:
     def apply(cls, *inputs):
         """Run forward; if any input requires grad (and grad mode is on), record a Node for backward."""
         ctx = cls._node_type()
-        record = False
         if grad_state.enabled:
-            needs = tuple([isinstance(x, TrackedTensor) and x.requires_grad for x in inputs])
-            record = True in needs
-        if record:
-            ctx.needs_input_grad = needs
-            grad_state.enabled = False
-            try:
-                outputs = cls.forward(ctx, *inputs)
-            finally:
-                grad_state.enabled = True
-            outputs = _connect(ctx, inputs, outputs)
+            needs = ctx.needs_input_grad = tuple([isinstance(x, TrackedTensor) and x.requires_grad for x in inputs])
+            if True in needs:
+                grad_state.enabled = False  # forward itself is not recorded, only this one node
+                try:
+                    outputs = cls.forward(ctx, *inputs)
+                finally:
+                    grad_state.enabled = True
+                outputs = _connect(ctx, inputs, outputs)
+                if observers.active:
+                    observers.notify(cls, inputs, outputs, ctx)
+                return outputs
         else:
             ctx.needs_input_grad = (False,) * len(inputs)
-            outputs = cls.forward(ctx, *inputs)
+        outputs = cls.forward(ctx, *inputs)
         if observers.active:
-            observers.notify(cls, inputs, outputs, ctx if record else None)
+            observers.notify(cls, inputs, outputs, None)
         return outputs
 
 
@@ -225,7 +225,10 @@ def _edge(x) -> tuple:
 
 def _connect(node: Node, inputs: tuple, outputs):
     """Give the node its edges to the inputs, and make it the grad_fn of its outputs."""
-    node.next_functions = tuple([_edge(x) if needed else _NO_EDGE for x, needed in zip(inputs, node.needs_input_grad)])
+    node.next_functions = tuple([
+        ((x.grad_fn, x._output_nr) if x.grad_fn is not None else (accumulator(x), 0)) if needed else _NO_EDGE
+        for x, needed in zip(inputs, node.needs_input_grad)
+    ])
     node._seq = next(_sequence)
     if outputs.__class__ is not tuple and isinstance(outputs, TrackedTensor) and not node._dirty:
         for x in inputs:

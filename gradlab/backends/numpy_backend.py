@@ -37,7 +37,10 @@ def _ufunc(ufunc, quiet=False):
 
     quiet=True silences floating-point warnings (log(0), 0/0) that PyTorch never gives.
     """
-    if _ARRAY_OUT:
+    if _ARRAY_OUT and ufunc.nin == 2:
+        def fn(a, b):  # two named arguments: the hottest primitives, called on every + and *
+            return ufunc(a, b, out=...)
+    elif _ARRAY_OUT:
         def fn(*args):
             return ufunc(*args, out=...)
     else:
