@@ -97,7 +97,10 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
 
     @property
     def dtype(self) -> dt.DType:
-        return _NATIVE_TO_DTYPE[self.array.dtype]
+        try:
+            return _NATIVE_TO_DTYPE[self.array.dtype]  # filled in by each backend as it loads
+        except KeyError:
+            return self.device.backend.dtype_of(self.array)  # (loads the backend the first time)
 
     @property
     def ndim(self) -> int:

@@ -1063,3 +1063,9 @@ def test_hessian_and_jvp_with_create_graph_are_differentiable():
     _, jv = F.jvp(lambda t: t ** 3, x, gl.ones(3, dtype=gl.float64), create_graph=True)  # 3x^2
     (g,) = gl.autograd.grad(jv.sum(), x)
     assert_close(g, 6 * x_np)
+
+
+def test_gradcheck_accepts_inputs_with_no_elements():
+    x = gl.zeros(0, 3, dtype=gl.float64, requires_grad=True)
+    assert gl.autograd.gradcheck(lambda t: t * 2, (x,))
+    assert gl.autograd.gradgradcheck(lambda t: t * t, (x,))

@@ -563,3 +563,24 @@ def test_view_possible_agrees_with_torch(shape, data):
         ours_ok = False
     assert ours_ok == torch_ok, (shape, dims, new)
     assert math.prod(new) == math.prod(shape)
+
+
+@pytest.mark.parametrize("indexing", ["ij", "xy"])
+def test_meshgrid_matches_numpy_and_is_a_view(indexing):
+    a, b = gl.arange(3.0), gl.arange(4.0)
+    grids = gl.meshgrid(a, b, indexing=indexing)
+    expected = np.meshgrid(np.arange(3.0), np.arange(4.0), indexing=indexing)
+    for grid, want in zip(grids, expected):
+        assert_close(grid, want)
+    assert np.shares_memory(grids[0].numpy(), a.numpy())
+
+
+def test_meshgrid_gradient_sums_over_the_grid():
+    a = leaf(np.arange(3.0))
+    b = leaf(np.arange(2.0))
+    assert gl.autograd.gradcheck(lambda x, y: [g * g for g in gl.meshgrid(x, y)], (a, b))
+
+
+def test_meshgrid_rejects_bad_indexing():
+    with pytest.raises(ValueError, match="meshgrid: indexing must be 'ij' or 'xy'"):
+        gl.meshgrid(gl.arange(2), indexing="yx")

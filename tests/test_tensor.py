@@ -425,3 +425,13 @@ def test_assigning_data_swaps_values_and_shape():
 def test_array_is_the_backend_array():
     t = gl.tensor([1.0, 2.0])
     assert isinstance(t.array, np.ndarray) and np.shares_memory(t.array, t.numpy())
+
+
+def test_dtype_of_the_first_tensor_in_a_fresh_process():
+    """from_numpy makes a tensor without touching the backend; its dtype must still be known."""
+    import subprocess
+    import sys
+
+    code = "import numpy as np, gradlab as gl; print(gl.from_numpy(np.ones(2, np.float32)).dtype)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "gradlab.float32"

@@ -37,7 +37,9 @@ def _numerical_jacobian(fn, inputs, x, eps):
             values.append([np.array(o.detach().numpy(), dtype=np.float64).ravel() for o in _outputs(fn, inputs)])
         backend.setitem(x.array, index, original)
         columns.append(np.concatenate([(p - m) / (2 * eps) for p, m in zip(*values)]) if values[0] else np.zeros(0))
-    return np.stack(columns, axis=1) if columns else np.zeros((0, 0))
+    if not columns:  # an input with no elements: a Jacobian with no columns
+        return np.zeros((sum(o.numel() for o in _outputs(fn, inputs)), 0))
+    return np.stack(columns, axis=1)
 
 
 def _analytical_jacobian(fn, inputs, x):

@@ -7,7 +7,7 @@ from .linalg import bmm, dot, einsum, ger, matmul, mm, mv, outer
 from .reductions import (all, amax, amin, any, argmax, argmin, cumprod, cumsum, logsumexp, max, mean, min, norm, prod,
                          std, sum, var)
 from .repeat import repeat_interleave
-from .shape import (broadcast_to, cat, chunk, concat, concatenate, flatten, flip, movedim, moveaxis, narrow, pad,
+from .shape import (broadcast_to, cat, chunk, concat, concatenate, flatten, flip, meshgrid, movedim, moveaxis, narrow, pad,
                     permute, reshape, roll, split, squeeze, stack, swapaxes, swapdims, t, tile, transpose, unbind,
                     unflatten, unsqueeze)
 from .activations import elu, gelu, leaky_relu, log_softmax, relu, sigmoid, silu, softmax, softplus
@@ -21,7 +21,7 @@ __all__ += ["gather", "index_select", "masked_fill", "one_hot", "scatter", "scat
             "triu"]
 __all__ += ["all", "amax", "amin", "any", "argmax", "argmin", "cumprod", "cumsum", "logsumexp", "max", "mean", "min",
             "norm", "prod", "std", "sum", "var"]
-__all__ += ["broadcast_to", "cat", "chunk", "concat", "concatenate", "flatten", "flip", "movedim", "moveaxis", "narrow",
+__all__ += ["broadcast_to", "cat", "chunk", "concat", "concatenate", "flatten", "flip", "meshgrid", "movedim", "moveaxis", "narrow",
             "pad", "permute", "reshape", "roll", "split", "squeeze", "stack", "swapaxes", "swapdims", "t", "tile",
             "transpose", "unbind", "unflatten", "unsqueeze"]
 __all__ += ["elu", "gelu", "leaky_relu", "log_softmax", "relu", "sigmoid", "silu", "softmax", "softplus"]

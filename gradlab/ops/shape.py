@@ -732,6 +732,31 @@ def stack(tensors, dim=0):
     return Stack.apply(dim, *_tensor_list("stack", tensors))
 
 
+def meshgrid(*tensors, indexing="ij"):
+    """Coordinate grids from 1-D tensors: output i varies along dim i ('ij') — or, with 'xy', the
+    first two swap, as for (x, y) images. Each grid is a broadcast view (reshape + expand), no copy."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    if indexing not in ("ij", "xy"):
+        raise ValueError(f"meshgrid: indexing must be 'ij' or 'xy', got {indexing!r}")
+    tensors = _tensor_list("meshgrid", tensors)
+    for t in tensors:
+        if t.ndim > 1:
+            raise RuntimeError(f"meshgrid: expected 0-D or 1-D tensors, got {describe(t)}")
+    order = list(range(len(tensors)))
+    if indexing == "xy" and len(tensors) >= 2:
+        order[0], order[1] = 1, 0
+    shape = [0] * len(tensors)
+    for i, t in enumerate(tensors):
+        shape[order[i]] = t.numel()
+    grids = []
+    for i, t in enumerate(tensors):
+        view = [1] * len(tensors)
+        view[order[i]] = -1
+        grids.append(t.reshape(view).expand(shape))
+    return tuple(grids)
+
+
 # --- the Tensor methods ---------------------------------------------------------------------------
 
 class ShapeMethods:
