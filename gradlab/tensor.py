@@ -14,14 +14,14 @@ import numpy as np
 
 from . import dtypes as dt
 from .autograd import engine
-from .autograd.function import Function, TrackedTensor
+from .autograd.function import TrackedTensor
 from .autograd.grad_mode import grad_state
 from .backends.device import Device, resolve_device
 from .generator import generator_rng
 from .ops._common import describe, normalize_dim, shape_str
 from .ops.activations import ActivationMethods
 from .ops.arithmetic import ArithmeticMethods
-from .ops.conversion import Cast, Clone, ToDevice
+from .ops.conversion import Cast, Clone, Fill, ToDevice
 from .ops.elementwise import ElementwiseMethods
 from .ops.indexing import IndexingMethods
 from .ops.linalg import LinalgMethods
@@ -45,9 +45,21 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
 
     __slots__ = ("array", "device")
 
-    def __init__(self, data=None, dtype=None, device=None, requires_grad=False):
-        source = as_backend_array(data if data is not None else [], dtype, device, "Tensor")
-        _init(self, source[0], source[1])
+    __array_priority__ = 1000  # numpy defers to Tensor's operators: np.float64(2) * t stays a Tensor
+
+    def __init__(self, *args, dtype=None, device=None, requires_grad=False):
+        """PyTorch's legacy constructor: ``Tensor(2, 3)`` is a zero-filled float tensor of that size,
+        ``Tensor(data)`` a float copy of the data (``gradlab.tensor`` infers the dtype instead)."""
+        dtype = dtype if dtype is not None else dt.get_default_dtype()
+        if args and all(isinstance(n, int) and not isinstance(n, bool) for n in args):
+            device = resolve_device(device)
+            _init(self, device.backend.zeros(_shape_arg(args), dtype), device)
+        elif len(args) <= 1:
+            source = as_backend_array(args[0] if args else [], dtype, device, "Tensor", copy=True)
+            _init(self, source[0], source[1])
+        else:
+            raise TypeError(f"Tensor(): expected sizes (Tensor(2, 3)) or one piece of data (Tensor([1, 2])), "
+                            f"got {len(args)} arguments")
         if requires_grad:
             self.requires_grad_(True)
 
@@ -56,9 +68,11 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
         """PyTorch's ``.data``: the same memory as a tensor outside the graph (``w.data -= lr * g``).
 
         Assigning a tensor to it swaps this tensor's values (and shape) for that tensor's, leaving
-        the history alone. The backend array itself is ``.array``.
+        the history alone. Unlike ``detach()`` it has a version counter of its own, so changes made
+        through it are not reported by backward — exactly PyTorch's (risky) ``.data``. The backend
+        array itself is ``.array``.
         """
-        return self.detach()
+        return self._wrap(self.array)
 
     @data.setter
     def data(self, value) -> None:
@@ -79,14 +93,16 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
         t.grad_fn = None
         t._output_nr = 0
         t._version = [0]
+        t._base = None
         return t
 
     def _view_of(self, array) -> "Tensor":
-        """A new tensor that shares this one's memory: it shares the version counter too."""
+        """A new tensor that shares this one's memory: it shares the version counter too, and
+        remembers the version its history belongs to (see ``autograd.function._edge``)."""
         t = self._wrap(array)
         t._version = self._version
-        base = getattr(self, "_base", None)
-        t._base = self if base is None else base
+        t._view_version = self._version[0]
+        t._base = self if self._base is None else self._base
         return t
 
     # --- what a tensor is ------------------------------------------------------------------------
@@ -173,7 +189,7 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
         return self.device.backend.to_numpy(self.array).tolist()
 
     def __array__(self, dtype=None, copy=None):
-        array = self.detach().numpy()
+        array = self.numpy()  # refuses a tensor that requires grad: numpy would silently cut the graph
         if dtype is not None:
             array = array.astype(dtype, copy=bool(copy))
         return array.copy() if copy and dtype is None else array
@@ -434,7 +450,7 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
                 f"{op}: a leaf Variable that requires grad is being used in an in-place operation. "
                 f"Do the update inside `with gradlab.no_grad():` (as optimizers do), or use the out-of-place form."
             )
-        if getattr(self, "_base", None) is not None:
+        if self._base is not None:
             raise RuntimeError(
                 f"{op}: an in-place operation on a view that takes part in the graph is not supported by gradlab "
                 f"(this {describe(self)} is a view of another tensor, so the other tensor's history would be wrong); "
@@ -544,19 +560,6 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
     __hash__ = object.__hash__
 
 
-class Fill(Function):
-    """Every element set to one value: no gradient to the old values; a tensor value gets the sum."""
-
-    @staticmethod
-    def forward(ctx, x, value):
-        fill = value.item() if isinstance(value, TrackedTensor) else value
-        return x._wrap(x.device.backend.full(x.shape, fill, x.dtype))
-
-    @staticmethod
-    def backward(ctx, grad):
-        return None, (grad.sum() if ctx.needs_input_grad[1] else None)
-
-
 class _TensorHookHandle:
     """Returned by ``register_hook``; ``remove()`` takes the hook out again."""
 
@@ -582,15 +585,19 @@ def _init(t, array, device) -> None:
     t.grad_fn = None
     t._output_nr = 0
     t._version = [0]
+    t._base = None
 
 
 def _shape_arg(size) -> tuple:
     """A size given as 3, (2, 3), [2, 3], or as the tuple of *size arguments (2, 3) or ((2, 3),)."""
     if isinstance(size, int):
-        return (size,)
-    if len(size) == 1 and not isinstance(size[0], int):
+        size = (size,)
+    elif len(size) == 1 and not isinstance(size[0], int):
         size = size[0]
-    return tuple(int(n) for n in size)
+    shape = tuple(int(n) for n in size)
+    if any(n < 0 for n in shape):
+        raise RuntimeError(f"Trying to create tensor with negative dimension {min(shape)}: {list(shape)}")
+    return shape
 
 
 _LEGACY_NAMES = {dt.bool_: "BoolTensor", dt.int32: "IntTensor", dt.int64: "LongTensor", dt.float16: "HalfTensor",

@@ -308,3 +308,20 @@ def test_version_error_matches_torch():
         y.mul_(2)
         with pytest.raises(RuntimeError, match=MODIFIED):
             y.sum().backward()
+
+
+def test_zero_on_a_non_leaf_sends_zero_gradients():
+    w = gl.ones(3, requires_grad=True)
+    y = w * 2
+    y.zero_()
+    y.sum().backward()
+    assert w.grad is not None and w.grad.tolist() == [0.0, 0.0, 0.0]
+
+
+def test_changes_through_data_are_not_tracked():
+    """PyTorch's .data has its own version counter: backward does not notice (nor refuse) the change."""
+    w = gl.ones(3, requires_grad=True)
+    y = (w * w).sum()
+    w.data.mul_(2)
+    y.backward()
+    assert w.grad.tolist() == [4.0, 4.0, 4.0]  # 2 * w, read after the change (as PyTorch does)

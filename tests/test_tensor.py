@@ -103,9 +103,39 @@ def test_tolist():
 
 
 def test_np_asarray_reads_the_values():
-    t = gl.tensor([1.0, 2.0], requires_grad=True)
+    t = gl.tensor([1.0, 2.0])
     a = np.asarray(t, dtype=np.float64)
     assert a.dtype == np.float64 and a.tolist() == [1.0, 2.0]
+
+
+def test_np_asarray_refuses_a_tensor_that_requires_grad():
+    """As in PyTorch: numpy would silently cut the graph, so it has to ask for .detach() first."""
+    with pytest.raises(RuntimeError, match=r"Can't call numpy\(\) on Tensor that requires grad"):
+        np.asarray(gl.tensor([1.0, 2.0], requires_grad=True))
+
+
+def test_numpy_scalars_defer_to_tensor_operators():
+    w = gl.ones(3, requires_grad=True)
+    out = np.float64(2.0) * w
+    assert isinstance(out, gl.Tensor) and out.grad_fn is not None and out.dtype is gl.float32
+
+
+def test_a_view_taken_before_an_in_place_change_is_refused():
+    a = gl.ones(2, 3, requires_grad=True)
+    x = a * 1
+    v = x[0]
+    x.mul_(2)
+    with pytest.raises(RuntimeError, match="used after the tensor it views was modified in place"):
+        v.sum().backward()
+
+
+def test_legacy_constructor_takes_sizes_or_data_and_makes_floats():
+    assert gl.Tensor(2, 3).shape == (2, 3) and gl.Tensor(2, 3).dtype is gl.float32
+    t = gl.Tensor([1, 2])
+    assert t.dtype is gl.float32 and t.tolist() == [1.0, 2.0]
+    source = np.ones(2)
+    copy = gl.Tensor(source)
+    assert copy.dtype is gl.float32 and not np.shares_memory(copy.numpy(), source)
 
 
 # --- copies ---------------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ class TrackedTensor:
     here lets the engine work on tensors without importing the layer above it.
     """
 
-    __slots__ = ("requires_grad", "grad", "grad_fn", "_output_nr", "_version", "_base", "_hooks",
+    __slots__ = ("requires_grad", "grad", "grad_fn", "_output_nr", "_version", "_base", "_view_version", "_hooks",
                  "_retains_grad", "_accumulator", "__weakref__")
 
     @property
@@ -219,16 +219,24 @@ _NO_EDGE = (None, 0)
 
 def _edge(x) -> tuple:
     """Where the gradient for input x goes next: its grad_fn's output, or its leaf accumulator."""
+    if x._base is not None and x._version[0] != x._view_version:
+        _stale_view(x)
     fn = x.grad_fn
     return (fn, x._output_nr) if fn is not None else (accumulator(x), 0)
 
 
+def _stale_view(x):
+    """A view whose memory changed in place after it was taken: its history describes old values."""
+    raise RuntimeError(
+        f"a view of shape {list(x.shape)} is used after the tensor it views was modified in place "
+        f"(version {x._view_version} -> {x._version[0]}), so its recorded history no longer matches its values. "
+        "Take the view after the in-place change, or .clone() it before the change."
+    )
+
+
 def _connect(node: Node, inputs: tuple, outputs):
     """Give the node its edges to the inputs, and make it the grad_fn of its outputs."""
-    node.next_functions = tuple([
-        ((x.grad_fn, x._output_nr) if x.grad_fn is not None else (accumulator(x), 0)) if needed else _NO_EDGE
-        for x, needed in zip(inputs, node.needs_input_grad)
-    ])
+    node.next_functions = tuple([_edge(x) if needed else _NO_EDGE for x, needed in zip(inputs, node.needs_input_grad)])
     node._seq = next(_sequence)
     if outputs.__class__ is not tuple and isinstance(outputs, TrackedTensor) and not node._dirty:
         for x in inputs:

@@ -58,8 +58,21 @@ def _analytical_jacobian(fn, inputs, x):
     return np.stack(rows, axis=0) if rows else np.zeros((0, x.numel()))
 
 
-def gradcheck(fn, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True, **_ignored) -> bool:
+# PyTorch's gradcheck options that change how it checks, not what: accepted so calls port unchanged.
+_TORCH_ONLY_OPTIONS = {"nondet_tol", "check_undefined_grad", "check_grad_dtypes", "check_batched_grad",
+                       "check_batched_forward_grad", "check_forward_ad", "check_backward_ad", "fast_mode", "masked",
+                       "gen_non_contig_grad_outputs", "check_fwd_over_rev", "check_rev_over_rev"}
+
+
+def _check_options(op, options):
+    unknown = sorted(set(options) - _TORCH_ONLY_OPTIONS)
+    if unknown:
+        raise TypeError(f"{op}() got unexpected keyword argument(s) {', '.join(unknown)}")
+
+
+def gradcheck(fn, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True, **torch_options) -> bool:
     """True if backward matches finite differences for every input that requires grad."""
+    _check_options("gradcheck", torch_options)
     inputs = _as_tuple(inputs)
     if not any(isinstance(x, TrackedTensor) and x.requires_grad for x in inputs):
         raise ValueError("gradcheck expects at least one input tensor to require gradient, but none of them have "
@@ -84,8 +97,10 @@ def gradcheck(fn, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=Tru
     return True
 
 
-def gradgradcheck(fn, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True, **_ignored) -> bool:
+def gradgradcheck(fn, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True,
+                  **torch_options) -> bool:
     """gradcheck applied to the gradient itself: checks second derivatives (backward of backward)."""
+    _check_options("gradgradcheck", torch_options)
     inputs = _as_tuple(inputs)
     outputs = _outputs(fn, inputs)
     if grad_outputs is None:

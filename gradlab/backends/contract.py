@@ -95,12 +95,24 @@ class Backend:
         pos = self.div(1.0, self.add(e, 1.0))
         return self.where(self.ge(a, 0), pos, self.sub(1.0, pos))
 
+    def ndtr(self, a):
+        """Φ(a), the standard normal CDF (GELU's gate): (1 + erf(a / √2)) / 2."""
+        return self.mul(self.add(self.erf(self.mul(a, 0.7071067811865476)), 1.0), 0.5)
+
     def zeros_like(self, a):
         return self.zeros(a.shape, self.dtype_of(a))
 
     def isub(self, a, b):
         """a -= b, written into a's own memory (the optimizers' parameter update); composed as sub + setitem."""
         self.setitem(a, Ellipsis, self.sub(a, b))
+
+    def iadd(self, a, b):
+        """a += b in a's own memory, for an array the caller made and owns; composed as add + setitem."""
+        self.setitem(a, Ellipsis, self.add(a, b))
+
+    def imul(self, a, b):
+        """a *= b in a's own memory, for an array the caller made and owns; composed as mul + setitem."""
+        self.setitem(a, Ellipsis, self.mul(a, b))
 
     # --- windows (convolution, pooling): composed from slices, a backend overrides with views ----
 

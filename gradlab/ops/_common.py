@@ -64,7 +64,7 @@ def binary_operands(op: str, a, b):
         a_data = a.array if da is dtype else backend.astype(a.array, dtype)
         b_data = b.array if db is dtype else backend.astype(b.array, dtype)
         return a_data, b_data, dtype
-    if not isinstance(b, (int, float, bool)) and getattr(b, "shape", None) == () and hasattr(b, "item"):
+    if type(b) not in (int, float, bool) and getattr(b, "shape", None) == () and hasattr(b, "item"):
         b = b.item()  # a numpy scalar counts as the Python number it holds, as in PyTorch
     if isinstance(b, (int, float, bool)):
         dtype = result_dtype_with_scalar(a.dtype, b)

@@ -21,11 +21,22 @@ _TANH_CUBIC = 0.044715
 
 
 def _gelu_cdf(backend, a, approximate):
-    """Phi(x), the standard normal CDF: exactly through erf, or its tanh approximation."""
+    """Phi(x), the standard normal CDF: exactly through erf, or its tanh approximation.
+
+    The tanh form writes every step after the first into the array that step made (iadd/imul):
+    two new arrays, not one per arithmetic operation; the erf form is the backend's ndtr kernel.
+    """
     if approximate == "tanh":
-        cubic = backend.add(a, backend.mul(backend.mul(backend.mul(a, a), a), _TANH_CUBIC))
-        return backend.mul(backend.add(backend.tanh(backend.mul(cubic, _TANH_SCALE)), 1.0), 0.5)
-    return backend.mul(backend.add(backend.erf(backend.mul(a, _SQRT_HALF)), 1.0), 0.5)
+        inner = backend.mul(a, a)
+        backend.imul(inner, _TANH_CUBIC)
+        backend.iadd(inner, 1.0)
+        backend.imul(inner, a)
+        backend.imul(inner, _TANH_SCALE)  # k * (x + c * x^3)
+        cdf = backend.tanh(inner)
+        backend.iadd(cdf, 1.0)
+        backend.imul(cdf, 0.5)
+        return cdf
+    return backend.ndtr(a)
 
 
 def _gelu_gradient(g, x, out, approximate):
@@ -52,27 +63,35 @@ Elu = elementwise("elu", lambda b, a, alpha: b.where(b.gt(a, 0), a, b.mul(b.expm
 
 
 class Gelu(Function):
-    """x * Phi(x). Backward reuses Phi(x) from forward (erf is the costly part); when the backward
-    itself is being recorded (create_graph) it is recomputed with Tensor operations instead."""
+    """x * Phi(x). Backward reuses Phi(x) from forward (erf is the costly part) and builds the slope
+    Phi(x) + x·phi(x) in one array of its own, in place; when the backward itself is being recorded
+    (create_graph) it is written with Tensor operations instead."""
 
     @staticmethod
     def forward(ctx, x, approximate):
         float_dtype_required("gelu", x)
         backend = x.device.backend
-        ctx.cdf = _gelu_cdf(backend, x.array, approximate)
+        cdf = _gelu_cdf(backend, x.array, approximate)
         ctx.approximate = approximate
-        ctx.save_for_backward(x)
-        return x._wrap(backend.mul(x.array, ctx.cdf))
+        ctx.save_for_backward(x, x._wrap(cdf))
+        return x._wrap(backend.mul(x.array, cdf))
 
     @staticmethod
     def backward(ctx, g):
-        (x,) = ctx.saved_tensors
+        x, cdf = ctx.saved_tensors
         if is_grad_enabled() or ctx.approximate == "tanh":
             return _gelu_gradient(g, x, None, ctx.approximate), None
-        backend = x.device.backend
-        pdf = backend.mul(backend.exp(backend.mul(backend.mul(x.array, x.array), -0.5)), _INV_SQRT_2PI)
-        slope = backend.add(ctx.cdf, backend.mul(x.array, pdf))
-        return g * x._wrap(slope), None
+        backend, a = x.device.backend, x.array
+        slope = backend.mul(a, a)
+        backend.imul(slope, -0.5)
+        slope = backend.exp(slope)
+        backend.imul(slope, a)
+        backend.imul(slope, _INV_SQRT_2PI)  # x·phi(x)
+        backend.iadd(slope, cdf.array)
+        backend.imul(slope, g.array)
+        return x._wrap(slope), None
+
+
 Silu = elementwise("silu", lambda b, a: b.mul(a, b.sigmoid(a)),
                    lambda g, x, y: g * sigmoid(x) * (1 + x * (1 - sigmoid(x))), inputs="floats")
 Softplus = elementwise("softplus", _softplus, lambda g, x, y, beta, threshold:

@@ -6,7 +6,7 @@ the middle of a model does not cut the graph.
 
 from __future__ import annotations
 
-from ..autograd.function import Function
+from ..autograd.function import Function, TrackedTensor
 
 
 class Clone(Function):
@@ -48,3 +48,18 @@ class ToDevice(Function):
     @staticmethod
     def backward(ctx, grad):
         return grad.to(ctx.device), None
+
+
+class Fill(Function):
+    """Every element set to one value (``fill_``, ``zero_``): the old values get a zero gradient,
+    a 0-d tensor value gets the sum of the gradient."""
+
+    @staticmethod
+    def forward(ctx, x, value):
+        fill = value.item() if isinstance(value, TrackedTensor) else value
+        return x._wrap(x.device.backend.full(x.shape, fill, x.dtype))
+
+    @staticmethod
+    def backward(ctx, grad):
+        grad_x = grad.new_zeros(grad.shape) if ctx.needs_input_grad[0] else None
+        return grad_x, (grad.sum() if ctx.needs_input_grad[1] else None)

@@ -193,14 +193,25 @@ def _parse_index(op, x, key) -> tuple:
     return tuple(index)
 
 
+def _list_index_dtype(op, index):
+    """A Python list used as an index holds bools (a mask) or ints (positions); anything else is an error."""
+    probe = index
+    while isinstance(probe, (list, tuple)) and len(probe):
+        probe = probe[0]
+    if isinstance(probe, bool):
+        return bool_
+    if isinstance(probe, float):
+        raise IndexError(f"{op}: tensors used as indices must be long, int or bool, got a list of floats")
+    return int64
+
+
 def _index_data(op, x, index, in_key=False):
     """An index tensor as an int64 array on x's backend; in an x[...] key also lists and bool masks."""
     if not isinstance(index, TrackedTensor):
         if not in_key:
             raise TypeError(f"{op}(): argument 'index' must be a Tensor, not {type(index).__name__}; "
                             "make one with gradlab.tensor(..., dtype=gradlab.int64)")
-        empty = isinstance(index, (list, tuple)) and len(index) == 0
-        index = type(x)(index, dtype=int64 if empty else None, device=x.device)
+        index = x.new_tensor(index, dtype=_list_index_dtype(op, index))
     if index.device is not x.device:
         raise RuntimeError(f"{op}: indices should be on the tensor's device ({x.device}), got {describe(index)}; "
                            f"move them with .to('{x.device}')")
@@ -430,7 +441,7 @@ class IndexingMethods:
     def __setitem__(self, key, value):
         index = _parse_index("__setitem__", self, key)
         if not isinstance(value, (TrackedTensor, int, float)):
-            value = type(self)(value, dtype=self.dtype, device=self.device)
+            value = self.new_tensor(value)
         self._inplace("__setitem__", lambda x, v: _put(x, index, v), value)
 
     def index_select(self, dim, index):

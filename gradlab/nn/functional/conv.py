@@ -6,6 +6,10 @@ share a geometry: ``ConvNd`` (input, weight → output), ``ConvTransposeNd`` (ou
 input-shaped: the weight's transpose times the columns, summed back into place — col2im) and
 ``ConvWeightGrad`` (input, output-shaped → weight-shaped). The gradients of each are the other two,
 so gradients of any order come from these three kernels.
+
+Two layouts, each where it is cheapest: im2col keeps the batch first (one matrix per sample, so the
+product lands directly in (N, C_out, *size) order), while col2im puts the batch last, (C, *size, N),
+so that adding a tap's slab back is one pass over long contiguous runs rather than many short rows.
 """
 
 from __future__ import annotations
@@ -36,13 +40,20 @@ class Geometry(NamedTuple):
 # --- im2col and col2im on backend arrays -----------------------------------------------------------
 
 def _pad_or_crop(backend, a, widths):
-    """Pad the spatial dims (the last len(widths)) by (before, after); negative widths crop instead."""
+    """Zero-pad the spatial dims (the last len(widths)) by (before, after); negative widths crop instead.
+
+    Padding writes the input into the middle of a zeros array (one copy, cheaper than a general pad).
+    """
+    lead = (slice(None),) * (a.ndim - len(widths))
     if any(lo < 0 or hi < 0 for lo, hi in widths):
-        lead = (slice(None),) * (a.ndim - len(widths))
         a = backend.getitem(a, lead + tuple(slice(max(-lo, 0), n - max(-hi, 0)) for (lo, hi), n in
-                                              zip(widths, a.shape[-len(widths):])))
+                                              zip(widths, a.shape[len(lead):])))
     if any(lo > 0 or hi > 0 for lo, hi in widths):
-        a = backend.pad(a, ((0, 0),) * (a.ndim - len(widths)) + tuple((max(lo, 0), max(hi, 0)) for lo, hi in widths), 0)
+        sizes = a.shape[len(lead):]
+        padded = backend.zeros(a.shape[:len(lead)] + tuple(n + max(lo, 0) + max(hi, 0) for n, (lo, hi) in
+                                                            zip(sizes, widths)), backend.dtype_of(a))
+        backend.setitem(padded, lead + tuple(slice(max(lo, 0), max(lo, 0) + n) for n, (lo, _) in zip(sizes, widths)), a)
+        a = padded
     return a
 
 
@@ -67,15 +78,20 @@ def columns(backend, x, kernel, geo):
     return cols, out
 
 
-def fold_columns(backend, cols, shape, kernel, out, geo):
-    """col2im, the adjoint of ``columns``: every column entry added back to the input position it came from."""
-    nd = len(kernel)
-    n, c = shape[:2]
-    padded = (n, c) + tuple(size + lo + hi for size, (lo, hi) in zip(shape[2:], geo.padding))
-    windows = backend.reshape(cols, (n, c) + tuple(kernel) + tuple(out))  # (N, C, *k, *out)
-    windows = backend.permute(windows, (0, 1) + tuple(range(2 + nd, 2 + 2 * nd)) + tuple(range(2, 2 + nd)))
-    x = backend.fold_windows(windows, padded, _spatial_axes(nd), geo.stride, geo.dilation)
-    return _pad_or_crop(backend, x, tuple((-lo, -hi) for lo, hi in geo.padding))
+def fold_columns(backend, cols, shape, geo):
+    """col2im, the adjoint of ``columns``: cols (C, *kernel, *out, N) → (N, C, *size) = ``shape``, every
+    entry added back to the input position it came from.
+
+    The batch is the last axis: the slab of one tap, cols[:, ki, kj], is added onto the padded
+    (C, *size, N) input as runs of W_out · N contiguous numbers, one pass per tap.
+    """
+    nd = len(shape) - 2
+    padded = (shape[1],) + tuple(size + lo + hi for size, (lo, hi) in zip(shape[2:], geo.padding)) + (shape[0],)
+    windows = backend.permute(cols, (0,) + tuple(range(1 + nd, 2 + 2 * nd)) + tuple(range(1, 1 + nd)))  # (C, *out, N, *k)
+    x = backend.fold_windows(windows, padded, tuple(range(1, 1 + nd)), geo.stride, geo.dilation)
+    x = backend.permute(x, (nd + 1, 0) + tuple(range(1, 1 + nd)))  # (N, C, *padded), a view
+    x = _pad_or_crop(backend, x, tuple((-lo, -hi) for lo, hi in geo.padding))
+    return x if backend.is_contiguous(x) else backend.copy(x)
 
 
 def _group_matrices(backend, a, groups):
@@ -95,8 +111,8 @@ class ConvNd(Function):
         cols, out = columns(backend, x.array, w.shape[2:], geo)
         y = backend.matmul(backend.reshape(w.array, (g, w.shape[0] // g, -1)), cols)  # (N, G, O/G, L)
         y = backend.reshape(y, (x.shape[0], w.shape[0]) + out)
-        if b is not None:
-            y = backend.add(y, backend.reshape(b.array, (-1,) + (1,) * len(out)))
+        if b is not None:  # y is new: add the bias in its own memory
+            backend.isub(y, backend.neg(backend.reshape(b.array, (-1,) + (1,) * len(out))))
         ctx.save_for_backward(x, w)
         ctx.geo = geo
         ctx.cols = cols if ctx.needs_input_grad[1] else None  # the weight's gradient needs them again
@@ -106,9 +122,11 @@ class ConvNd(Function):
     def backward(ctx, grad):
         x, w = ctx.saved_tensors
         needs = ctx.needs_input_grad
-        grad_x = ConvTransposeNd.apply(grad, w, x.shape[2:], ctx.geo) if needs[0] else None
         cols, ctx.cols = ctx.cols, None  # used once: a second backward (retain_graph) recomputes them
+        # the weight's gradient first, so the columns are freed before col2im makes its own
         grad_w = ConvWeightGrad.apply(x, grad, w.shape[2:], ctx.geo, cols) if needs[1] else None
+        del cols
+        grad_x = ConvTransposeNd.apply(grad, w, x.shape[2:], ctx.geo) if needs[0] else None
         grad_b = grad.sum((0,) + _spatial_axes(grad.ndim - 2)) if needs[2] else None
         return grad_x, grad_w, grad_b, None
 
@@ -117,20 +135,21 @@ class ConvTransposeNd(Function):
     """x-shaped = conv_transpose(y-shaped, w): the adjoint of conv in its input.
 
     Each output position spreads its vector through the weight's transpose into one window's worth
-    of columns (one matrix product), and col2im adds every window back onto the positions it covers.
-    ``size`` is the result's spatial size.
+    of columns (one matrix product, the batch as the last axis), and col2im adds every window back
+    onto the positions it covers. ``size`` is the result's spatial size.
     """
 
     @staticmethod
     def forward(ctx, y, w, size, geo):
         backend = y.device.backend
-        g = geo.groups
+        g, nd, n = geo.groups, len(size), y.shape[0]
         w_t = backend.permute(backend.reshape(w.array, (g, w.shape[0] // g, -1)), (0, 2, 1))  # (G, C/G · K, O/G)
-        cols = backend.matmul(w_t, _group_matrices(backend, y.array, g))  # (N, G, C/G · K, L)
-        shape = (y.shape[0], w.shape[1] * g) + tuple(size)
+        batch_last = backend.copy(backend.permute(y.array, tuple(range(1, nd + 2)) + (0,)))  # (O, *out, N)
+        cols = backend.matmul(w_t, backend.reshape(batch_last, (g, w.shape[0] // g, -1)))  # (G, C/G · K, L · N)
+        cols = backend.reshape(cols, (w.shape[1] * g,) + tuple(w.shape[2:]) + tuple(y.shape[2:]) + (n,))
         ctx.save_for_backward(y, w)
         ctx.geo = geo
-        return y._wrap(fold_columns(backend, cols, shape, w.shape[2:], y.shape[2:], geo))
+        return y._wrap(fold_columns(backend, cols, (n, w.shape[1] * g) + tuple(size), geo))
 
     @staticmethod
     def backward(ctx, grad):
@@ -363,8 +382,11 @@ class Fold(Function):
 
     @staticmethod
     def forward(ctx, cols, shape, kernel, out, geo):
+        backend = cols.device.backend
         ctx.kernel, ctx.geo = kernel, geo
-        return cols._wrap(fold_columns(cols.device.backend, cols.array, shape, kernel, out, geo))
+        windows = backend.reshape(cols.array, tuple(shape[:2]) + tuple(kernel) + tuple(out))  # (N, C, *k, *out)
+        batch_last = backend.permute(windows, tuple(range(1, windows.ndim)) + (0,))
+        return cols._wrap(fold_columns(backend, batch_last, shape, geo))
 
     @staticmethod
     def backward(ctx, grad):

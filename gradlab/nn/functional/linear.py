@@ -14,32 +14,41 @@ __all__ = ["linear", "bilinear"]
 
 
 class Linear(Function):
-    """y = x @ Wᵀ + b for x of shape (*, in): dx = dy W, dW = dyᵀ x (leading dims folded into rows), db = Σ dy."""
+    """y = x @ Wᵀ + b for x of shape (*, in): dx = dy W, dW = dyᵀ x (leading dims folded into rows), db = Σ dy.
+
+    Contiguous leading dims are folded into the rows of one 2-D product, forward and backward (one
+    large BLAS call is faster than a batch of small ones), and the bias is added into the product's
+    own fresh array rather than into a new one.
+    """
 
     @staticmethod
     def forward(ctx, x, w, b):
         backend = x.device.backend
-        rows = x.array
-        if x.ndim > 2 and backend.is_contiguous(rows):  # one 2-D product is faster than a batched one
-            rows = backend.reshape(rows, (-1, x.shape[-1]))
-        y = backend.matmul(rows, backend.permute(w.array, (1, 0)))
-        if rows is not x.array:
-            y = backend.reshape(y, x.shape[:-1] + (w.shape[0],))
+        y = backend.matmul(_rows(backend, x.array), backend.permute(w.array, (1, 0)))
         if b is not None:
-            y = backend.add(y, b.array)
+            backend.iadd(y, b.array)
         ctx.save_for_backward(x, w)
-        return x._wrap(y)
+        return x._wrap(backend.reshape(y, x.shape[:-1] + (w.shape[0],)) if x.ndim != 2 else y)
 
     @staticmethod
     def backward(ctx, grad):
         x, w = ctx.saved_tensors
         needs = ctx.needs_input_grad
-        grad_x = grad.matmul(w) if needs[0] else None
-        grad_w = grad.reshape(-1, grad.shape[-1]).t().matmul(x.reshape(-1, x.shape[-1])) if needs[1] else None
-        grad_b = None
+        rows = grad.reshape(-1, grad.shape[-1]) if grad.ndim != 2 else grad
+        grad_x = grad_w = grad_b = None
+        if needs[0]:
+            grad_x = rows.matmul(w)
+            grad_x = grad_x.reshape(x.shape) if x.ndim != 2 else grad_x
+        if needs[1]:
+            grad_w = rows.t().matmul(x.reshape(-1, x.shape[-1]) if x.ndim != 2 else x)
         if needs[2]:
-            grad_b = grad.sum(tuple(range(grad.ndim - 1))) if grad.ndim > 1 else grad
+            grad_b = rows.sum(0)
         return grad_x, grad_w, grad_b
+
+
+def _rows(backend, a):
+    """The array as (rows, features): a view when its layout allows, else a copy (as reshape gives)."""
+    return a if a.ndim == 2 else backend.reshape(a, (-1, a.shape[-1]))
 
 
 def checked_linear(op, input, weight, bias):
