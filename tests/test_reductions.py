@@ -569,3 +569,12 @@ def test_property_argmax_and_cumsum_match_numpy(case):
     np.testing.assert_array_equal(leaf(a).argmax(axis, keepdim).numpy(), np.argmax(a, axis=axis, keepdims=keepdim))
     if axis is not None:
         assert_close(leaf(a).cumsum(axis), np.cumsum(a, axis=axis))
+
+
+def test_float16_mean_accumulates_in_float32():
+    """70000 ones: a float16 running sum would stall at 2048 and the count itself is inf in float16."""
+    x = gl.ones(70000, dtype=gl.float16, requires_grad=True)
+    m = x.mean()
+    m.backward()
+    assert m.dtype is gl.float16 and m.item() == 1.0
+    assert abs(x.grad[0].item() - 1 / 70000) < 1e-7

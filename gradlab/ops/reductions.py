@@ -70,6 +70,11 @@ def _data_as(x, dtype):
     return x.array if x.dtype is dtype else x.device.backend.astype(x.array, dtype)
 
 
+def _summing_dtype(dtype):
+    """float16 sums run in float32 (as PyTorch's do): 2048 + 1 is already 2048 in float16."""
+    return dt.float32 if dtype is dt.float16 else dtype
+
+
 def _empty_error(op: str, x, dim, unspecified=RuntimeError):
     """PyTorch's error for max/min-like reductions over nothing."""
     if dim is None:
@@ -103,7 +108,8 @@ class Sum(Function):
         axes = _axes("sum", x, dim)
         _remember(ctx, x, axes, keepdim)
         ctx.dtype, target, backend = x.dtype, _accumulate_dtype(x, dtype), x.device.backend
-        return x._wrap(_exactly(backend, backend.sum(_data_as(x, target), axes, keepdim), target))
+        total = backend.sum(_data_as(x, _summing_dtype(target)), axes, keepdim)
+        return x._wrap(_exactly(backend, total, target))
 
     @staticmethod
     def backward(ctx, grad):
@@ -125,11 +131,12 @@ class Mean(Function):
         _remember(ctx, x, axes, keepdim)
         ctx.dtype, ctx.count = x.dtype, _count(x.shape, axes)
         backend = x.device.backend
-        return x._wrap(backend.div(backend.sum(_data_as(x, target), axes, keepdim), ctx.count))
+        total = backend.sum(_data_as(x, _summing_dtype(target)), axes, keepdim)
+        return x._wrap(_exactly(backend, backend.div(total, ctx.count), target))
 
     @staticmethod
     def backward(ctx, grad):
-        return _cast_grad(_spread(grad, ctx) / ctx.count, ctx), None, None, None
+        return _cast_grad(_spread(grad, ctx) * (1.0 / ctx.count), ctx), None, None, None
 
 
 class Prod(Function):
