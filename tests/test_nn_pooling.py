@@ -161,13 +161,14 @@ def test_output_shapes_and_dtype():
 
 @pytest.mark.parametrize("fn", [
     lambda t: F.max_pool2d(t, 3, 2, 1),
+    lambda t: F.max_pool2d(t, 2),  # windows that tile the input (H = 5: the last row is cropped off)
     lambda t: F.max_pool2d(t, (2, 3), 1, dilation=(2, 1), ceil_mode=True),
     lambda t: F.max_pool1d(t.flatten(2), 3, 2, ceil_mode=True),
     lambda t: F.avg_pool2d(t, 3, 2, 1, ceil_mode=True, count_include_pad=False),
     lambda t: F.avg_pool1d(t.flatten(2), 4, 3, padding=1),
     lambda t: F.adaptive_avg_pool2d(t, (4, 4)),
     lambda t: F.adaptive_avg_pool2d(t, (5, 3)),
-], ids=["max2d", "max2d-dilated", "max1d", "avg2d", "avg1d", "adaptive-uneven", "adaptive-even"])
+], ids=["max2d", "max2d-tiles", "max2d-dilated", "max1d", "avg2d", "avg1d", "adaptive-uneven", "adaptive-even"])
 def test_gradcheck_and_gradgradcheck(fn):
     x = gl.tensor(randn(1, 2, 5, 6), requires_grad=True)
     assert gradcheck(fn, (x,))

@@ -2,9 +2,13 @@
 
 Max-pooling remembers which tap of each window won (the first largest; NaN wins, as in PyTorch) and
 sends the gradient back there alone. Average pooling sums each window and divides by its size. Two
-pairs of adjoint Functions do all the work, so gradients of any order follow: picking a tap of each
-window (``WindowGather``) ↔ putting a value at that tap (``WindowScatter``), and summing each window
-(``WindowSum``) ↔ spreading a value over its window (``WindowSpread``).
+pairs of adjoint Functions do all the work, so gradients of any order follow: picking the winning
+tap of each window (``WindowGather``) ↔ putting a value at that tap (``WindowScatter``), and summing
+each window (``WindowSum``) ↔ spreading a value over its window (``WindowSpread``).
+
+Windows that tile the input (stride = kernel, no padding or dilation: MaxPool2d(2) and the like) take
+a faster road, ``Tiles``: the maximum is taken one axis at a time over interleaved taps, x[..., 0::2]
+against x[..., 1::2], so every step is one pass over long strided runs and no window is ever copied.
 """
 
 from __future__ import annotations
@@ -42,81 +46,223 @@ def _slabs(backend, windows, nd):
     return backend.reshape(slabs, (-1,) + out)
 
 
-class MaxPoolNd(Function):
-    """The largest value of each window, and which tap won: a one-hot (K, N, C, *out) bool tensor.
+def _running_max(backend, taps, nan):
+    """The maximum over a list of same-shaped arrays, and which one won: one bool array per tap, exactly one True.
 
-    Taps are scanned in order and a later one wins only when strictly larger than all before it (so
-    ties go to the first) or NaN (so a NaN spreads, and the last NaN wins, as in PyTorch).
+    A later tap wins only when strictly larger than all before it (so ties go to the first), or, with
+    ``nan``, when it is NaN (so the last NaN wins, as in PyTorch; the maximum itself propagates NaN).
+    """
+    best, beats = taps[0], []  # beats[j - 1]: tap j beats every tap before it
+    for tap in taps[1:]:
+        beat = backend.gt(tap, best)
+        beats.append(backend.logical_or(beat, backend.isnan(tap)) if nan else beat)
+        best = backend.maximum(best, tap)
+    if not beats:
+        return best, [backend.full(tuple(best.shape), True, bool_)]
+    winners, later = [beats[-1]], beats[-1]  # later: where some later tap won
+    for beat in reversed(beats[:-1]):  # tap j wins where it beat all before it and no later tap beat it
+        winners.append(backend.logical_and(beat, backend.logical_not(later)))
+        later = backend.logical_or(later, beat)
+    winners.append(backend.logical_not(later))
+    return best, winners[::-1]
+
+
+def _found_nan(backend, best):
+    return backend.dtype_of(best).is_floating_point and bool(backend.any(backend.isnan(best)))
+
+
+class Windows:
+    """Any windows (overlapping, padded, dilated): the winners as one one-hot (K, N, C, *out) bool array.
+
+    The K taps of every window are copied out as K contiguous slabs; gradients go back through col2im.
     """
 
+    def __init__(self, winners, shape, kernel, geo):
+        self.winners, self.shape, self.kernel, self.geo = winners, shape, kernel, geo
+
     @staticmethod
-    def forward(ctx, x, kernel, geo):
+    def find(backend, x, kernel, geo):
+        """The maximum of every window of x (padding never wins) and where it was."""
+        dtype = backend.dtype_of(x)
+        low = -math.inf if dtype.is_floating_point else -(1 << (8 * dtype.itemsize - 1))
+        slabs = _slabs(backend, _windows(backend, x, kernel, geo, low), len(kernel))
+        taps = [backend.getitem(slabs, j) for j in range(slabs.shape[0])]
+        best, winners = _running_max(backend, taps, nan=False)
+        if len(taps) > 1 and _found_nan(backend, best):
+            best, winners = _running_max(backend, taps, nan=True)
+        winners = backend.stack(winners, 0)
+        return (best if len(taps) > 1 else backend.copy(best)), Windows(winners, x.shape, kernel, geo)
+
+    def scatter(self, backend, y):
+        """An input-shaped array holding each value of y at its window's winning tap, summed where windows overlap."""
+        nd = len(self.kernel)
+        # one slab per tap: a product with the one-hot mask, which (unlike a where on a random mask) vectorises;
+        # the one difference, an infinite value times 0 making NaN at the losing taps, is left as is
+        values = backend.reshape(backend.mul(self.winners, backend.reshape(y, (1,) + y.shape)),
+                                 tuple(self.kernel) + y.shape)
+        windows = backend.permute(values, tuple(range(nd, nd + y.ndim)) + tuple(range(nd)))
+        return _unwindow(backend, windows, self.shape, self.geo)
+
+    def gather(self, backend, x):
+        """The value of x at the winning tap of every window."""
+        slabs = _slabs(backend, _windows(backend, x, self.kernel, self.geo), len(self.kernel))
+        return backend.sum(backend.mul(slabs, self.winners), (0,), False)
+
+    def taps(self, backend):
+        """Per spatial dim, the winning tap's position along that dim in every window (int64, output-shaped)."""
+        k_total = math.prod(self.kernel)
+        numbers = backend.reshape(backend.arange(0, k_total, 1, int64), (k_total,) + (1,) * (self.winners.ndim - 1))
+        pick = backend.sum(backend.mul(self.winners, numbers), (0,), False)  # row-major over the kernel
+        inner = [math.prod(self.kernel[i + 1:]) for i in range(len(self.kernel))]
+        return [backend.remainder(backend.floor_divide(pick, n), k) for n, k in zip(inner, self.kernel)]
+
+
+class Tiles:
+    """Windows that tile the input (stride = kernel, no padding, no dilation): one axis at a time.
+
+    The window maximum is separable: the largest of each k-run along W, then the largest of those
+    along H. Each axis's taps are interleaved views, x[..., j::k], and its winners a list of k bool
+    arrays (exactly one True at each position). Scanning W and then H, ties going to the first, picks
+    the same winner as scanning the whole window in row-major order; so does letting NaN win (the
+    last NaN of the window, as in PyTorch). A remainder that no window covers (floor mode) is cropped
+    off, and gets zero gradient.
+    """
+
+    def __init__(self, winners, shape, kernel):
+        self.winners, self.shape, self.kernel = winners, shape, kernel  # winners[i][j]: tap j won along axis i
+
+    @staticmethod
+    def fit(kernel, geo):
+        """Whether the windows of this geometry tile the input."""
+        return (tuple(geo.stride) == tuple(kernel) and all(d == 1 for d in geo.dilation)
+                and all(lo == hi == 0 for lo, hi in geo.padding))
+
+    @staticmethod
+    def find(backend, x, kernel):
+        """The maximum of every tile of x and where it was."""
+        tiled = _crop_to_tiles(backend, x, kernel)
+
+        def reduce(nan):
+            best, winners = tiled, [None] * len(kernel)
+            for i in reversed(range(len(kernel))):  # W first: its taps are the most closely interleaved
+                best, winners[i] = _running_max(backend, _interleaved(backend, best, i - len(kernel), kernel[i]), nan)
+            return best, winners
+
+        best, winners = reduce(nan=False)
+        if _found_nan(backend, best):
+            best, winners = reduce(nan=True)
+        return (backend.copy(best) if math.prod(kernel) == 1 else best), Tiles(winners, x.shape, kernel)
+
+    def scatter(self, backend, y):
+        """An input-shaped array holding each value of y at its tile's winning position (zero elsewhere).
+
+        One axis at a time (H first: the reverse of find), each tap's share, y times its one-hot, is
+        written into that tap's interleaved view of the next, larger array.
+        """
+        nd = len(self.kernel)
+        for i, winners in enumerate(self.winners):
+            axis, k = y.ndim - nd + i, len(winners)
+            spread = backend.empty(y.shape[:axis] + (y.shape[axis] * k,) + y.shape[axis + 1:], backend.dtype_of(y))
+            rest = (slice(None),) * (nd - 1 - i)
+            for j in range(k):
+                share = backend.mul(winners[j], y)
+                backend.setitem(spread, (Ellipsis, slice(j, None, k)) + rest, share)
+            y = spread
+        return _pad_or_crop(backend, y, tuple((0, n - m) for n, m in zip(self.shape[-nd:], y.shape[-nd:])))
+
+    def gather(self, backend, x):
+        """The value of x at the winning position of every tile."""
+        a = _crop_to_tiles(backend, x, self.kernel)
+        for i in reversed(range(len(self.kernel))):
+            a = self._pick(backend, a, i, self.winners[i])
+        return backend.copy(a) if math.prod(self.kernel) == 1 else a
+
+    def taps(self, backend):
+        """Per spatial dim, the winning position along that dim in every tile (int64, output-shaped)."""
+        taps = []
+        for i, winners in enumerate(self.winners):
+            tap = backend.zeros(tuple(winners[0].shape), int64)  # along axis i, at every position of
+            for j in range(1, len(winners)):
+                tap = backend.where(winners[j], j, tap)
+            for j in reversed(range(i)):  # the axes before i, which were reduced after it
+                tap = self._pick(backend, tap, j, self.winners[j])
+            taps.append(tap)
+        return taps
+
+    def _pick(self, backend, a, i, winners):
+        """a reduced along spatial axis i by taking its winning tap (one-hot winners: later wins overwrite)."""
+        taps = _interleaved(backend, a, i - len(self.kernel), len(winners))
+        picked = taps[0]
+        for j in range(1, len(taps)):
+            picked = backend.where(winners[j], taps[j], picked)
+        return picked
+
+
+def _crop_to_tiles(backend, x, kernel):
+    """x without the trailing rows/columns that no whole tile covers (a view)."""
+    nd = len(kernel)
+    sizes = tuple(n - n % k for n, k in zip(x.shape[-nd:], kernel))
+    if sizes == tuple(x.shape[-nd:]):
+        return x
+    return backend.getitem(x, (Ellipsis,) + tuple(slice(0, n) for n in sizes))
+
+
+def _interleaved(backend, a, axis, k):
+    """The k interleaved taps along ``axis`` (negative): a[..., j::k, ...] for j < k, as views."""
+    rest = (slice(None),) * (-axis - 1)
+    return [backend.getitem(a, (Ellipsis, slice(j, None, k)) + rest) for j in range(k)]
+
+
+class MaxPoolNd(Function):
+    """The largest value of each window; with ``indices``, also where it was (a non-differentiable int64 output)."""
+
+    @staticmethod
+    def forward(ctx, x, kernel, geo, pads, indices):
         backend = x.device.backend
-        low = -math.inf if x.dtype.is_floating_point else -(1 << (8 * x.dtype.itemsize - 1))
-        slabs = _slabs(backend, _windows(backend, x.array, kernel, geo, low), len(kernel))
-        best, beats = backend.getitem(slabs, 0), []  # beats[j - 1]: tap j beats every tap before it
-        for j in range(1, slabs.shape[0]):
-            beats.append(backend.gt(backend.getitem(slabs, j), best))
-            best = backend.maximum(best, backend.getitem(slabs, j))  # NaN propagates
-        if beats and backend.any(backend.isnan(best)):
-            beats = [backend.logical_or(b, backend.isnan(backend.getitem(slabs, j))) for j, b in enumerate(beats, 1)]
-        ctx.winners, ctx.shape, ctx.kernel, ctx.geo = _last_true(backend, beats, best.shape), x.shape, kernel, geo
-        winners = x._wrap(ctx.winners)
-        ctx.mark_non_differentiable(winners)
+        if Tiles.fit(kernel, geo):
+            best, ctx.winners = Tiles.find(backend, x.array, kernel)
+        else:
+            best, ctx.winners = Windows.find(backend, x.array, kernel, geo)
+        out = x._wrap(best)
+        if not indices:
+            return out
+        where = x._wrap(_flat_indices(backend, ctx.winners.taps(backend), x.shape, geo, pads))
+        ctx.mark_non_differentiable(where)
         ctx.set_materialize_grads(False)
-        return x._wrap(best if beats else backend.copy(best)), winners
+        return out, where
 
     @staticmethod
-    def backward(ctx, grad, _):
+    def backward(ctx, grad, _=None):
         if grad is None:
-            return None, None, None
-        return WindowScatter.apply(grad, ctx.winners, ctx.shape, ctx.kernel, ctx.geo), None, None
-
-
-def _last_true(backend, beats, shape):
-    """One-hot (K, *shape): tap j wins where it beat all before it and no later tap beat it."""
-    winners = backend.zeros((len(beats) + 1,) + shape, bool_)
-    later = backend.zeros(shape, bool_)
-    for j in range(len(beats), 0, -1):
-        backend.setitem(winners, j, backend.logical_and(beats[j - 1], backend.logical_not(later)))
-        later = backend.logical_or(later, beats[j - 1])
-    backend.setitem(winners, 0, backend.logical_not(later))
-    return winners
+            return None, None, None, None, None
+        return WindowScatter.apply(grad, ctx.winners), None, None, None, None
 
 
 class WindowScatter(Function):
-    """An input-shaped tensor holding each value at its window's winning tap (``winners``, one-hot (K, ...)),
+    """An input-shaped tensor holding each value at its window's winning tap (``winners``: Windows or Tiles),
     summed where windows overlap."""
 
     @staticmethod
-    def forward(ctx, y, winners, shape, kernel, geo):
-        backend = y.device.backend
-        nd = len(kernel)
-        # one slab per tap: a product with the one-hot mask, which (unlike a where on a random mask) vectorises;
-        # the one difference, an infinite value times 0 making NaN at the losing taps, is left as is
-        values = backend.reshape(backend.mul(winners, backend.reshape(y.array, (1,) + y.shape)), tuple(kernel) + y.shape)
-        windows = backend.permute(values, tuple(range(nd, nd + y.ndim)) + tuple(range(nd)))
-        ctx.winners, ctx.kernel, ctx.geo = winners, kernel, geo
-        return y._wrap(_unwindow(backend, windows, shape, geo))
+    def forward(ctx, y, winners):
+        ctx.winners = winners
+        return y._wrap(winners.scatter(y.device.backend, y.array))
 
     @staticmethod
     def backward(ctx, grad):
-        return WindowGather.apply(grad, ctx.winners, ctx.kernel, ctx.geo), None, None, None, None
+        return WindowGather.apply(grad, ctx.winners), None
 
 
 class WindowGather(Function):
     """The value at the winning tap of every window (max-pooling with the winners already known)."""
 
     @staticmethod
-    def forward(ctx, x, winners, kernel, geo):
-        backend = x.device.backend
-        slabs = _slabs(backend, _windows(backend, x.array, kernel, geo), len(kernel))
-        ctx.winners, ctx.shape, ctx.kernel, ctx.geo = winners, x.shape, kernel, geo
-        return x._wrap(backend.sum(backend.mul(slabs, winners), (0,), False))
+    def forward(ctx, x, winners):
+        ctx.winners = winners
+        return x._wrap(winners.gather(x.device.backend, x.array))
 
     @staticmethod
     def backward(ctx, grad):
-        return WindowScatter.apply(grad, ctx.winners, ctx.shape, ctx.kernel, ctx.geo), None, None, None
+        return WindowScatter.apply(grad, ctx.winners), None
 
 
 class WindowSum(Function):
@@ -178,27 +324,24 @@ def _pool_geometry(op, x, nd, kernel_size, stride, padding, dilation, ceil_mode)
 def _max_pool(op, nd, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
     x, unbatched = batched_input(op, input, nd)
     kernel, geo, pads = _pool_geometry(op, x, nd, kernel_size, stride, padding, dilation, ceil_mode)
-    out, winners = MaxPoolNd.apply(x, kernel, geo)
-    if return_indices:
-        indices = _flat_indices(x, winners.array, kernel, geo, pads, out.shape)
-        return (out.squeeze(0), indices.squeeze(0)) if unbatched else (out, indices)
-    return out.squeeze(0) if unbatched else out
+    result = MaxPoolNd.apply(x, kernel, geo, pads, return_indices)
+    if not unbatched:
+        return result
+    return tuple(t.squeeze(0) for t in result) if return_indices else result.squeeze(0)
 
 
-def _flat_indices(x, winners, kernel, geo, pads, out_shape):
-    """PyTorch's indices: the flat position of each winner within its (unpadded) input plane."""
-    backend = x.device.backend
-    nd, k_total = len(kernel), math.prod(kernel)
-    taps = backend.reshape(backend.arange(0, k_total, 1, int64), (k_total,) + (1,) * len(out_shape))
-    pick = backend.sum(backend.mul(winners, taps), (0,), False)
-    flat, inner = None, k_total
-    for i, (k, s, d, p, n, count) in enumerate(zip(kernel, geo.stride, geo.dilation, pads, x.shape[2:], out_shape[2:])):
-        inner //= k
-        tap = backend.remainder(backend.floor_divide(pick, inner), k)
+def _flat_indices(backend, taps, shape, geo, pads):
+    """PyTorch's indices: the flat position of each winner within its (unpadded) input plane.
+
+    ``taps[i]`` is the winner's position along spatial dim i inside its window.
+    """
+    flat, nd = None, len(taps)
+    for i, (tap, s, d, p, n) in enumerate(zip(taps, geo.stride, geo.dilation, pads, shape[2:])):
+        count = tap.shape[2 + i]
         start = backend.reshape(backend.arange(-p, count * s - p, s, int64), (count,) + (1,) * (nd - 1 - i))
         position = backend.add(backend.mul(tap, d), start)
         flat = position if flat is None else backend.add(backend.mul(flat, n), position)
-    return x._wrap(flat)
+    return flat
 
 
 def _avg_pool(op, nd, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
