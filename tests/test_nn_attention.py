@@ -373,3 +373,56 @@ def test_mha_output_shapes(batch_first, need_weights):
     out, weights = mha(q, k, v, need_weights=need_weights)
     assert out.shape == ((N, L, E) if batch_first else (L, N, E))
     assert (weights is None) if not need_weights else weights.shape == (N, L, S)
+
+
+# --- the fused self-attention node (self-attention, need_weights=False, no dropout) ------------------------------
+
+def fused_inputs(batch_first, seed):
+    gl.manual_seed(seed)
+    mha = nn.MultiheadAttention(E, HEADS, batch_first=batch_first).double()
+    x = gl.tensor(randn(*((N, L, E) if batch_first else (L, N, E)), seed=seed), requires_grad=True)
+    pad = gl.tensor(bool_mask((N, L), seed + 1))
+    attn = gl.tensor(randn(L, L, seed=seed + 2), requires_grad=True)
+    return mha, x, pad, attn
+
+
+@pytest.mark.parametrize("batch_first", [False, True])
+def test_fused_self_attention_matches_the_general_path(batch_first):
+    mha, x, pad, attn = fused_inputs(batch_first, 30)
+    w = gl.tensor(randn(*x.shape, seed=33))
+    results = []
+    for need_weights in (False, True):  # False takes the fused node; True the general path
+        for t in (x, attn, mha.in_proj_weight, mha.in_proj_bias):
+            t.grad = None
+        out, _ = mha(x, x, x, key_padding_mask=pad, attn_mask=attn, need_weights=need_weights)
+        (out * w).sum().backward()
+        results.append([out.detach().numpy(), x.grad.numpy(), attn.grad.numpy(), mha.in_proj_weight.grad.numpy(),
+                        mha.in_proj_bias.grad.numpy()])
+    assert mha(x, x, x, need_weights=False)[0].grad_fn.next_functions[0][0].name() == "SelfAttentionBackward"
+    for fused, general in zip(*results):
+        np.testing.assert_allclose(fused, general, rtol=1e-12, atol=1e-13)
+
+
+@pytest.mark.parametrize("batch_first", [False, True])
+def test_fused_self_attention_gradcheck_and_second_derivatives(batch_first):
+    mha, x, pad, attn = fused_inputs(batch_first, 40)
+
+    def fn(x, attn, *_):
+        return mha(x, x, x, key_padding_mask=pad, attn_mask=attn, need_weights=False)[0]
+
+    assert gradcheck(fn, (x, attn, mha.in_proj_weight))
+    assert gradgradcheck(fn, (x, attn, mha.in_proj_bias))
+
+
+def test_fused_self_attention_unbatched_causal_and_fully_masked_rows():
+    mha, _, _, _ = fused_inputs(False, 50)
+    x = gl.tensor(randn(L, E, seed=51), requires_grad=True)
+    out, weights = mha(x, x, x, attn_mask=gl.tensor(np.triu(np.ones((L, L), bool), 1)), need_weights=False,
+                       is_causal=True)
+    assert weights is None and out.shape == (L, E)
+    masked = np.zeros((L, L), bool)
+    masked[1] = True  # query 1 may look at no key: its attention output is 0 (only the out_proj bias is left)
+    out = mha(x, x, x, attn_mask=gl.tensor(masked), need_weights=False)[0]
+    np.testing.assert_allclose(out.detach().numpy()[1], mha.out_proj.bias.detach().numpy(), rtol=1e-14)
+    out.sum().backward()
+    assert np.isfinite(x.grad.numpy()).all()

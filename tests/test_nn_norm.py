@@ -341,3 +341,20 @@ def test_normalize_matches_torch(p, dim):
 def test_normalize_gradcheck():
     x = gl.tensor(randn(3, 4, seed=43), requires_grad=True)
     assert gradcheck(lambda x: F.normalize(x, dim=-1), (x,))
+
+
+def test_layernorm_float16_computes_its_statistics_in_float32():
+    """Sums of float16 overflow at 65504: the statistics and the backward run in float32, the results are float16."""
+    x = (randn(4, 3000, seed=60) * 0.3 + 100).astype(np.float16)  # row sums near 300000
+    w = (randn(3000, seed=61) * 0.1 + 1).astype(np.float16)
+    up = randn(4, 3000, seed=62).astype(np.float16)
+    results = []
+    for dtype in (gl.float16, gl.float64):
+        gx, gw = gl.tensor(x, dtype=dtype, requires_grad=True), gl.tensor(w, dtype=dtype, requires_grad=True)
+        out = F.layer_norm(gx, (3000,), gw)
+        out.backward(gl.tensor(up, dtype=dtype))
+        assert out.dtype is dtype and gx.grad.dtype is dtype and gw.grad.dtype is dtype
+        results.append([t.detach().numpy().astype(np.float64) for t in (out, gx.grad, gw.grad)])
+    for half, exact in zip(*results):
+        assert np.isfinite(half).all()
+        np.testing.assert_allclose(half, exact, atol=5e-3 * np.abs(exact).max())

@@ -95,6 +95,11 @@ class Backend:
         pos = self.div(1.0, self.add(e, 1.0))
         return self.where(self.ge(a, 0), pos, self.sub(1.0, pos))
 
+    def matmul_into(self, a, b, out):
+        """out[...] = a @ b, written into an array the caller owns (maybe a strided view of a bigger one,
+        e.g. one head's slot of a packed buffer); composed as matmul + setitem."""
+        self.setitem(out, Ellipsis, self.matmul(a, b))
+
     def ndtr(self, a):
         """Φ(a), the standard normal CDF (GELU's gate): (1 + erf(a / √2)) / 2."""
         return self.mul(self.add(self.erf(self.mul(a, 0.7071067811865476)), 1.0), 0.5)

@@ -11,9 +11,10 @@ from __future__ import annotations
 import math
 
 from ...autograd.function import Function
+from ...autograd.grad_mode import grad_state
 from ...dtypes import bool_
 from ...ops._common import ShapeError, broadcast_shapes, shape_str, sum_to_shape
-from ...ops.shape import cat, pad
+from ...ops.shape import cat, pad, stack
 from ...tensor import Tensor
 from .dropout import dropout
 from .linear import linear
@@ -32,24 +33,7 @@ class AttentionWeights(Function):
 
     @staticmethod
     def forward(ctx, q, k, mask, scale, empty_row_value):
-        b = q.device.backend
-        k_t = b.permute(k.array, tuple(range(k.ndim - 2)) + (k.ndim - 1, k.ndim - 2))
-        scores = b.matmul(b.mul(q.array, scale), k_t)
-        empty = None
-        if mask is not None:
-            if mask.dtype.is_floating_point:
-                scores = b.add(scores, mask.array)
-            else:
-                scores = b.where(mask.array, scores, -math.inf)
-            empty = _empty_rows(b, mask)
-            if bool(b.any(empty)):
-                scores = b.where(empty, 0.0, scores)  # softmax of a row of -inf is 0/0: fill those rows after it
-            else:
-                empty = None
-        weights = b.softmax(scores, scores.ndim - 1)
-        if empty is not None:
-            weights = b.where(empty, empty_row_value, weights)
-        out = q._wrap(weights)
+        out = q._wrap(_softmax_scores(q.device.backend, q.array, k.array, mask, scale, empty_row_value))
         ctx.scale = scale
         ctx.save_for_backward(q, k, out, mask if mask is not None and mask.dtype.is_floating_point else None)
         return out
@@ -64,12 +48,127 @@ class AttentionWeights(Function):
         return grad_q, grad_k, grad_mask, None, None
 
 
+def _softmax_scores(b, q, k, mask, scale, empty_row_value):
+    """The attention weights softmax(scale · q kᵀ + mask) as an array: the scores are scaled and
+    masked in their own fresh array, and the softmax makes the only other one."""
+    scores = b.matmul(q, _mT(b, k))
+    b.imul(scores, scale)
+    empty = None
+    if mask is not None:
+        if mask.dtype.is_floating_point:
+            b.iadd(scores, mask.array)
+        else:
+            scores = b.where(mask.array, scores, -math.inf)
+        empty = _empty_rows(b, mask)
+        if bool(b.any(empty)):
+            scores = b.where(empty, 0.0, scores)  # softmax of a row of -inf is 0/0: fill those rows after it
+        else:
+            empty = None
+    weights = b.softmax(scores, scores.ndim - 1)
+    if empty is not None:
+        weights = b.where(empty, empty_row_value, weights)
+    return weights
+
+
+def _mT(b, a):
+    """The last two axes swapped (a view)."""
+    return b.permute(a, tuple(range(a.ndim - 2)) + (a.ndim - 1, a.ndim - 2))
+
+
 def _empty_rows(b, mask):
     """Where a query has no key left to attend to (kept-dims shape of the mask, last dim 1)."""
     axis = (mask.ndim - 1,)
     if mask.dtype.is_floating_point:
         return b.all(b.eq(mask.array, -math.inf), axis, True)
     return b.logical_not(b.any(mask.array, axis, True))
+
+
+class SelfAttention(Function):
+    """Multi-head self-attention from the packed projection qkv = x W_inᵀ + b_in to the joined heads.
+
+    qkv is (N, L, 3E) (batch_first) or (L, N, 3E); the output, (N, L, E) or (L, N, E), is what the
+    output projection takes. Each head's q, k and v are strided views of qkv, never copies: the
+    products read them in place and write the heads' outputs (in backward dq, dk and dv) straight
+    into their slots of one packed array (matmul_into), so there is no head split or merge to copy
+    or to differentiate. Forward makes the scores (softmaxed into P, saved) and the output; backward
+    makes dP (turned into dS in place) and d_qkv. With create_graph, backward is Tensor operations.
+    """
+
+    @staticmethod
+    def forward(ctx, qkv, num_heads, mask, scale, empty_row_value, batch_first):
+        b = qkv.device.backend
+        q, k, v = _heads(b, qkv.array, num_heads, batch_first)
+        p = _softmax_scores(b, q, k, mask, scale, empty_row_value)
+        a, n, width = qkv.shape
+        out = b.empty((a, n, num_heads, width // (3 * num_heads)), qkv.dtype)
+        b.matmul_into(p, v, _head_view(b, out, batch_first))
+        ctx.num_heads, ctx.scale, ctx.empty_row_value, ctx.batch_first = num_heads, scale, empty_row_value, batch_first
+        ctx.save_for_backward(qkv, qkv._wrap(p), mask)
+        return qkv._wrap(b.reshape(out, (a, n, width // 3)))
+
+    @staticmethod
+    def backward(ctx, grad):
+        qkv, p, mask = ctx.saved_tensors
+        if grad_state.enabled:
+            return _self_attention_graph(ctx, grad, qkv, mask)
+        b, heads, batch_first, needs = qkv.device.backend, ctx.num_heads, ctx.batch_first, ctx.needs_input_grad
+        q, k, v = _heads(b, qkv.array, heads, batch_first)
+        g = _head_view(b, b.reshape(grad.array, grad.shape[:2] + (heads, -1)), batch_first)
+        d_scores = b.matmul(g, _mT(b, v))  # dP, turned into dS = P ⊙ (dP − Σ_keys dP ⊙ P) in place
+        rows = b.einsum("...ij,...ij->...i", d_scores, p.array)
+        b.isub(d_scores, b.reshape(rows, rows.shape + (1,)))
+        b.imul(d_scores, p.array)
+        grad_mask = sum_to_shape(qkv._wrap(d_scores), mask.shape) if needs[2] else None
+        grad_qkv = None
+        if needs[0]:
+            packed = b.empty(qkv.shape, qkv.dtype)
+            dq, dk, dv = _heads(b, packed, heads, batch_first)
+            b.matmul_into(d_scores, k, dq)
+            b.imul(dq, ctx.scale)
+            b.matmul_into(_mT(b, d_scores), q, dk)
+            b.imul(dk, ctx.scale)
+            b.matmul_into(_mT(b, p.array), g, dv)
+            grad_qkv = qkv._wrap(packed)
+        return grad_qkv, None, grad_mask, None, None, None
+
+
+def _self_attention_graph(ctx, grad, qkv, mask):
+    """SelfAttention's backward as Tensor operations (create_graph): P is recomputed as a node of
+    the graph, so that its own dependence on q and k reaches the second derivatives."""
+    heads, scale = ctx.num_heads, ctx.scale
+    a, n, width = qkv.shape
+    q, k, v = qkv.unflatten(-1, (3, heads, width // (3 * heads))).permute(*_PACKED_AXES[ctx.batch_first]).unbind(0)
+    p = AttentionWeights.apply(q, k, mask, scale, ctx.empty_row_value)
+    g = grad.unflatten(-1, (heads, -1)).permute(*_HEAD_AXES[ctx.batch_first])
+    d_scores = g.matmul(v.mT)
+    d_scores = p * (d_scores - (d_scores * p).sum(-1, keepdim=True))
+    grad_q, grad_k, grad_v = d_scores.matmul(k) * scale, d_scores.mT.matmul(q) * scale, p.mT.matmul(g)
+    inverse = _inverse(_PACKED_AXES[ctx.batch_first])
+    grad_qkv = stack([grad_q, grad_k, grad_v]).permute(*inverse).reshape(a, n, width)
+    grad_mask = sum_to_shape(d_scores, mask.shape) if ctx.needs_input_grad[2] else None
+    return grad_qkv, None, grad_mask, None, None, None
+
+
+# (N, L, ...) or (L, N, ...) → (N, heads, L, head_dim); the packed layout has the q/k/v axis in front.
+_HEAD_AXES = {True: (0, 2, 1, 3), False: (1, 2, 0, 3)}
+_PACKED_AXES = {True: (2, 0, 3, 1, 4), False: (2, 1, 3, 0, 4)}
+
+
+def _inverse(axes):
+    return tuple(sorted(range(len(axes)), key=axes.__getitem__))
+
+
+def _head_view(b, a, batch_first):
+    """(N, L, heads, head_dim) or (L, N, heads, head_dim) seen as (N, heads, L, head_dim)."""
+    return b.permute(a, _HEAD_AXES[batch_first])
+
+
+def _heads(b, packed, num_heads, batch_first):
+    """q, k, v of every head as (N, heads, L, head_dim) views of a packed (N, L, 3E) or (L, N, 3E) array."""
+    a, n, width = packed.shape
+    split = b.reshape(packed, (a, n, 3, num_heads, width // (3 * num_heads)))
+    both = b.permute(split, _PACKED_AXES[batch_first])
+    return b.getitem(both, 0), b.getitem(both, 1), b.getitem(both, 2)
 
 
 # --- scaled_dot_product_attention -----------------------------------------------------------------
@@ -198,6 +297,7 @@ def _multi_head_attention(query, key, value, embed_dim_to_check, num_heads, in_p
     """multi_head_attention_forward in either layout: the projections run on the input as it is laid out
     ((L, N, E) or (N, L, E)), and permuted views give every head its (N, heads, L, head_dim) block."""
     batched = _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads)
+    self_attention = query is key is value
     bdim = 0 if batch_first else 1
     if not batched:
         query, key, value = query.unsqueeze(bdim), key.unsqueeze(bdim), value.unsqueeze(bdim)
@@ -221,6 +321,21 @@ def _multi_head_attention(query, key, value, embed_dim_to_check, num_heads, in_p
     head_dim = embed_dim // num_heads
     if head_dim * num_heads != embed_dim:
         raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
+
+    if not training:
+        dropout_p = 0.0
+    if self_attention and separate_weights is None and bias_k is None and bias_v is None and not add_zero_attn \
+            and static_k is None and static_v is None and not need_weights and dropout_p == 0.0:
+        # the common case (a transformer layer's): one node from the packed projection to the joined heads
+        if attn_mask is not None:
+            attn_mask = _mha_attn_mask(attn_mask, bsz, num_heads, tgt_len, src_len)
+        attn_mask = _with_padding(attn_mask, key_padding_mask, bsz, src_len)
+        if is_causal:
+            attn_mask = causal_mask(query, tgt_len, src_len)
+        qkv = linear(query, in_proj_weight, in_proj_bias)
+        out = SelfAttention.apply(qkv, num_heads, attn_mask, 1.0 / math.sqrt(head_dim), 0.0, batch_first)
+        out = linear(out, out_proj_weight, out_proj_bias)
+        return (out if batched else out.squeeze(bdim)), None
 
     if separate_weights is None:
         if key.shape != value.shape:
@@ -255,16 +370,9 @@ def _multi_head_attention(query, key, value, embed_dim_to_check, num_heads, in_p
         attn_mask = _pad_last(attn_mask)
         key_padding_mask = _pad_last(key_padding_mask)
     src_len = k.shape[2]
-    if key_padding_mask is not None:
-        if tuple(key_padding_mask.shape) != (bsz, src_len):
-            raise AssertionError(f"MultiheadAttention: expected key_padding_mask of shape {shape_str((bsz, src_len))} "
-                                 f"(batch, source length), got {shape_str(key_padding_mask.shape)}")
-        padding = key_padding_mask.reshape(bsz, 1, 1, src_len)
-        attn_mask = padding if attn_mask is None else attn_mask + padding
+    attn_mask = _with_padding(attn_mask, key_padding_mask, bsz, src_len)
     if is_causal:
         attn_mask = causal_mask(q, tgt_len, src_len)
-    if not training:
-        dropout_p = 0.0
 
     weights = AttentionWeights.apply(q, k, attn_mask, 1.0 / math.sqrt(head_dim), math.nan if need_weights else 0.0)
     if dropout_p > 0.0:
@@ -323,6 +431,17 @@ def _mha_attn_mask(attn_mask, bsz, num_heads, tgt_len, src_len):
                            f"{shape_str((bsz * num_heads, tgt_len, src_len))} (batch * num_heads, target length, "
                            "source length).")
     return attn_mask.reshape(bsz, num_heads, tgt_len, src_len)
+
+
+def _with_padding(attn_mask, key_padding_mask, bsz, src_len):
+    """The additive key_padding_mask (N, S) folded into attn_mask as (N, 1, 1, S)."""
+    if key_padding_mask is None:
+        return attn_mask
+    if tuple(key_padding_mask.shape) != (bsz, src_len):
+        raise AssertionError(f"MultiheadAttention: expected key_padding_mask of shape {shape_str((bsz, src_len))} "
+                             f"(batch, source length), got {shape_str(key_padding_mask.shape)}")
+    padding = key_padding_mask.reshape(bsz, 1, 1, src_len)
+    return padding if attn_mask is None else attn_mask + padding
 
 
 def _in_projection_packed(query, key, value, weight, bias):

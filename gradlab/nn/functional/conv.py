@@ -87,9 +87,10 @@ def fold_columns(backend, cols, shape, geo):
     """
     nd = len(shape) - 2
     padded = (shape[1],) + tuple(size + lo + hi for size, (lo, hi) in zip(shape[2:], geo.padding)) + (shape[0],)
-    windows = backend.permute(cols, (0,) + tuple(range(1 + nd, 2 + 2 * nd)) + tuple(range(1, 1 + nd)))  # (C, *out, N, *k)
-    x = backend.fold_windows(windows, padded, tuple(range(1, 1 + nd)), geo.stride, geo.dilation)
-    x = backend.permute(x, (nd + 1, 0) + tuple(range(1, 1 + nd)))  # (N, C, *padded), a view
+    spatial = tuple(range(1, 1 + nd))
+    windows = backend.permute(cols, (0,) + tuple(range(1 + nd, 2 + 2 * nd)) + spatial)  # (C, *out, N, *k)
+    x = backend.fold_windows(windows, padded, spatial, geo.stride, geo.dilation)
+    x = backend.permute(x, (nd + 1, 0) + spatial)  # (N, C, *padded), a view
     x = _pad_or_crop(backend, x, tuple((-lo, -hi) for lo, hi in geo.padding))
     return x if backend.is_contiguous(x) else backend.copy(x)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ...autograd.function import Function
 from ...autograd.grad_mode import grad_state
-from ...dtypes import float64
+from ...dtypes import float16, float32, float64
 from ...ops._common import describe, float_dtype_required, shape_str, sum_to_shape
 
 __all__ = ["batch_norm", "layer_norm", "group_norm", "rms_norm", "normalize"]
@@ -54,6 +54,15 @@ def _total(backend, arrays, axes, shape):
     return backend.reshape(backend.einsum(",".join([dims] * len(arrays)) + "->" + kept, *arrays), shape)
 
 
+def _in_float32(backend, a):
+    """float16 data as float32 (the statistics of float16 inputs are computed in float32, as in PyTorch)."""
+    return backend.astype(a, float32) if backend.dtype_of(a) is float16 else a
+
+
+def _as(backend, a, dtype):
+    return a if backend.dtype_of(a) is dtype else backend.astype(a, dtype)
+
+
 class Normalize(Function):
     """(x − mean) / sqrt(var + eps) · weight + bias, with x's own statistics over ``axes``.
 
@@ -69,9 +78,10 @@ class Normalize(Function):
         b = x.device.backend
         stat_shape = tuple(1 if i in axes else n for i, n in enumerate(x.shape))
         count = _count(x.shape, axes)
-        mean = _total(b, (x.array,), axes, stat_shape)
+        data = _in_float32(b, x.array)
+        mean = _total(b, (data,), axes, stat_shape)
         b.imul(mean, 1.0 / count)
-        x_hat = b.sub(x.array, mean)
+        x_hat = b.sub(data, mean)
         var = _total(b, (x_hat, x_hat), axes, stat_shape)
         b.imul(var, 1.0 / count)
         if running is not None:
@@ -90,7 +100,7 @@ class Normalize(Function):
         ctx.axes, ctx.eps, ctx.param_shape = axes, eps, param_shape
         ctx.bias_shape = None if bias is None else bias.shape
         ctx.save_for_backward(x, weight, x._wrap(x_hat), x._wrap(inv_std))
-        return x._wrap(out)
+        return x._wrap(_as(b, out, x.dtype))
 
     @staticmethod
     def backward(ctx, grad):
@@ -113,15 +123,16 @@ class Normalize(Function):
 def _normalize_backward(ctx, grad, weight, x_hat, inv_std):
     """Normalize's backward on arrays (no graph being recorded): the same closed form, with two
     full-size temporaries instead of eight. dx = (g·w − mean(g·w) − x̂·mean(g·w·x̂)) / σ."""
-    b, g, xh = grad.device.backend, grad.array, x_hat.array
+    b, xh = grad.device.backend, x_hat.array
+    g = _in_float32(b, grad.array)
     axes, param_shape, needs = ctx.axes, ctx.param_shape, ctx.needs_input_grad
     grad_w = grad_b = grad_x = None
     if needs[1] or needs[2]:
         broadcast = _broadcast_axes(g.ndim, param_shape or (weight.shape if weight is not None else ctx.bias_shape))
         if needs[1]:
-            grad_w = x_hat._wrap(_total(b, (g, xh), broadcast, weight.shape))
+            grad_w = grad._wrap(_as(b, _total(b, (g, xh), broadcast, weight.shape), weight.dtype))
         if needs[2]:
-            grad_b = x_hat._wrap(_total(b, (g,), broadcast, ctx.bias_shape))
+            grad_b = grad._wrap(_as(b, _total(b, (g,), broadcast, ctx.bias_shape), grad.dtype))
     if needs[0]:
         stat_shape = tuple(1 if i in axes else n for i, n in enumerate(g.shape))
         scale = 1.0 / _count(g.shape, axes)
@@ -138,7 +149,7 @@ def _normalize_backward(ctx, grad, weight, x_hat, inv_std):
         else:
             b.isub(gy, shift)
         b.imul(gy, inv_std.array)
-        grad_x = x_hat._wrap(gy)
+        grad_x = grad._wrap(_as(b, gy, grad.dtype))
     return grad_x, grad_w, grad_b
 
 
