@@ -28,25 +28,11 @@ SIZE = 16
 N = 1024
 
 
-def gradlab_chain():
-    x = gl.ones(SIZE, requires_grad=True)
-    w = gl.ones(SIZE, requires_grad=True)
-    seed = gl.ones(SIZE)
-
-    def run():
-        y = x
-        for _ in range(CHAIN):
-            y = y + w
-        y.backward(seed)
-        x.grad = w.grad = None
-
-    return run
-
-
-def torch_chain(torch):
-    x = torch.ones(SIZE, requires_grad=True)
-    w = torch.ones(SIZE, requires_grad=True)
-    seed = torch.ones(SIZE)
+def chain(lib):
+    """y = x + w + w + ... (100 adds), then backward: almost all of the time is per-op overhead."""
+    x = lib.ones(SIZE, requires_grad=True)
+    w = lib.ones(SIZE, requires_grad=True)
+    seed = lib.ones(SIZE)
 
     def run():
         y = x
@@ -127,10 +113,10 @@ def main():
     print(f"python {platform.python_version()}, numpy {np.__version__}, "
           f"torch {torch.__version__ if torch else 'not installed'}, {os.cpu_count()} cpus")
 
-    chain = {"gradlab": gradlab_chain(), "bare numpy autograd": bare_numpy_chain()}
+    candidates = {"gradlab": chain(gl), "bare numpy autograd": bare_numpy_chain()}
     if torch is not None:
-        chain["torch"] = torch_chain(torch)
-    times = interleaved(chain, rounds=5, repeats=20, warmup=3)
+        candidates["torch"] = chain(torch)
+    times = interleaved(candidates, rounds=5, repeats=20, warmup=3)
     print(f"\n1. chain of {CHAIN} adds of {SIZE}-element float32 tensors, forward + backward (µs per op)")
     for name, seconds in times.items():
         print(f"   {name:22s} {seconds / CHAIN * 1e6:7.2f} µs/op")
