@@ -52,9 +52,13 @@ _NAMES.update({"float": float32, "double": float64, "half": float16, "int": int3
 NATIVE_TO_DTYPE: dict = {}  # every loaded backend's array dtype -> DType, read by Tensor.dtype
 
 
+FLOATING_NATIVES: set = set()  # the array dtypes that can carry gradients, read on every recorded op
+
+
 def register_native_dtypes(mapping: dict) -> None:
     """A backend declares which of its array dtypes stands for which DType."""
     NATIVE_TO_DTYPE.update({native: dtype for dtype, native in mapping.items()})
+    FLOATING_NATIVES.update(native for dtype, native in mapping.items() if dtype.is_floating_point)
 
 
 def _by_name(name: str) -> DType:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import weakref
 
+from ..dtypes import FLOATING_NATIVES
 from . import observers
 from .grad_mode import grad_state
 
@@ -19,7 +20,9 @@ class TrackedTensor:
     """The half of a tensor that autograd knows about: gradient, history, version, hooks.
 
     ``gradlab.Tensor`` subclasses it and adds the data and the operations. Keeping these fields
-    here lets the engine work on tensors without importing the layer above it.
+    here lets the engine work on tensors without importing the layer above it; in return the
+    engine reads only what every subclass provides: ``array`` (with ``.shape`` and ``.dtype``),
+    ``device``, and the Tensor operators for summing gradients.
     """
 
     __slots__ = ("requires_grad", "grad", "grad_fn", "_output_nr", "_version", "_base", "_view_version", "_hooks",
@@ -195,7 +198,7 @@ class Function:
         """Run forward; if any input requires grad (and grad mode is on), record a Node for backward."""
         ctx = cls._node_type()
         if grad_state.enabled:
-            needs = ctx.needs_input_grad = tuple([isinstance(x, TrackedTensor) and x.requires_grad for x in inputs])
+            needs = ctx.needs_input_grad = _needs_grad(inputs)
             if True in needs:
                 grad_state.enabled = False  # forward itself is not recorded, only this one node
                 try:
@@ -217,6 +220,16 @@ class Function:
 _NO_EDGE = (None, 0)
 
 
+def _needs_grad(inputs) -> tuple:
+    """Which inputs require grad. One and two inputs (nearly every op) skip the comprehension."""
+    if len(inputs) == 2:
+        a, b = inputs
+        return (isinstance(a, TrackedTensor) and a.requires_grad, isinstance(b, TrackedTensor) and b.requires_grad)
+    if len(inputs) == 1:
+        return (isinstance(inputs[0], TrackedTensor) and inputs[0].requires_grad,)
+    return tuple([isinstance(x, TrackedTensor) and x.requires_grad for x in inputs])
+
+
 def _edge(x) -> tuple:
     """Where the gradient for input x goes next: its grad_fn's output, or its leaf accumulator."""
     if x._base is not None and x._version[0] != x._view_version:
@@ -236,14 +249,18 @@ def _stale_view(x):
 
 def _connect(node: Node, inputs: tuple, outputs):
     """Give the node its edges to the inputs, and make it the grad_fn of its outputs."""
-    node.next_functions = tuple([_edge(x) if needed else _NO_EDGE for x, needed in zip(inputs, node.needs_input_grad)])
+    needs = node.needs_input_grad
+    if len(inputs) == 2:
+        node.next_functions = (_edge(inputs[0]) if needs[0] else _NO_EDGE, _edge(inputs[1]) if needs[1] else _NO_EDGE)
+    else:
+        node.next_functions = tuple([_edge(x) if need else _NO_EDGE for x, need in zip(inputs, needs)])
     node._seq = next(_sequence)
     if outputs.__class__ is not tuple and isinstance(outputs, TrackedTensor) and not node._dirty:
         for x in inputs:
             if outputs is x:
                 break
         else:  # the usual case: one new output tensor
-            if outputs.dtype.is_floating_point and id(outputs) not in node._non_differentiable:
+            if outputs.array.dtype in FLOATING_NATIVES and id(outputs) not in node._non_differentiable:
                 outputs.requires_grad = True
                 outputs.grad_fn = node
             node._output_shapes = (outputs.array.shape,)
