@@ -21,7 +21,7 @@ from .tensor import Tensor
 
 # Built on Tensor, so imported after it:
 from .autograd import functional as _functional, gradcheck as _gradcheck  # noqa: E402
-from . import data, linalg, nn, optim  # noqa: E402  (gradlab.nn, gradlab.optim, ... as in torch)
+from . import cuda, data, linalg, nn, optim  # noqa: E402  (gradlab.nn, gradlab.optim, ... as in torch)
 from .io import load, save  # noqa: E402
 
 autograd.functional = _functional
