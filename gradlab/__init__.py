@@ -17,7 +17,7 @@ from .ops.functional import *  # noqa: F401,F403  (gradlab.exp, gradlab.matmul, 
 from .random import (Generator, initial_seed, manual_seed, multinomial, normal, rand, rand_like, randint, randn,
                      randn_like, randperm, seed)
 from .scalar import Scalar
-from .tensor import Tensor
+from .tensor import Tensor, is_floating_point, is_tensor, numel
 
 # Built on Tensor, so imported after it:
 from .autograd import functional as _functional, gradcheck as _gradcheck  # noqa: E402

@@ -682,3 +682,17 @@ def as_backend_array(data, dtype, device, op: str, copy: bool = False):
     if copy and isinstance(data, np.ndarray) and isinstance(array, np.ndarray) and np.may_share_memory(array, data):
         array = device.backend.copy(array)
     return array, device
+
+
+def is_tensor(obj) -> bool:
+    """True if obj is a gradlab Tensor (``torch.is_tensor``)."""
+    return isinstance(obj, Tensor)
+
+
+def numel(input: Tensor) -> int:
+    """The number of elements of a tensor (``torch.numel``)."""
+    return input.numel()
+
+
+def is_floating_point(input: Tensor) -> bool:
+    return input.is_floating_point()

@@ -465,3 +465,9 @@ def test_dtype_of_the_first_tensor_in_a_fresh_process():
     code = "import numpy as np, gradlab as gl; print(gl.from_numpy(np.ones(2, np.float32)).dtype)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "gradlab.float32"
+
+
+def test_module_level_queries_as_in_torch():
+    t = gl.zeros(2, 3)
+    assert gl.is_tensor(t) and not gl.is_tensor(np.zeros(2))
+    assert gl.numel(t) == 6 and gl.is_floating_point(t) and not gl.is_floating_point(gl.arange(3))
