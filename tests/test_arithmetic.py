@@ -797,3 +797,16 @@ def test_non_number_operands(name, fn, dtype):
     with pytest.raises(TypeError, match=rf"{name}: unsupported operand Python \w+ .*expected a gradlab Tensor or a "
                                         r"Python number"):
         fn(gl.ones(3, dtype=dtype))
+
+
+@pytest.mark.parametrize("op", [lambda a, b: a // b, lambda a, b: a % b], ids=["floordiv", "remainder"])
+@pytest.mark.parametrize("divisor", [0, "tensor"])
+def test_integer_division_by_zero_raises_as_in_torch(op, divisor):
+    a = gl.tensor([1, 2])
+    b = gl.tensor([0, 1]) if divisor == "tensor" else divisor
+    with pytest.raises(RuntimeError, match="ZeroDivisionError: integer division by zero"):
+        op(a, b)
+
+
+def test_float_division_by_zero_gives_inf():
+    assert (gl.tensor([1.0, -2.0]) // 0).tolist() == [float("inf"), float("-inf")]

@@ -216,12 +216,28 @@ LogicalOr = _no_grad_binary("logical_or", "logical_or")
 LogicalXor = _no_grad_binary("logical_xor", "logical_xor")
 
 
+def _refuse_integer_division_by_zero(op: str, out, b) -> None:
+    """Integers have no inf: PyTorch raises where numpy would quietly give 0."""
+    if out.dtype.is_floating_point:
+        return
+    if isinstance(b, TrackedTensor):
+        backend = b.device.backend
+        zero = bool(backend.to_numpy(backend.any(backend.eq(b.array, 0), None, False)))
+    else:
+        zero = b == 0
+    if zero:
+        raise RuntimeError(f"{op}: ZeroDivisionError: integer division by zero (divisor {describe(b)}); "
+                           "use floats if you want inf")
+
+
 class FloorDivide(Function):
     """a // b: piecewise constant, so its gradient is zero (PyTorch gives None: not differentiable)."""
 
     @staticmethod
     def forward(ctx, a, b):
-        return _compute_no_bool("floor_divide", a, b)
+        out = _compute_no_bool("floor_divide", a, b)
+        _refuse_integer_division_by_zero("floor_divide", out, b)
+        return out
 
     @staticmethod
     def backward(ctx, grad):
@@ -235,7 +251,9 @@ class Remainder(Function):
     def forward(ctx, a, b):
         ctx.save_for_backward(a, b if isinstance(b, TrackedTensor) else None)
         ctx.a_shape = a.shape
-        return _compute_no_bool("remainder", a, b)
+        out = _compute_no_bool("remainder", a, b)
+        _refuse_integer_division_by_zero("remainder", out, b)
+        return out
 
     @staticmethod
     def backward(ctx, grad):
