@@ -118,6 +118,11 @@ class Div(ScalarFunction):
         return grad / y, -grad * x / (y * y)
 
 
+def _power(base, exponent):
+    """base ** exponent, with 0 to a negative power as inf (a slope that is vertical) instead of an error."""
+    return math.inf if base == 0 and exponent < 0 else base ** exponent
+
+
 class Pow(ScalarFunction):
     """x ** y: d/dx = y * x**(y-1) and d/dy = x**y * log(x)."""
     op = "**"
@@ -135,7 +140,7 @@ class Pow(ScalarFunction):
     def backward(ctx, grad):
         base, exponent, out = ctx.saved_values
         wants_base, wants_exponent = ctx.needs_input_grad
-        d_base = grad * exponent * base ** (exponent - 1) if wants_base else None
+        d_base = grad * exponent * _power(base, exponent - 1) if wants_base else None
         d_exponent = None
         if wants_exponent and base > 0:
             d_exponent = grad * out * math.log(base)
@@ -265,7 +270,7 @@ class Sqrt(ScalarFunction):
     @staticmethod
     def backward(ctx, grad):
         (out,) = ctx.saved_values
-        return grad / (2 * out)
+        return grad * math.inf if out == 0 else grad / (2 * out)  # vertical at 0, as in PyTorch
 
 
 @dataclass(frozen=True)

@@ -292,3 +292,12 @@ def test_division_by_zero_names_the_op():
         Scalar(1.0) / Scalar(0.0)
     with pytest.raises(ZeroDivisionError, match=r"Scalar\.__truediv__"):
         2 / Scalar(0.0)
+
+
+def test_vertical_slopes_at_zero_are_infinite_as_in_pytorch():
+    x = Scalar(0.0)
+    x.sqrt().backward()
+    assert x.grad == math.inf
+    y = Scalar(0.0)
+    (y ** 0.5).backward()
+    assert y.grad == math.inf
