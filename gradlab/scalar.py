@@ -50,6 +50,7 @@ class ScalarFunction:
     """
 
     op = ""
+    derivative = ""  # the local rule in plain math ("∂L/∂x = g · out"), shown by the lab
 
     @staticmethod
     def forward(ctx, *inputs):
@@ -71,6 +72,7 @@ class ScalarFunction:
 class Add(ScalarFunction):
     """x + y: the gradient passes to both inputs unchanged."""
     op = "+"
+    derivative = "∂L/∂x = g;  ∂L/∂y = g"
     @staticmethod
     def forward(ctx, x, y):
         return x + y
@@ -82,6 +84,7 @@ class Add(ScalarFunction):
 class Sub(ScalarFunction):
     """x - y: the gradient passes to x unchanged and to y with its sign flipped."""
     op = "-"
+    derivative = "∂L/∂x = g;  ∂L/∂y = −g"
     @staticmethod
     def forward(ctx, x, y):
         return x - y
@@ -93,6 +96,7 @@ class Sub(ScalarFunction):
 class Mul(ScalarFunction):
     """x * y: each input receives the gradient times the other input."""
     op = "*"
+    derivative = "∂L/∂x = g · y;  ∂L/∂y = g · x"
     @staticmethod
     def forward(ctx, x, y):
         ctx.save_for_backward(x, y)
@@ -106,6 +110,7 @@ class Mul(ScalarFunction):
 class Div(ScalarFunction):
     """x / y: d/dx = 1/y and d/dy = -x/y**2."""
     op = "/"
+    derivative = "∂L/∂x = g / y;  ∂L/∂y = −g · x / y²"
     @staticmethod
     def forward(ctx, x, y):
         if y == 0:
@@ -126,6 +131,7 @@ def _power(base, exponent):
 class Pow(ScalarFunction):
     """x ** y: d/dx = y * x**(y-1) and d/dy = x**y * log(x)."""
     op = "**"
+    derivative = "∂L/∂base = g · exponent · base^(exponent − 1);  ∂L/∂exponent = g · out · log(base)"
     @staticmethod
     def forward(ctx, base, exponent):
         if base == 0 and exponent < 0:
@@ -152,6 +158,7 @@ class Pow(ScalarFunction):
 class Neg(ScalarFunction):
     """-x: the gradient comes back with its sign flipped."""
     op = "neg"
+    derivative = "∂L/∂x = −g"
     @staticmethod
     def forward(ctx, x):
         return -x
@@ -163,6 +170,7 @@ class Neg(ScalarFunction):
 class Exp(ScalarFunction):
     """exp(x) is its own derivative, so backward reuses the output."""
     op = "exp"
+    derivative = "∂L/∂x = g · out"
     @staticmethod
     def forward(ctx, x):
         out = math.exp(x)
@@ -177,6 +185,7 @@ class Exp(ScalarFunction):
 class Log(ScalarFunction):
     """log(x) (natural log): d/dx = 1/x."""
     op = "log"
+    derivative = "∂L/∂x = g / x"
     @staticmethod
     def forward(ctx, x):
         if x <= 0:
@@ -192,6 +201,7 @@ class Log(ScalarFunction):
 class Tanh(ScalarFunction):
     """tanh(x): d/dx = 1 - tanh(x)**2, written in terms of the output."""
     op = "tanh"
+    derivative = "∂L/∂x = g · (1 − out²)"
     @staticmethod
     def forward(ctx, x):
         out = math.tanh(x)
@@ -206,6 +216,7 @@ class Tanh(ScalarFunction):
 class Sigmoid(ScalarFunction):
     """sigmoid(x) = 1 / (1 + exp(-x)): d/dx = out * (1 - out)."""
     op = "sigmoid"
+    derivative = "∂L/∂x = g · out · (1 − out)"
     @staticmethod
     def forward(ctx, x):
         out = 0.5 * (1 + math.tanh(x / 2))  # same function, but exp(-x) cannot overflow
@@ -220,6 +231,7 @@ class Sigmoid(ScalarFunction):
 class ReLU(ScalarFunction):
     """relu(x) = max(0, x): the gradient passes where x > 0 and stops elsewhere."""
     op = "relu"
+    derivative = "∂L/∂x = g where x > 0, else 0"
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
@@ -233,6 +245,7 @@ class ReLU(ScalarFunction):
 class Sin(ScalarFunction):
     """sin(x): d/dx = cos(x)."""
     op = "sin"
+    derivative = "∂L/∂x = g · cos(x)"
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
@@ -246,6 +259,7 @@ class Sin(ScalarFunction):
 class Cos(ScalarFunction):
     """cos(x): d/dx = -sin(x)."""
     op = "cos"
+    derivative = "∂L/∂x = −g · sin(x)"
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
@@ -259,6 +273,7 @@ class Cos(ScalarFunction):
 class Sqrt(ScalarFunction):
     """sqrt(x): d/dx = 1 / (2 * sqrt(x)), written in terms of the output."""
     op = "sqrt"
+    derivative = "∂L/∂x = g / (2 · out)"
     @staticmethod
     def forward(ctx, x):
         if x < 0:

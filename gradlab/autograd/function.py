@@ -180,6 +180,7 @@ class Function:
     """
 
     _node_type = Node
+    derivative = ""  # the local rule in plain math ("∂L/∂x = g · out"), shown by the lab
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

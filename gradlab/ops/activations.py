@@ -54,18 +54,31 @@ def _softplus(backend, a, beta, threshold):
     return backend.where(backend.gt(scaled, threshold), a, backend.div(backend.log1p(backend.exp(scaled)), beta))
 
 
-Sigmoid = elementwise("sigmoid", "sigmoid", lambda g, x, y: g * y * (1 - y), saves="out")
-Relu = elementwise("relu", lambda b, a: b.maximum(a, 0), lambda g, x, y: g * (y > 0), inputs="keep", saves="out")
+Sigmoid = elementwise("sigmoid", "sigmoid", lambda g, x, y: g * y * (1 - y), saves="out",
+                      doc="sigmoid(x): the gradient is multiplied by out · (1 − out), the sigmoid's own slope.",
+                      derivative="∂L/∂x = g · out · (1 − out)")
+Relu = elementwise("relu", lambda b, a: b.maximum(a, 0), lambda g, x, y: g * (y > 0), inputs="keep", saves="out",
+                   doc="relu(x) = max(x, 0): the gradient passes where x > 0 and stops elsewhere.",
+                   derivative="∂L/∂x = g where out > 0, else 0")
 LeakyRelu = elementwise("leaky_relu", lambda b, a, slope: b.where(b.gt(a, 0), a, b.mul(a, slope)),
-                        lambda g, x, y, slope: where(x > 0, g, g * slope), inputs="floats")
+                        lambda g, x, y, slope: where(x > 0, g, g * slope), inputs="floats",
+                        doc="leaky_relu(x): the gradient passes where x > 0 and is scaled by the slope elsewhere.",
+                        derivative="∂L/∂x = g where x > 0, else g · slope")
 Elu = elementwise("elu", lambda b, a, alpha: b.where(b.gt(a, 0), a, b.mul(b.expm1(a), alpha)),
-                  lambda g, x, y, alpha: where(x > 0, g, g * (y + alpha)), inputs="floats")
+                  lambda g, x, y, alpha: where(x > 0, g, g * (y + alpha)), inputs="floats",
+                  doc="elu(x): the gradient passes where x > 0 and is multiplied by alpha · exp(x) elsewhere.",
+                  derivative="∂L/∂x = g where x > 0, else g · (out + alpha)")
 
 
 class Gelu(Function):
-    """x * Phi(x). Backward reuses Phi(x) from forward (erf is the costly part) and builds the slope
-    Phi(x) + x·phi(x) in one array of its own, in place; when the backward itself is being recorded
-    (create_graph) it is written with Tensor operations instead."""
+    """gelu(x) = x · Φ(x): the gradient is multiplied by the slope Φ(x) + x · φ(x) (φ the normal density).
+
+    Backward reuses Φ(x) from forward (erf is the costly part) and builds the slope in one array of
+    its own, in place; when the backward itself is being recorded (create_graph) it is written with
+    Tensor operations instead. approximate='tanh' differentiates the tanh formula instead.
+    """
+
+    derivative = "∂L/∂x = g · (Φ(x) + x · φ(x)), Φ and φ the standard normal CDF and density (or the tanh form's slope)"
 
     @staticmethod
     def forward(ctx, x, approximate):
@@ -93,9 +106,13 @@ class Gelu(Function):
 
 
 Silu = elementwise("silu", lambda b, a: b.mul(a, b.sigmoid(a)),
-                   lambda g, x, y: g * sigmoid(x) * (1 + x * (1 - sigmoid(x))), inputs="floats")
+                   lambda g, x, y: g * sigmoid(x) * (1 + x * (1 - sigmoid(x))), inputs="floats",
+                   doc="silu(x) = x · sigmoid(x): the gradient is multiplied by σ(x) · (1 + x · (1 − σ(x))).",
+                   derivative="∂L/∂x = g · σ(x) · (1 + x · (1 − σ(x)))")
 Softplus = elementwise("softplus", _softplus, lambda g, x, y, beta, threshold:
-                       where(x * beta > threshold, g, g * sigmoid(x * beta)), inputs="floats")
+                       where(x * beta > threshold, g, g * sigmoid(x * beta)), inputs="floats",
+                       doc="softplus(x): the gradient is multiplied by sigmoid(beta · x) (by 1 where it is linear).",
+                       derivative="∂L/∂x = g · σ(beta · x), or g where beta · x > threshold")
 
 
 def _fused(x, kernel: str, dim: int):
@@ -112,7 +129,9 @@ def _fused(x, kernel: str, dim: int):
 
 
 class Softmax(Function):
-    """exp(x) / sum(exp(x)) along dim; backward: y * (g - sum(g * y))."""
+    """exp(x) / sum(exp(x)) along dim: x receives out · (g − the out-weighted sum of g along dim)."""
+
+    derivative = "∂L/∂x = out · (g − Σ_dim g · out)"
 
     @staticmethod
     def forward(ctx, x, dim):
@@ -129,7 +148,9 @@ class Softmax(Function):
 
 
 class LogSoftmax(Function):
-    """x - logsumexp(x) along dim; backward: g - exp(y) * sum(g)."""
+    """x - logsumexp(x) along dim: x receives g minus softmax(x) times the sum of g along dim."""
+
+    derivative = "∂L/∂x = g − exp(out) · Σ_dim g"
 
     @staticmethod
     def forward(ctx, x, dim):

@@ -58,6 +58,8 @@ def _number_tensor(op: str, x, number):
 class Add(Function):
     """a + b: the gradient passes to both inputs unchanged (reduced by the engine where broadcast)."""
 
+    derivative = "∂L/∂a = g;  ∂L/∂b = g"
+
     @staticmethod
     def forward(ctx, a, b):
         return _compute("add", "add", a, b)
@@ -68,7 +70,9 @@ class Add(Function):
 
 
 class Sub(Function):
-    """a - b: the gradient passes to a, and negated to b."""
+    """a - b: the gradient passes to a unchanged and to b negated (reduced by the engine where broadcast)."""
+
+    derivative = "∂L/∂a = g;  ∂L/∂b = −g"
 
     @staticmethod
     def forward(ctx, a, b):
@@ -83,6 +87,10 @@ class Sub(Function):
 
 
 class Mul(Function):
+    """a * b: each input receives the incoming gradient times the other input, summed back where broadcast."""
+
+    derivative = "∂L/∂a = g · b;  ∂L/∂b = g · a"
+
     @staticmethod
     def forward(ctx, a, b):
         ctx.save_for_backward(a, b if isinstance(b, TrackedTensor) else None)
@@ -100,6 +108,10 @@ class Mul(Function):
 
 
 class Div(Function):
+    """a / b: a receives the gradient divided by b, and b receives minus the gradient times a / b²."""
+
+    derivative = "∂L/∂a = g / b;  ∂L/∂b = −g · a / b²"
+
     @staticmethod
     def forward(ctx, a, b):
         if not a.dtype.is_floating_point and not (isinstance(b, TrackedTensor) and b.dtype.is_floating_point):
@@ -119,6 +131,10 @@ class Div(Function):
 
 
 class Neg(Function):
+    """-a: the gradient comes back with its sign flipped."""
+
+    derivative = "∂L/∂a = −g"
+
     @staticmethod
     def forward(ctx, a):
         if a.dtype.name == "bool":
@@ -134,7 +150,12 @@ class Neg(Function):
 
 
 class Pow(Function):
-    """a ** b: d/da = b * a^(b-1); d/db = a^b * log(a)."""
+    """a ** b: the base receives the gradient times b · a^(b−1), the exponent the gradient times out · log(a).
+
+    Where b = 0 the base receives 0 (even at a = 0), and where a = 0 with b ≥ 0 the exponent receives 0.
+    """
+
+    derivative = "∂L/∂a = g · b · a^(b−1);  ∂L/∂b = g · out · log(a)"
 
     @staticmethod
     def forward(ctx, a, b):
@@ -168,7 +189,9 @@ class Pow(Function):
 
 
 class RPow(Function):
-    """number ** tensor: d/db = number^b * log(number)."""
+    """number ** b: the exponent b receives the gradient times out · log(number) (the number gets none)."""
+
+    derivative = "∂L/∂b = g · out · log(number)"
 
     @staticmethod
     def forward(ctx, b, number):
@@ -188,10 +211,13 @@ class RPow(Function):
         return grad * out * log_number, None
 
 
-def _no_grad_binary(op: str, primitive: str):
-    """Ops without a gradient (comparisons, floor division, remainder, logical ops)."""
+def _no_grad_binary(op: str, primitive: str, expression: str, kind: str):
+    """Ops without a gradient (comparisons and logical ops): ``expression`` and ``kind`` make the docstring."""
 
     class NoGradBinary(Function):
+        __doc__ = f"{expression}: {kind}, so no gradient flows through it."
+        derivative = "no gradient (piecewise constant)"
+
         @staticmethod
         def forward(ctx, a, b):
             return _compute(op, primitive, a, b)
@@ -205,15 +231,15 @@ def _no_grad_binary(op: str, primitive: str):
     return NoGradBinary
 
 
-Eq = _no_grad_binary("eq", "eq")
-Ne = _no_grad_binary("ne", "ne")
-Lt = _no_grad_binary("lt", "lt")
-Le = _no_grad_binary("le", "le")
-Gt = _no_grad_binary("gt", "gt")
-Ge = _no_grad_binary("ge", "ge")
-LogicalAnd = _no_grad_binary("logical_and", "logical_and")
-LogicalOr = _no_grad_binary("logical_or", "logical_or")
-LogicalXor = _no_grad_binary("logical_xor", "logical_xor")
+Eq = _no_grad_binary("eq", "eq", "a == b", "a comparison")
+Ne = _no_grad_binary("ne", "ne", "a != b", "a comparison")
+Lt = _no_grad_binary("lt", "lt", "a < b", "a comparison")
+Le = _no_grad_binary("le", "le", "a <= b", "a comparison")
+Gt = _no_grad_binary("gt", "gt", "a > b", "a comparison")
+Ge = _no_grad_binary("ge", "ge", "a >= b", "a comparison")
+LogicalAnd = _no_grad_binary("logical_and", "logical_and", "a and b, elementwise", "a logical op with a bool result")
+LogicalOr = _no_grad_binary("logical_or", "logical_or", "a or b, elementwise", "a logical op with a bool result")
+LogicalXor = _no_grad_binary("logical_xor", "logical_xor", "a xor b, elementwise", "a logical op with a bool result")
 
 
 def _refuse_integer_division_by_zero(op: str, out, b) -> None:
@@ -231,7 +257,9 @@ def _refuse_integer_division_by_zero(op: str, out, b) -> None:
 
 
 class FloorDivide(Function):
-    """a // b: piecewise constant, so its gradient is zero (PyTorch gives None: not differentiable)."""
+    """a // b: piecewise constant, so no gradient flows through it (None for both inputs, as in PyTorch)."""
+
+    derivative = "no gradient (piecewise constant)"
 
     @staticmethod
     def forward(ctx, a, b):
@@ -245,7 +273,9 @@ class FloorDivide(Function):
 
 
 class Remainder(Function):
-    """a % b (sign of b, like Python): d/da = 1, d/db = -floor(a / b)."""
+    """a % b (sign of b, like Python): a receives the gradient unchanged, b minus the gradient times floor(a / b)."""
+
+    derivative = "∂L/∂a = g;  ∂L/∂b = −g · floor(a / b)"
 
     @staticmethod
     def forward(ctx, a, b):

@@ -10,6 +10,10 @@ from ..autograd.function import Function, TrackedTensor
 
 
 class Clone(Function):
+    """clone(x): a copy of the values, so the gradient passes back unchanged."""
+
+    derivative = "∂L/∂x = g"
+
     @staticmethod
     def forward(ctx, x):
         return x._wrap(x.device.backend.copy(x.array))
@@ -21,6 +25,8 @@ class Clone(Function):
 
 class Cast(Function):
     """x.to(dtype): the gradient is cast back to x's dtype (and is None for non-float inputs)."""
+
+    derivative = "∂L/∂x = g cast back to x's dtype (no gradient for integer or bool x)"
 
     @staticmethod
     def forward(ctx, x, dtype):
@@ -35,7 +41,12 @@ class Cast(Function):
 
 
 class ToDevice(Function):
-    """x.to(device): data travels through numpy, the one format every backend reads and writes."""
+    """x.to(device): the gradient passes back unchanged, moved to x's device.
+
+    The data travels through numpy, the one format every backend reads and writes.
+    """
+
+    derivative = "∂L/∂x = g moved back to x's device"
 
     @staticmethod
     def forward(ctx, x, device):
@@ -51,8 +62,12 @@ class ToDevice(Function):
 
 
 class Fill(Function):
-    """Every element set to one value (``fill_``, ``zero_``): the old values get a zero gradient,
-    a 0-d tensor value gets the sum of the gradient."""
+    """Every element set to one value (``fill_``, ``zero_``): the old values get a zero gradient.
+
+    A 0-d tensor value gets the sum of the gradient, since it was written into every element.
+    """
+
+    derivative = "∂L/∂x = 0;  ∂L/∂value = Σ g"
 
     @staticmethod
     def forward(ctx, x, value):

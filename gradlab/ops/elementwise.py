@@ -36,14 +36,16 @@ def _check_input(op: str, x, inputs: str):
     return x
 
 
-def elementwise(op: str, compute, gradient=None, inputs: str = "float", saves: str = "x out"):
+def elementwise(op: str, compute, gradient=None, inputs: str = "float", saves: str = "x out", *,
+                doc: str = "", derivative: str = ""):
     """A Function for ``out = f(x, *params)``, applied element by element.
 
     ``compute(backend, array, *params)`` (or the name of a backend primitive) makes the output;
     ``gradient(grad, x, out, *params)`` gives the input's gradient from Tensor operations. Without
     one the op is piecewise constant (floor, sign, ...) and its gradient is zero, as in PyTorch.
     ``saves`` names what the gradient reads ("x", "out" or both): only that is kept for backward,
-    so an in-place change to the other one is allowed, as in PyTorch.
+    so an in-place change to the other one is allowed, as in PyTorch. ``doc`` and ``derivative``
+    become the class's docstring and rule, the same rule as ``gradient`` in words and in math.
     """
     save_x, save_out = "x" in saves.split(), "out" in saves.split()
     if isinstance(compute, str):
@@ -68,6 +70,7 @@ def elementwise(op: str, compute, gradient=None, inputs: str = "float", saves: s
             return (gradient(grad, x, out, *ctx.params),) + (None,) * len(ctx.params)
 
     name = "".join(part.capitalize() for part in op.split("_"))
+    Elementwise.__doc__, Elementwise.derivative = doc, derivative
     Elementwise.__name__ = Elementwise.__qualname__ = name
     Elementwise._node_type.__name__ = Elementwise._node_type.__qualname__ = name + "Backward"
     return Elementwise
@@ -107,29 +110,78 @@ def _sign(backend, a):
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 
-Exp = elementwise("exp", "exp", lambda g, x, y: g * y, saves="out")
-Log = elementwise("log", "log", lambda g, x, y: g / x, saves="x")
-Log1p = elementwise("log1p", "log1p", lambda g, x, y: g / (x + 1), saves="x")
-Expm1 = elementwise("expm1", "expm1", lambda g, x, y: g * (y + 1), saves="out")
-Sqrt = elementwise("sqrt", "sqrt", lambda g, x, y: g / (y * 2), saves="out")
-Rsqrt = elementwise("rsqrt", lambda b, a: b.div(1.0, b.sqrt(a)), lambda g, x, y: g * y * y * y * -0.5, saves="out")
-Reciprocal = elementwise("reciprocal", lambda b, a: b.div(1.0, a), lambda g, x, y: -g * y * y, saves="out")
-Sin = elementwise("sin", "sin", lambda g, x, y: g * x.cos(), saves="x")
-Cos = elementwise("cos", "cos", lambda g, x, y: -g * x.sin(), saves="x")
-Tan = elementwise("tan", "tan", lambda g, x, y: g * (y * y + 1), saves="out")
-Tanh = elementwise("tanh", "tanh", lambda g, x, y: g * (1 - y * y), saves="out")
-Erf = elementwise("erf", "erf", lambda g, x, y: g * (-x * x).exp() * _TWO_OVER_SQRT_PI, saves="x")
-Abs = elementwise("abs", "abs", lambda g, x, y: g * x.sign(), inputs="keep", saves="x")
-Square = elementwise("square", _square, lambda g, x, y: g * x * 2, inputs="any", saves="x")
-Sign = elementwise("sign", _sign, inputs="any")
-Floor = elementwise("floor", _integral(lambda b, a: b.floor(a)), inputs="keep")
-Ceil = elementwise("ceil", _integral(lambda b, a: b.ceil(a)), inputs="keep")
-Trunc = elementwise("trunc", _integral(_trunc), inputs="keep")
-Round = elementwise("round", _integral(_round), inputs="keep")
-LogicalNot = elementwise("logical_not", "logical_not", inputs="any")
-Isnan = elementwise("isnan", "isnan", inputs="any")
-Isinf = elementwise("isinf", "isinf", inputs="any")
-Isfinite = elementwise("isfinite", lambda b, a: b.logical_not(b.logical_or(b.isnan(a), b.isinf(a))), inputs="any")
+_PIECEWISE_CONSTANT = "∂L/∂x = 0 (piecewise constant)"
+_BOOL_RESULT = "no gradient (bool output)"
+
+Exp = elementwise("exp", "exp", lambda g, x, y: g * y, saves="out",
+                  doc="exp(x) is its own derivative: the gradient is multiplied by the output.",
+                  derivative="∂L/∂x = g · out")
+Log = elementwise("log", "log", lambda g, x, y: g / x, saves="x",
+                  doc="log(x), the natural log: the gradient is divided by x.",
+                  derivative="∂L/∂x = g / x")
+Log1p = elementwise("log1p", "log1p", lambda g, x, y: g / (x + 1), saves="x",
+                    doc="log(1 + x): the gradient is divided by 1 + x.",
+                    derivative="∂L/∂x = g / (1 + x)")
+Expm1 = elementwise("expm1", "expm1", lambda g, x, y: g * (y + 1), saves="out",
+                    doc="exp(x) − 1: the gradient is multiplied by exp(x), which is the output plus 1.",
+                    derivative="∂L/∂x = g · (out + 1)")
+Sqrt = elementwise("sqrt", "sqrt", lambda g, x, y: g / (y * 2), saves="out",
+                   doc="sqrt(x): the gradient is divided by twice the output (infinite at x = 0).",
+                   derivative="∂L/∂x = g / (2 · out)")
+Rsqrt = elementwise("rsqrt", lambda b, a: b.div(1.0, b.sqrt(a)), lambda g, x, y: g * y * y * y * -0.5, saves="out",
+                    doc="1 / sqrt(x): the gradient is multiplied by −out³ / 2, that is −x^(−3/2) / 2.",
+                    derivative="∂L/∂x = −g · out³ / 2")
+Reciprocal = elementwise("reciprocal", lambda b, a: b.div(1.0, a), lambda g, x, y: -g * y * y, saves="out",
+                         doc="1 / x: the gradient is multiplied by −out², that is −1 / x².",
+                         derivative="∂L/∂x = −g · out²")
+Sin = elementwise("sin", "sin", lambda g, x, y: g * x.cos(), saves="x",
+                  doc="sin(x): the gradient is multiplied by cos(x).",
+                  derivative="∂L/∂x = g · cos(x)")
+Cos = elementwise("cos", "cos", lambda g, x, y: -g * x.sin(), saves="x",
+                  doc="cos(x): the gradient is multiplied by −sin(x).",
+                  derivative="∂L/∂x = −g · sin(x)")
+Tan = elementwise("tan", "tan", lambda g, x, y: g * (y * y + 1), saves="out",
+                  doc="tan(x): the gradient is multiplied by 1 + tan²(x), written with the output.",
+                  derivative="∂L/∂x = g · (1 + out²)")
+Tanh = elementwise("tanh", "tanh", lambda g, x, y: g * (1 - y * y), saves="out",
+                   doc="tanh(x): the gradient is multiplied by 1 − tanh²(x), written with the output.",
+                   derivative="∂L/∂x = g · (1 − out²)")
+Erf = elementwise("erf", "erf", lambda g, x, y: g * (-x * x).exp() * _TWO_OVER_SQRT_PI, saves="x",
+                  doc="erf(x): the gradient is multiplied by the bell curve 2/√π · exp(−x²).",
+                  derivative="∂L/∂x = g · 2/√π · exp(−x²)")
+Abs = elementwise("abs", "abs", lambda g, x, y: g * x.sign(), inputs="keep", saves="x",
+                  doc="|x|: the gradient is multiplied by the sign of x (0 at x = 0).",
+                  derivative="∂L/∂x = g · sign(x)")
+Square = elementwise("square", _square, lambda g, x, y: g * x * 2, inputs="any", saves="x",
+                     doc="x²: the gradient is multiplied by 2x.",
+                     derivative="∂L/∂x = g · 2x")
+Sign = elementwise("sign", _sign, inputs="any",
+                   doc="sign(x): piecewise constant, so x receives a zero gradient.",
+                   derivative=_PIECEWISE_CONSTANT)
+Floor = elementwise("floor", _integral(lambda b, a: b.floor(a)), inputs="keep",
+                    doc="floor(x): piecewise constant, so x receives a zero gradient.",
+                    derivative=_PIECEWISE_CONSTANT)
+Ceil = elementwise("ceil", _integral(lambda b, a: b.ceil(a)), inputs="keep",
+                   doc="ceil(x): piecewise constant, so x receives a zero gradient.",
+                   derivative=_PIECEWISE_CONSTANT)
+Trunc = elementwise("trunc", _integral(_trunc), inputs="keep",
+                    doc="trunc(x), rounding towards zero: piecewise constant, so x receives a zero gradient.",
+                    derivative=_PIECEWISE_CONSTANT)
+Round = elementwise("round", _integral(_round), inputs="keep",
+                    doc="round(x): piecewise constant, so x receives a zero gradient.",
+                    derivative=_PIECEWISE_CONSTANT)
+LogicalNot = elementwise("logical_not", "logical_not", inputs="any",
+                         doc="not x, elementwise: a bool result, so no gradient flows through it.",
+                         derivative=_BOOL_RESULT)
+Isnan = elementwise("isnan", "isnan", inputs="any",
+                    doc="isnan(x): a test with a bool result, so no gradient flows through it.",
+                    derivative=_BOOL_RESULT)
+Isinf = elementwise("isinf", "isinf", inputs="any",
+                    doc="isinf(x): a test with a bool result, so no gradient flows through it.",
+                    derivative=_BOOL_RESULT)
+Isfinite = elementwise("isfinite", lambda b, a: b.logical_not(b.logical_or(b.isnan(a), b.isinf(a))), inputs="any",
+                       doc="isfinite(x): a test with a bool result, so no gradient flows through it.",
+                       derivative=_BOOL_RESULT)
 
 
 # --- ops with tensor operands: clamp, maximum/minimum, where -------------------------------------
@@ -167,6 +219,9 @@ def _clamp_dtype(x, lo, hi):
 class Clamp(Function):
     """min(max(x, lo), hi): x gets the gradient where lo <= x <= hi, a bound tensor where it won."""
 
+    derivative = ("∂L/∂x = g where lo ≤ x ≤ hi, else 0;  ∂L/∂lo = g where x < lo < hi, else 0;  "
+                  "∂L/∂hi = g where x > hi or hi < lo, else 0 (each summed back where broadcast)")
+
     @staticmethod
     def forward(ctx, x, lo, hi):
         dtype = _clamp_dtype(x, lo, hi)
@@ -202,10 +257,14 @@ class Clamp(Function):
         return grad_x, grad_lo, grad_hi
 
 
-def _extremum(op: str, loses):
+def _extremum(op: str, loses, winner: str):
     """maximum / minimum: the winner of each pair gets the gradient, a tie splits it evenly."""
 
     class Extremum(Function):
+        __doc__ = f"{op}(a, b): the {winner} of each pair gets the gradient, a tie splits it evenly."
+        derivative = (f"∂L/∂a = g where a is the {winner}, g / 2 where a = b, else 0;  "
+                      f"∂L/∂b = g where b is the {winner}, g / 2 where a = b, else 0")
+
         @staticmethod
         def forward(ctx, a, b):
             for t in (a, b):
@@ -228,8 +287,8 @@ def _extremum(op: str, loses):
     return Extremum
 
 
-Maximum = _extremum("maximum", lambda a, b: a < b)
-Minimum = _extremum("minimum", lambda a, b: a > b)
+Maximum = _extremum("maximum", lambda a, b: a < b, "larger")
+Minimum = _extremum("minimum", lambda a, b: a > b, "smaller")
 
 
 def _where_operands(cond, a, b):
@@ -252,6 +311,8 @@ def _where_operands(cond, a, b):
 
 class Where(Function):
     """cond ? a : b elementwise; each branch gets the gradient where it was chosen."""
+
+    derivative = "∂L/∂a = g where cond, else 0;  ∂L/∂b = g where not cond, else 0 (each summed back where broadcast)"
 
     @staticmethod
     def forward(ctx, cond, a, b):

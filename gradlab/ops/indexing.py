@@ -23,7 +23,12 @@ class IndexOutOfBoundsError(IndexError, RuntimeError):
 
 
 class GetItem(Function):
-    """x[index]: ints, slices and None give a view of x; index arrays and masks give a copy."""
+    """x[index]: the gradient is added back at the places the values were read from (repeats add up).
+
+    Ints, slices and None give a view of x; index arrays and masks give a copy.
+    """
+
+    derivative = "∂L/∂x = zeros of x's shape with g added at [index]"
 
     @staticmethod
     def forward(ctx, x, index):
@@ -41,6 +46,8 @@ class GetItem(Function):
 class IndexPut(Function):
     """A copy of x with x[index] = value: the written places pass their gradient to value, the rest to x."""
 
+    derivative = "∂L/∂x = g with zeros at [index];  ∂L/∂value = g[index] summed back to value's shape"
+
     @staticmethod
     def forward(ctx, x, index, value):
         ctx.index, ctx.value_shape, ctx.value_dtype = index, _shape(value), _dtype(value)
@@ -56,7 +63,12 @@ class IndexPut(Function):
 
 
 class IndexAdd(Function):
-    """A copy of x with value added at x[index]; a repeated index adds each of its values."""
+    """A copy of x with value added at x[index]: x gets the gradient unchanged, value reads it at index.
+
+    A repeated index adds each of its values.
+    """
+
+    derivative = "∂L/∂x = g;  ∂L/∂value = g[index] summed back to value's shape"
 
     @staticmethod
     def forward(ctx, x, index, value):
@@ -73,6 +85,8 @@ class IndexAdd(Function):
 
 class MaskedFill(Function):
     """where(mask, value, x): filled places pass their gradient to value, the others to x."""
+
+    derivative = "∂L/∂x = g where not mask, else 0 (summed back where broadcast);  ∂L/∂value = Σ g where mask"
 
     @staticmethod
     def forward(ctx, x, mask, value):
@@ -95,6 +109,8 @@ class MaskedFill(Function):
 class Tril(Function):
     """The lower triangle of the last two dims; the gradient keeps the same triangle."""
 
+    derivative = "∂L/∂x = tril(g, diagonal)"
+
     @staticmethod
     def forward(ctx, x, diagonal):
         _check_matrices("tril", x)
@@ -108,6 +124,8 @@ class Tril(Function):
 
 class Triu(Function):
     """The upper triangle of the last two dims; the gradient keeps the same triangle."""
+
+    derivative = "∂L/∂x = triu(g, diagonal)"
 
     @staticmethod
     def forward(ctx, x, diagonal):

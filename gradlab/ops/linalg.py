@@ -18,7 +18,13 @@ from ._common import ShapeError, TrackedTensor, broadcast_shapes, describe, shap
 
 
 class Matmul(Function):
-    """a @ b with PyTorch's rules: vectors become one-row / one-column matrices, batch dims broadcast."""
+    """a @ b: a receives the gradient times bᵀ, and b receives aᵀ times the gradient.
+
+    PyTorch's rules: vectors become one-row / one-column matrices, and batch dims broadcast (their
+    gradients are summed back over the broadcast batch dims).
+    """
+
+    derivative = "∂L/∂a = g · bᵀ;  ∂L/∂b = aᵀ · g"
 
     @staticmethod
     def forward(ctx, a, b):
@@ -150,7 +156,13 @@ _LETTERS = string.ascii_uppercase + string.ascii_lowercase  # einsum's labels, i
 
 
 class Einsum(Function):
-    """Einstein summation. Forward is one backend call on an explicit equation ('...' made into letters)."""
+    """Einstein summation: each operand receives an einsum of the gradient with the other operands.
+
+    That einsum writes onto the operand's own subscripts. Forward is one backend call on an
+    explicit equation ('...' made into letters).
+    """
+
+    derivative = "∂L/∂operands[k] = einsum of g with the other operands, onto operand k's subscripts"
 
     @staticmethod
     def forward(ctx, equation, *operands):

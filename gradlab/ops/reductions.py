@@ -101,7 +101,9 @@ def _cast_grad(grad, ctx):
 
 
 class Sum(Function):
-    """Every input element contributes once, so each receives the output's gradient unchanged."""
+    """sum(x, dim): every input element contributes once, so each receives the output's gradient unchanged."""
+
+    derivative = "∂L/∂x = g broadcast back over the summed dims"
 
     @staticmethod
     def forward(ctx, x, dim, keepdim, dtype):
@@ -117,7 +119,9 @@ class Sum(Function):
 
 
 class Mean(Function):
-    """sum / count: each input element receives the gradient divided by the count."""
+    """mean(x, dim) = sum / count: each input element receives the gradient divided by the count."""
+
+    derivative = "∂L/∂x = g / count broadcast back over the averaged dims"
 
     @staticmethod
     def forward(ctx, x, dim, keepdim, dtype):
@@ -140,11 +144,14 @@ class Mean(Function):
 
 
 class Prod(Function):
-    """d(prod)/dx_i is the product of the other elements: out / x_i while no element is zero.
+    """prod(x, dim): each element receives the gradient times the product of the other elements.
 
-    With one zero in a slice only that element has a non-zero gradient (the product of the rest);
-    with two or more zeros every gradient in the slice is zero.
+    That product is out / x_i while no element is zero. With one zero in a slice only that element
+    has a non-zero gradient (the product of the rest); with two or more zeros every gradient in the
+    slice is zero.
     """
+
+    derivative = "∂L/∂x = g · out / x broadcast back over the multiplied dims (at zeros: g · the product of the others)"
 
     @staticmethod
     def forward(ctx, x, dim, keepdim, dtype):
@@ -178,8 +185,9 @@ def _share_among(selected, grad, axes):
 
 
 class Amax(Function):
-    """The gradient goes to the element(s) equal to the maximum, split evenly among ties."""
+    """amax(x, dim): the gradient goes to the element(s) equal to the maximum, split evenly among ties."""
 
+    derivative = "∂L/∂x = g / (number of ties) at the elements equal to the max, else 0"
     reduce = "max"
 
     @staticmethod
@@ -200,12 +208,16 @@ class Amax(Function):
 
 
 class Amin(Amax):
+    """amin(x, dim): the gradient goes to the element(s) equal to the minimum, split evenly among ties."""
+
+    derivative = "∂L/∂x = g / (number of ties) at the elements equal to the min, else 0"
     reduce = "min"
 
 
 class MaxDim(Function):
     """max along one dim, with the index of the first largest element; that element gets the gradient."""
 
+    derivative = "∂L/∂x = g at the first largest element along dim, else 0 (the indices output has no gradient)"
     arg = "argmax"
 
     @staticmethod
@@ -237,12 +249,16 @@ class MaxDim(Function):
 
 
 class MinDim(MaxDim):
+    """min along one dim, with the index of the first smallest element; that element gets the gradient."""
+
+    derivative = "∂L/∂x = g at the first smallest element along dim, else 0 (the indices output has no gradient)"
     arg = "argmin"
 
 
 class Argmax(Function):
-    """The index of the largest element (of the flattened tensor when dim is None); no gradient."""
+    """argmax(x, dim): an index, so no gradient flows through it (of the flattened tensor when dim is None)."""
 
+    derivative = "no gradient (piecewise constant)"
     arg = "argmax"
 
     @staticmethod
@@ -266,6 +282,8 @@ class Argmax(Function):
 
 
 class Argmin(Argmax):
+    """argmin(x, dim): an index, so no gradient flows through it (of the flattened tensor when dim is None)."""
+
     arg = "argmin"
 
 
@@ -290,7 +308,12 @@ def _variance_grad(grad_var, x, ctx):
 
 
 class Var(Function):
-    """The mean squared deviation from the mean, with (count - correction) as the divisor."""
+    """var(x, dim): each element receives the gradient times 2 · (x − mean) / (count − correction).
+
+    The variance is the mean squared deviation from the mean, with (count - correction) as the divisor.
+    """
+
+    derivative = "∂L/∂x = g · 2 (x − mean) / (count − correction)"
 
     @staticmethod
     def forward(ctx, x, dim, correction, keepdim):
@@ -304,7 +327,12 @@ class Var(Function):
 
 
 class Std(Function):
-    """sqrt(var): d std = d var / (2 std); where std is 0 every deviation is 0, so the gradient is 0."""
+    """std(x, dim) = sqrt(var): each element receives the gradient times (x − mean) / ((count − correction) · out).
+
+    It is the variance's gradient divided by 2 std; where std is 0 every deviation is 0, so the gradient is 0.
+    """
+
+    derivative = "∂L/∂x = g · (x − mean) / ((count − correction) · out), 0 where out = 0"
 
     @staticmethod
     def forward(ctx, x, dim, correction, keepdim):
@@ -319,7 +347,9 @@ class Std(Function):
 
 
 class LogSumExp(Function):
-    """log(sum(exp(x))), computed stably; its gradient is softmax(x): exp(x - out)."""
+    """log(sum(exp(x))), computed stably: each element receives the gradient times softmax(x) = exp(x − out)."""
+
+    derivative = "∂L/∂x = g · exp(x − out), g broadcast back over the reduced dims"
 
     @staticmethod
     def forward(ctx, x, dim, keepdim):
@@ -341,11 +371,15 @@ class LogSumExp(Function):
 
 
 class Norm(Function):
-    """The vector p-norm (sum |x|^p)^(1/p) over dim; p = inf is max |x|, p = 0 counts non-zeros.
+    """The p-norm (sum |x|^p)^(1/p): each element receives the gradient times sign(x) · (|x| / out)^(p−1).
 
-    d norm / dx = sign(x) |x|^(p-1) / norm^(p-1). Where the norm is 0 every x is 0 too, so the
-    gradient there is 0 (not 0/0), as in PyTorch.
+    p = inf is max |x| (its gradient goes to the largest |x|, split among ties), p = 0 counts
+    non-zeros (a zero gradient). Where the norm is 0 every x is 0 too, so the gradient there is 0
+    (not 0/0), as in PyTorch.
     """
+
+    derivative = ("∂L/∂x = g · sign(x) · |x|^(p−1) / out^(p−1) (p = 2: g · x / out, "
+                  "p = ∞: g · sign(x) at the largest |x| shared among ties, p = 0: 0)")
 
     @staticmethod
     def forward(ctx, x, p, dim, keepdim):
@@ -407,6 +441,8 @@ def _cumulative(ctx, op, x, dim, dtype):
 class Cumsum(Function):
     """out_j = sum_{i<=j} x_i, so x_i receives the sum of the gradients from position i onwards."""
 
+    derivative = "∂L/∂x_i = Σ_{j ≥ i} g_j along dim (a reversed cumsum of g)"
+
     @staticmethod
     def forward(ctx, x, dim, dtype):
         return _cumulative(ctx, "cumsum", x, dim, dtype)
@@ -422,6 +458,8 @@ class Cumprod(Function):
     At the first zero of a row that formula divides by 0: there the gradient is the same reverse
     sum taken over the running product with that zero left out; after it every gradient is 0.
     """
+
+    derivative = "∂L/∂x_i = Σ_{j ≥ i} g_j · out_j / x_i along dim (at a row's first zero, out_j without that zero)"
 
     @staticmethod
     def forward(ctx, x, dim, dtype):
@@ -450,8 +488,9 @@ class Cumprod(Function):
 
 
 class All(Function):
-    """Whether every element (along dim) is non-zero; a bool result, with no gradient."""
+    """all(x, dim): whether every element is non-zero, a bool result, so no gradient flows through it."""
 
+    derivative = "no gradient (bool output)"
     reduce = "all"
 
     @staticmethod
@@ -467,6 +506,8 @@ class All(Function):
 
 
 class Any(All):
+    """any(x, dim): whether some element is non-zero, a bool result, so no gradient flows through it."""
+
     reduce = "any"
 
 

@@ -96,6 +96,7 @@ def _viewable(x, new_shape: tuple) -> bool:
 class Reshape(Function):
     """x.reshape(shape): a view when the strides allow one, else a copy; the gradient is reshaped back."""
 
+    derivative = "∂L/∂x = g reshaped back to x's shape"
     copies = True  # View sets this False: it must be a view or fail
 
     @staticmethod
@@ -118,15 +119,17 @@ class Reshape(Function):
 
 
 class View(Reshape):
+    """x.view(shape): a view, never a copy; the gradient is reshaped back to x's shape."""
+
     copies = False
 
 
 class Squeeze(Reshape):
-    """Dropping size-1 dims: always a view."""
+    """Dropping size-1 dims (always a view); the gradient is reshaped back to x's shape."""
 
 
 class Unsqueeze(Reshape):
-    """Inserting a size-1 dim: always a view."""
+    """Inserting a size-1 dim (always a view); the gradient is reshaped back to x's shape."""
 
 
 def reshape(input, shape):
@@ -186,6 +189,8 @@ def unsqueeze(input, dim):
 class Permute(Function):
     """Dims reordered (a view); the gradient is permuted back by the inverse order."""
 
+    derivative = "∂L/∂x = g permuted back by the inverse of dims"
+
     @staticmethod
     def forward(ctx, x, dims):
         ctx.dims = dims
@@ -200,7 +205,9 @@ class Permute(Function):
 
 
 class Transpose(Permute):
-    """Two dims swapped (a view)."""
+    """Two dims swapped (a view); the gradient has the same two dims swapped back."""
+
+    derivative = "∂L/∂x = g with the same two dims swapped back"
 
 
 def permute(input, dims):
@@ -269,6 +276,8 @@ moveaxis = movedim
 class Expand(Function):
     """Size-1 dims stretched without copying (a read-only view); the gradient sums over the stretch."""
 
+    derivative = "∂L/∂x = g summed over the expanded dims, back to x's shape"
+
     @staticmethod
     def forward(ctx, x, shape):
         ctx.shape = x.shape
@@ -319,6 +328,8 @@ broadcast_to = expand
 class Repeat(Function):
     """Tile x by broadcasting it against new axes, then copying; the gradient sums over the tiles."""
 
+    derivative = "∂L/∂x = g summed over the tiles, back to x's shape"
+
     @staticmethod
     def forward(ctx, x, sizes):
         shape = (1,) * (len(sizes) - x.ndim) + x.shape
@@ -357,6 +368,8 @@ def tile(input, dims):
 class Flip(Function):
     """The order of elements reversed along some dims; the gradient is flipped back."""
 
+    derivative = "∂L/∂x = g flipped back along the same dims"
+
     @staticmethod
     def forward(ctx, x, axes):
         ctx.axes = axes
@@ -371,6 +384,8 @@ class Flip(Function):
 
 class Roll(Function):
     """Elements rotated along dims (those pushed off one end come back at the other); rolled back for the gradient."""
+
+    derivative = "∂L/∂x = g rolled back by −shifts along the same dims"
 
     @staticmethod
     def forward(ctx, x, shifts, axes):
@@ -407,8 +422,13 @@ def roll(input, shifts, dims=None):
 # --- cutting into pieces (views) and padding (their adjoint) --------------------------------------
 
 class Pad(Function):
-    """Constant padding, (before, after) per dim; negative widths crop. The gradient is the same op with
-    the widths negated: it crops away what was padded and pads zeros where elements were cropped."""
+    """Constant padding, (before, after) per dim: the gradient has the padding cropped off again.
+
+    Negative widths crop. The gradient is the same op with the widths negated: it crops away what
+    was padded and pads zeros where elements were cropped.
+    """
+
+    derivative = "∂L/∂x = g with the padding cropped off (and zeros where x was cropped)"
 
     @staticmethod
     def forward(ctx, x, widths, value):
@@ -430,6 +450,8 @@ class Pad(Function):
 class Narrow(Function):
     """length elements of one dim from start on (a view); the gradient is zero-padded back to full size."""
 
+    derivative = "∂L/∂x = g zero-padded back to x's shape"
+
     @staticmethod
     def forward(ctx, x, axis, start, length):
         ctx.widths = tuple((start, n - start - length) if i == axis else (0, 0) for i, n in enumerate(x.shape))
@@ -442,6 +464,8 @@ class Narrow(Function):
 
 class Split(Function):
     """Consecutive pieces along one dim, each a view; their gradients are joined back with cat."""
+
+    derivative = "∂L/∂x = cat(g₁, …, gₙ) along dim, one gradient per piece"
 
     @staticmethod
     def forward(ctx, x, axis, sizes):
@@ -459,6 +483,8 @@ class Split(Function):
 
 class Unbind(Function):
     """Every slice along one dim, each a view with that dim removed; the gradients are stacked back."""
+
+    derivative = "∂L/∂x = stack(g₁, …, gₙ) along dim, one gradient per slice"
 
     @staticmethod
     def forward(ctx, x, axis):
@@ -630,6 +656,8 @@ def _is_legacy_empty(t) -> bool:
 class Cat(Function):
     """Tensors joined along an existing dim; the gradient is cut back into the pieces with narrow."""
 
+    derivative = "∂L/∂tensors[i] = the slice of g along dim where tensors[i] was placed"
+
     @staticmethod
     def forward(ctx, dim, *tensors):
         arrays = _join_operands("cat", tensors)
@@ -684,6 +712,8 @@ def _check_cat_shapes(tensors, kept, axis) -> None:
 
 class Stack(Function):
     """Equal-shaped tensors joined along a new dim; the gradient is unbound back into the pieces."""
+
+    derivative = "∂L/∂tensors[i] = g[i] along the new dim"
 
     @staticmethod
     def forward(ctx, dim, *tensors):

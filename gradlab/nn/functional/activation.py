@@ -50,13 +50,24 @@ def _logsigmoid(backend, a):
 
 # The gradient is zero at the kinks themselves, as in PyTorch (hardtanh'(min_val) = 0, unlike clamp's).
 Hardtanh = elementwise("hardtanh", _hardtanh, lambda g, x, y, low, high: where((x > low) & (x < high), g, 0.0),
-                       inputs="floats")
+                       inputs="floats",
+                       doc="hardtanh(x): the gradient passes strictly between the limits and stops outside them.",
+                       derivative="∂L/∂x = g where low < x < high, else 0")
 Hardsigmoid = elementwise("hardsigmoid", lambda b, a: b.div(_hardtanh(b, b.add(a, 3.0), 0.0, 6.0), 6.0),
-                          lambda g, x, y: where((x > -3.0) & (x < 3.0), g / 6.0, 0.0), inputs="floats")
+                          lambda g, x, y: where((x > -3.0) & (x < 3.0), g / 6.0, 0.0), inputs="floats",
+                          doc="hardsigmoid(x): the gradient is divided by 6 on the slope −3 < x < 3 and stops outside.",
+                          derivative="∂L/∂x = g / 6 where −3 < x < 3, else 0")
 Hardswish = elementwise("hardswish", lambda b, a: b.mul(a, b.div(_hardtanh(b, b.add(a, 3.0), 0.0, 6.0), 6.0)),
-                        _hardswish_gradient, inputs="floats")
-Mish = elementwise("mish", _mish, _mish_gradient, inputs="floats")
-Logsigmoid = elementwise("logsigmoid", _logsigmoid, lambda g, x, y: g * sigmoid(-x), inputs="floats")
+                        _hardswish_gradient, inputs="floats",
+                        doc="hardswish(x): the gradient stops below −3, is scaled by x/3 + 1/2 up to 3, passes above.",
+                        derivative="∂L/∂x = 0 where x ≤ −3, g · (x/3 + 1/2) where −3 < x < 3, g where x ≥ 3")
+Mish = elementwise("mish", _mish, _mish_gradient, inputs="floats",
+                   doc=("mish(x) = x · t with t = tanh(softplus(x)): the gradient is multiplied by "
+                        "t + x · σ(x) · (1 − t²)."),
+                   derivative="∂L/∂x = g · (t + x · σ(x) · (1 − t²)), t = tanh(softplus(x))")
+Logsigmoid = elementwise("logsigmoid", _logsigmoid, lambda g, x, y: g * sigmoid(-x), inputs="floats",
+                         doc="log(sigmoid(x)): the gradient is multiplied by sigmoid(−x) = 1 − sigmoid(x).",
+                         derivative="∂L/∂x = g · σ(−x)")
 
 
 def _maybe_inplace(op, input, inplace, function, *args):

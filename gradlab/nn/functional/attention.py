@@ -23,13 +23,17 @@ __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
 
 
 class AttentionWeights(Function):
-    """softmax(scale · q kᵀ + mask) over the keys: the scores and their softmax as one node.
+    """softmax(scale · q kᵀ + mask) over the keys: the softmax's gradient dS goes to q through k, to k through q.
 
-    ``mask`` is None, a bool tensor (True = the pair takes part) or a float tensor added to the
-    scores. A query whose every key is masked gets weights ``empty_row_value``: 0 in
-    ``scaled_dot_product_attention``, NaN (the softmax of all -inf) in nn.MultiheadAttention's weights.
+    The scores and their softmax are one node. ``mask`` is None, a bool tensor (True = the pair
+    takes part) or a float tensor added to the scores. A query whose every key is masked gets
+    weights ``empty_row_value``: 0 in ``scaled_dot_product_attention``, NaN (the softmax of all
+    -inf) in nn.MultiheadAttention's weights.
     Backward, with P the weights: dS = P ⊙ (dP − Σ_keys dP ⊙ P), dq = scale · dS k, dk = scale · dSᵀ q.
     """
+
+    derivative = ("∂L/∂q = scale · dS · k;  ∂L/∂k = scale · dSᵀ · q;  ∂L/∂mask = dS (a float mask), "
+                  "with dS = out ⊙ (g − Σ_keys g ⊙ out)")
 
     @staticmethod
     def forward(ctx, q, k, mask, scale, empty_row_value):
@@ -84,15 +88,19 @@ def _empty_rows(b, mask):
 
 
 class SelfAttention(Function):
-    """Multi-head self-attention from the packed projection qkv = x W_inᵀ + b_in to the joined heads.
+    """Multi-head self-attention from the packed projection qkv = x W_inᵀ + b_in: the gradient returns packed too.
 
-    qkv is (N, L, 3E) (batch_first) or (L, N, 3E); the output, (N, L, E) or (L, N, E), is what the
+    v gets Pᵀ g; q and k get the softmax's gradient dS through each other, scaled. qkv is
+    (N, L, 3E) (batch_first) or (L, N, 3E); the output, (N, L, E) or (L, N, E), is what the
     output projection takes. Each head's q, k and v are strided views of qkv, never copies: the
     products read them in place and write the heads' outputs (in backward dq, dk and dv) straight
     into their slots of one packed array (matmul_into), so there is no head split or merge to copy
     or to differentiate. Forward makes the scores (softmaxed into P, saved) and the output; backward
     makes dP (turned into dS in place) and d_qkv. With create_graph, backward is Tensor operations.
     """
+
+    derivative = ("∂L/∂qkv = (scale · dS · k, scale · dSᵀ · q, Pᵀ · g) packed per head;  "
+                  "∂L/∂mask = dS (a float mask), with P the weights and dS = P ⊙ (g vᵀ − Σ_keys (g vᵀ) ⊙ P)")
 
     @staticmethod
     def forward(ctx, qkv, num_heads, mask, scale, empty_row_value, batch_first):

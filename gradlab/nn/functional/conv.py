@@ -103,7 +103,13 @@ def _group_matrices(backend, a, groups):
 # --- the three Functions -------------------------------------------------------------------------
 
 class ConvNd(Function):
-    """y = conv(x, w) + b: the weight (groups, out/groups, in/groups · K) times x's columns, batched over N."""
+    """y = conv(x, w) + b: x gets the transposed convolution of g with w, w gets x's windows times g, b gets Σ g.
+
+    Forward is the weight (groups, out/groups, in/groups · K) times x's columns, batched over N.
+    """
+
+    derivative = ("∂L/∂x = conv_transpose(g, w);  ∂L/∂w = Σ over batch and positions of x's windows · g;  "
+                  "∂L/∂b = Σ g over batch and positions")
 
     @staticmethod
     def forward(ctx, x, w, b, geo):
@@ -133,12 +139,15 @@ class ConvNd(Function):
 
 
 class ConvTransposeNd(Function):
-    """x-shaped = conv_transpose(y-shaped, w): the adjoint of conv in its input.
+    """x-shaped = conv_transpose(y-shaped, w), the adjoint of conv in its input: y's gradient is conv(g, w).
 
-    Each output position spreads its vector through the weight's transpose into one window's worth
-    of columns (one matrix product, the batch as the last axis), and col2im adds every window back
-    onto the positions it covers. ``size`` is the result's spatial size.
+    w's gradient is the weight gradient of a conv from g to y. Each output position spreads its
+    vector through the weight's transpose into one window's worth of columns (one matrix product,
+    the batch as the last axis), and col2im adds every window back onto the positions it covers.
+    ``size`` is the result's spatial size.
     """
+
+    derivative = "∂L/∂y = conv(g, w);  ∂L/∂w = Σ over batch and positions of g's windows · y"
 
     @staticmethod
     def forward(ctx, y, w, size, geo):
@@ -164,8 +173,11 @@ class ConvTransposeNd(Function):
 class ConvWeightGrad(Function):
     """w-shaped = Σ over batch and positions of x's windows times y-shaped values: the adjoint of conv in its weight.
 
+    Its gradients are the other two kernels: x gets conv_transpose(y, g) and y gets conv(x, g).
     ``cols`` are x's columns when the forward pass kept them (None: computed here).
     """
+
+    derivative = "∂L/∂x = conv_transpose(y, g);  ∂L/∂y = conv(x, g)"
 
     @staticmethod
     def forward(ctx, x, y, kernel, geo, cols):
@@ -367,6 +379,8 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
 class Unfold(Function):
     """im2col as an op: (N, C, H, W) → (N, C · kH · kW, L); its gradient is fold."""
 
+    derivative = "∂L/∂x = fold(g): each column entry added back where it was read, summed where windows overlap"
+
     @staticmethod
     def forward(ctx, x, kernel, geo):
         cols, out = columns(x.device.backend, x.array, kernel, geo)
@@ -380,6 +394,8 @@ class Unfold(Function):
 
 class Fold(Function):
     """col2im as an op: (N, C · kH · kW, L) → (N, C, H, W), overlapping entries summed; its gradient is unfold."""
+
+    derivative = "∂L/∂cols = unfold(g): each entry reads g at the position it was added to"
 
     @staticmethod
     def forward(ctx, cols, shape, kernel, out, geo):

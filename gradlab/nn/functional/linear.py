@@ -14,12 +14,14 @@ __all__ = ["linear", "bilinear"]
 
 
 class Linear(Function):
-    """y = x @ Wᵀ + b for x of shape (*, in): dx = dy W, dW = dyᵀ x (leading dims folded into rows), db = Σ dy.
+    """y = x @ wᵀ + b: x receives g times w, w receives gᵀ times x, and b the sum of g over the rows.
 
-    Contiguous leading dims are folded into the rows of one 2-D product, forward and backward (one
-    large BLAS call is faster than a batch of small ones), and the bias is added into the product's
-    own fresh array rather than into a new one.
+    x has shape (*, in). Contiguous leading dims are folded into the rows of one 2-D product, forward
+    and backward (one large BLAS call is faster than a batch of small ones), and the bias is added
+    into the product's own fresh array rather than into a new one.
     """
+
+    derivative = "∂L/∂x = g · w;  ∂L/∂w = gᵀ · x;  ∂L/∂b = Σ g over the leading dims"
 
     @staticmethod
     def forward(ctx, x, w, b):

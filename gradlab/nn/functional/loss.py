@@ -63,11 +63,12 @@ def _tensors(op: str, **named) -> None:
 
 # --- pointwise losses of the difference: mse, l1, smooth_l1, huber -----------------------------
 
-def _pointwise_loss(op: str, compute, gradient):
+def _pointwise_loss(op: str, compute, gradient, doc: str, derivative: str):
     """A Function for ``loss = f(input - target, *params)`` element by element (broadcasting).
 
     ``compute(backend, diff_array, *params)`` makes the loss; ``gradient(grad, diff, *params)``
-    gives d loss / d input from Tensor operations (the target receives its negative).
+    gives d loss / d input from Tensor operations (the target receives its negative). ``doc`` and
+    ``derivative`` are the class's docstring and rule: that gradient in words and in math.
     """
 
     class PointwiseLoss(Function):
@@ -87,6 +88,7 @@ def _pointwise_loss(op: str, compute, gradient):
                      sum_to_shape(-g, target.shape) if ctx.needs_input_grad[1] else None)
                     + (None,) * len(ctx.params))
 
+    PointwiseLoss.__doc__, PointwiseLoss.derivative = doc, derivative
     PointwiseLoss.__name__ = PointwiseLoss.__qualname__ = "".join(p.capitalize() for p in op.split("_"))
     PointwiseLoss._node_type.__name__ = PointwiseLoss.__name__ + "Backward"
     return PointwiseLoss
@@ -102,10 +104,22 @@ def _huber(b, d, delta):
     return b.where(b.lt(z, delta), b.mul(b.mul(d, d), 0.5), b.mul(b.sub(z, 0.5 * delta), delta))
 
 
-_MSE = _pointwise_loss("mse_loss", lambda b, d: b.mul(d, d), lambda g, d: g * d * 2)
-_L1 = _pointwise_loss("l1_loss", lambda b, d: b.abs(d), lambda g, d: g * d.sign())
-_SmoothL1 = _pointwise_loss("smooth_l1_loss", _smooth_l1, lambda g, d, beta: g * (d / beta).clamp(-1.0, 1.0))
-_Huber = _pointwise_loss("huber_loss", _huber, lambda g, d, delta: g * d.clamp(-delta, delta))
+_MSE = _pointwise_loss(
+    "mse_loss", lambda b, d: b.mul(d, d), lambda g, d: g * d * 2,
+    "(input − target)²: input receives the gradient times 2 (input − target), target its negative.",
+    "∂L/∂input = g · 2 (input − target);  ∂L/∂target = −g · 2 (input − target)")
+_L1 = _pointwise_loss(
+    "l1_loss", lambda b, d: b.abs(d), lambda g, d: g * d.sign(),
+    "|input − target|: input receives the gradient times sign(input − target), target its negative.",
+    "∂L/∂input = g · sign(input − target);  ∂L/∂target = −g · sign(input − target)")
+_SmoothL1 = _pointwise_loss(
+    "smooth_l1_loss", _smooth_l1, lambda g, d, beta: g * (d / beta).clamp(-1.0, 1.0),
+    "Smooth L1: input receives the gradient times (input − target) / beta clamped to [−1, 1], target its negative.",
+    "∂L/∂input = g · clamp((input − target) / beta, −1, 1);  ∂L/∂target = −g · clamp((input − target) / beta, −1, 1)")
+_Huber = _pointwise_loss(
+    "huber_loss", _huber, lambda g, d, delta: g * d.clamp(-delta, delta),
+    "Huber: input receives the gradient times input − target clamped to [−delta, delta], target its negative.",
+    "∂L/∂input = g · clamp(input − target, −delta, delta);  ∂L/∂target = −g · clamp(input − target, −delta, delta)")
 
 
 def _pointwise(op: str, function, input, target, reduction, weight, *params, weighted_mean=True):
@@ -181,11 +195,15 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
 # --- classification over class indices: nll_loss and cross_entropy (fused) ---------------------
 
 class ClassIndexLoss(Function):
-    """loss_i = -(a_i * logp[i, t_i] + c_i * sum_k w_k logp[i, k]), logp = log_softmax(input) or input.
+    """Cross-entropy (nll) over class indices: from logits, input gets softmax minus the weighted one-hot target.
 
+    loss_i = -(a_i * logp[i, t_i] + c_i * sum_k w_k logp[i, k]), logp = log_softmax(input) or input.
     a_i = (1 - label_smoothing) * w[t_i] and c_i = label_smoothing / C, both 0 where t_i is
     ignore_index. From logits the gradient is softmax * (a_i + c_i sum(w)) - a_i onehot(t_i) - c_i w.
     """
+
+    derivative = ("∂L/∂input = g · (softmax(input) · (a + c · Σw) − a · onehot(target) − c · w) from logits, "
+                  "−g · a · onehot(target) from log-probabilities (g / Σ w[target] for 'mean')")
 
     @staticmethod
     def forward(ctx, input, target, weight, ignore_index, smoothing, reduction, from_logits, op):
@@ -352,10 +370,14 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
 # --- binary classification --------------------------------------------------------------------
 
 class BinaryCrossEntropy(Function):
-    """-(y log x + (1 - y) log(1 - x)) with each log clamped at -100 (PyTorch's convention).
+    """-(y log x + (1 - y) log(1 - x)): x receives g · (x − y) / (x (1 − x)), y receives g · log((1 − x) / x).
 
-    The gradient is (x - y) / max(x (1 - x), 1e-12): finite even at x = 0 or 1.
+    x is the input (a probability) and y the target. Each log is clamped at -100 (PyTorch's
+    convention), and the gradient's divisor is max(x (1 - x), 1e-12): finite even at x = 0 or 1.
     """
+
+    derivative = ("∂L/∂input = g · (input − target) / max(input · (1 − input), 1e-12);  "
+                  "∂L/∂target = g · log((1 − input) / input)")
 
     @staticmethod
     def forward(ctx, input, target):

@@ -64,13 +64,18 @@ def _as(backend, a, dtype):
 
 
 class Normalize(Function):
-    """(x − mean) / sqrt(var + eps) · weight + bias, with x's own statistics over ``axes``.
+    """Normalize, scale, shift: bias gets Σ g, weight Σ g · x̂, x gets g · weight minus its mean and x̂-part, over σ.
 
-    ``param_shape`` is how weight and bias broadcast against x (None: as they are);
-    ``running`` = (running_mean, running_var, momentum) also blends the batch statistics into them.
-    Forward makes two full-size arrays: x − mean, scaled in place into x̂ (saved for backward), and
-    the output x̂·weight, the bias added in place. Sums are einsums (no temporaries for squares).
+    The output is x̂ · weight + bias with x̂ = (x − mean) / σ, σ = sqrt(var + eps), the statistics
+    x's own over ``axes``. ``param_shape`` is how weight
+    and bias broadcast against x (None: as they are); ``running`` = (running_mean, running_var,
+    momentum) also blends the batch statistics into them. Forward makes two full-size arrays:
+    x − mean, scaled in place into x̂ (saved for backward), and the output x̂·weight, the bias
+    added in place. Sums are einsums (no temporaries for squares).
     """
+
+    derivative = ("∂L/∂x = (ĝ − mean(ĝ) − x̂ · mean(ĝ · x̂)) / σ with ĝ = g · weight, means over the normalised axes;  "
+                  "∂L/∂weight = Σ g · x̂;  ∂L/∂bias = Σ g (sums over the dims weight and bias broadcast along)")
 
     @staticmethod
     def forward(ctx, x, weight, bias, axes, eps, param_shape, running):

@@ -214,7 +214,12 @@ def _interleaved(backend, a, axis, k):
 
 
 class MaxPoolNd(Function):
-    """The largest value of each window; with ``indices``, also where it was (a non-differentiable int64 output)."""
+    """The largest value of each window: its gradient goes back to that window's winning element alone.
+
+    With ``indices``, it also returns where the maximum was (a non-differentiable int64 output).
+    """
+
+    derivative = "∂L/∂x = g at each window's winning (first largest) element, summed where windows overlap"
 
     @staticmethod
     def forward(ctx, x, kernel, geo, pads, indices):
@@ -239,8 +244,12 @@ class MaxPoolNd(Function):
 
 
 class WindowScatter(Function):
-    """An input-shaped tensor holding each value at its window's winning tap (``winners``: Windows or Tiles),
-    summed where windows overlap."""
+    """Each value put at its window's winning tap (summed where windows overlap); its gradient is read back there.
+
+    ``winners`` is a Windows or a Tiles: which tap of every window won the max-pooling.
+    """
+
+    derivative = "∂L/∂y = g read at each window's winning tap"
 
     @staticmethod
     def forward(ctx, y, winners):
@@ -253,7 +262,12 @@ class WindowScatter(Function):
 
 
 class WindowGather(Function):
-    """The value at the winning tap of every window (max-pooling with the winners already known)."""
+    """The value at the winning tap of every window; the gradient is put back at that tap.
+
+    This is max-pooling with the winners already known.
+    """
+
+    derivative = "∂L/∂x = g put at each window's winning tap, summed where windows overlap"
 
     @staticmethod
     def forward(ctx, x, winners):
@@ -266,7 +280,12 @@ class WindowGather(Function):
 
 
 class WindowSum(Function):
-    """The sum of every window (zero padding adds nothing)."""
+    """The sum of every window (zero padding adds nothing); the gradient is spread over each window.
+
+    Every element gets the sum of the gradients of the windows that cover it.
+    """
+
+    derivative = "∂L/∂x = g copied onto every element of its window, summed where windows overlap"
 
     @staticmethod
     def forward(ctx, x, kernel, geo):
@@ -281,7 +300,9 @@ class WindowSum(Function):
 
 
 class WindowSpread(Function):
-    """Each value copied onto every position of its window, summed where windows overlap."""
+    """Each value copied onto every position of its window, summed where overlapping; the gradient sums each window."""
+
+    derivative = "∂L/∂y = g summed over each window"
 
     @staticmethod
     def forward(ctx, y, shape, kernel, geo):

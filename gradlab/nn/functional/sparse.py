@@ -20,6 +20,9 @@ __all__ = ["embedding", "one_hot"]
 class EmbeddingLookup(Function):
     """weight[indices]: one row of the table per index; backward index-adds the gradient rows back."""
 
+    derivative = ("∂L/∂weight = each row of g added into the row it was read from (the padding row 0, "
+                  "rows scaled by 1 / count with scale_grad_by_freq)")
+
     @staticmethod
     def forward(ctx, weight, indices, padding_idx, scale_grad_by_freq):
         ctx.save_for_backward(indices)
@@ -35,7 +38,12 @@ class EmbeddingLookup(Function):
 
 
 class RowSum(Function):
-    """A (rows, ...) table of zeros with each gradient row added at its index; the padding row stays zero."""
+    """A (rows, ...) table of zeros with each row of grad added at its index; its gradient is read back at the indices.
+
+    The padding row stays zero, and so does the gradient read from it.
+    """
+
+    derivative = "∂L/∂grad = g[indices], 0 where indices = padding_idx"
 
     @staticmethod
     def forward(ctx, grad, indices, rows, padding_idx):
