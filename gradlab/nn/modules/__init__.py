@@ -1,6 +1,6 @@
 """The layers of gradlab.nn, one file per family (each file lists its public names in ``__all__``)."""
 
-from .module import Module, RemovableHandle  # noqa: F401
+from .module import Module, RemovableHandle, register_module_forward_hook, register_module_forward_pre_hook  # noqa: F401
 from .container import *  # noqa: F401,F403
 from .loss import *  # noqa: F401,F403
 from .rnn import *  # noqa: F401,F403

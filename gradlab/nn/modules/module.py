@@ -55,6 +55,25 @@ class RemovableHandle:
         self.remove()
 
 
+_global_forward_pre_hooks: OrderedDict = OrderedDict()
+_global_forward_hooks: OrderedDict = OrderedDict()
+
+
+def register_module_forward_pre_hook(hook) -> RemovableHandle:
+    """``hook(module, args)`` runs before the forward of every module, ahead of the module's own pre-hooks.
+
+    A returned value replaces the args. The lab's ``record()`` listens here to learn which module
+    each operation ran in.
+    """
+    return _add_hook(_global_forward_pre_hooks, hook)
+
+
+def register_module_forward_hook(hook) -> RemovableHandle:
+    """``hook(module, args, output)`` runs after the forward of every module, ahead of its own hooks;
+    a returned value replaces the output."""
+    return _add_hook(_global_forward_hooks, hook)
+
+
 def _add_hook(hooks: OrderedDict, hook, prepend: bool = False, flags=None) -> RemovableHandle:
     handle = RemovableHandle(hooks, () if flags is None else (flags,))
     hooks[handle.id] = hook
@@ -473,8 +492,13 @@ class Module:
         return _add_hook(self._backward_pre_hooks, hook, prepend)
 
     def __call__(self, *args, **kwargs):
-        if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks or self._backward_pre_hooks):
+        if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks or self._backward_pre_hooks
+                or _global_forward_pre_hooks or _global_forward_hooks):
             return self.forward(*args, **kwargs)
+        for hook in tuple(_global_forward_pre_hooks.values()):
+            result = hook(self, args)
+            if result is not None:
+                args = result if isinstance(result, tuple) else (result,)
         for hook_id, hook in tuple(self._forward_pre_hooks.items()):
             if hook_id in self._forward_pre_hooks_with_kwargs:
                 result = hook(self, args, kwargs)
@@ -492,6 +516,10 @@ class Module:
             backward_hook = _BackwardHook(self)
             args = backward_hook.wrap_inputs(args)
         output = self.forward(*args, **kwargs)
+        for hook in tuple(_global_forward_hooks.values()):
+            result = hook(self, args, output)
+            if result is not None:
+                output = result
         for hook_id, hook in tuple(self._forward_hooks.items()):
             if hook_id in self._forward_hooks_with_kwargs:
                 result = hook(self, args, kwargs, output)
@@ -646,7 +674,12 @@ def _identity_forward(ctx, state, tensors):
 
 
 class _HookInputs(Function):
-    """Identity on the module's inputs; its backward sees grad_input and calls the hooks."""
+    """Identity on the module's inputs: the gradient passes through, and the backward hooks may replace it.
+
+    Its backward sees grad_input and calls the hooks.
+    """
+
+    derivative = "∂L/∂tensors[i] = g_i (or what a module backward hook returns as grad_input)"
 
     @staticmethod
     def forward(ctx, state, *tensors):
@@ -658,7 +691,12 @@ class _HookInputs(Function):
 
 
 class _HookOutputs(Function):
-    """Identity on the module's outputs; its backward runs the pre-hooks and records grad_output."""
+    """Identity on the module's outputs: the gradient passes through, and the backward pre-hooks may replace it.
+
+    Its backward runs the pre-hooks and records grad_output for the hooks on the inputs.
+    """
+
+    derivative = "∂L/∂tensors[i] = g_i (or what a module backward pre-hook returns as grad_output)"
 
     @staticmethod
     def forward(ctx, state, *tensors):
