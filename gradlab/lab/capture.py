@@ -1,0 +1,293 @@
+"""Turn what the engine holds into the lab's ``Graph``: from a tensor, a recording, or a Scalar.
+
+* ``from_tensor(loss)`` walks ``loss.grad_fn`` and its ``next_functions``: the backward graph the
+  engine will run, with one node per operation and one per leaf.
+* ``from_recording(rec)`` builds the graph of a forward pass watched by ``gl.lab.record()``:
+  the same operations, plus their values, module groups and source lines.
+* ``from_scalar(out)`` walks a ``Scalar`` expression, for the first lab.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+from ..autograd.anomaly import forward_call
+from ..autograd.function import _FREED, AccumulateGrad, Node, TrackedTensor
+from ..scalar import Scalar
+from .colors import category
+from .graph import Graph, GraphNode, Group
+from .summary import summarize
+
+
+class CaptureError(TypeError):
+    """The object given to the lab cannot be drawn as a graph (and the message says what can)."""
+
+
+WHAT_WORKS = ("a tensor with a grad_fn (the result of operations on tensors with requires_grad=True), "
+              "a recording (with gl.lab.record() as rec: ...), or a gradlab.Scalar")
+
+
+def capture(obj, names: dict | None = None) -> Graph:
+    """The graph of a tensor, a ``Recording`` or a ``Scalar``; ``names`` maps tensors to labels."""
+    from .record import Recording
+
+    if isinstance(obj, Recording):
+        return from_recording(obj)
+    if isinstance(obj, Scalar):
+        return from_scalar(obj)
+    if isinstance(obj, TrackedTensor):
+        return from_tensor(obj, names)
+    if isinstance(obj, Graph):
+        return obj
+    raise CaptureError(f"gl.lab: cannot draw a {type(obj).__name__}; give it {WHAT_WORKS}")
+
+
+# --- the rule of an operation, from its Function ---------------------------------------------------
+
+def rule_of(function) -> tuple[str, str]:
+    """(words, math) of a Function's local derivative: its docstring's first line and ``derivative``."""
+    doc = inspect.getdoc(function) or ""
+    words = doc.strip().split("\n\n")[0].replace("\n", " ") if doc else ""
+    math = getattr(function, "derivative", "") or ""
+    if not words:
+        words = f"{function.__name__}: no rule written (give the Function a docstring)"
+    if not math:
+        math = "(no derivative given: set derivative = \"∂L/∂x = ...\" on the Function)"
+    return words, math
+
+
+LEAF_WORDS = "a leaf: backward adds the gradient that reaches it into its .grad"
+LEAF_MATH = "x.grad += g"
+
+
+def _forward_arg_names(function) -> list:
+    try:
+        params = list(inspect.signature(function.forward).parameters)
+    except (TypeError, ValueError):
+        return []
+    return params[1:]  # drop ctx
+
+
+def _saved(node: Node, inputs: tuple = (), outputs: tuple = ()) -> list:
+    """What forward saved for backward, each named by the forward argument or output it is."""
+    saved = node._saved
+    if saved is _FREED:
+        return [{"name": "freed", "freed": True}]
+    names = _forward_arg_names(node.function) if node.function is not None else []
+    result = []
+    for i, t in enumerate(saved):
+        if t is None:
+            continue
+        name = next((names[j] if j < len(names) else f"input {j}" for j, x in enumerate(inputs) if x is t), None)
+        if name is None:
+            name = next((("out" if len(outputs) == 1 else f"out[{j}]") for j, x in enumerate(outputs) if x is t), None)
+        if name is None:
+            leaf = next((child.variable for child, _ in node.next_functions
+                         if child.__class__ is AccumulateGrad and child.variable is t), None)
+            name = "input" if leaf is not None else f"saved[{i}]"
+        result.append({"name": name, **summarize(t)})
+    return result
+
+
+def _op_label(node: Node) -> str:
+    name = node.name()
+    return name[:-len("Backward")] if name.endswith("Backward") else name
+
+
+def _shape(shape) -> list | None:
+    return list(shape) if shape is not None else None
+
+
+def _tensor_facts(t) -> dict:
+    return {"output_shape": list(t.shape), "dtype": str(t.dtype).replace("gradlab.", ""), "device": str(t.device)}
+
+
+# --- (a) a tensor's autograd graph -------------------------------------------------------------------
+
+def from_tensor(root, names: dict | None = None) -> Graph:
+    """The backward graph reachable from ``root.grad_fn``: operations and the leaves they lead to."""
+    if root.grad_fn is None:
+        why = ("it does not require grad" if not root.requires_grad else "it is a leaf (made by you, not by an operation)")
+        raise CaptureError(
+            f"gl.lab: this tensor (shape {list(root.shape)}) has no graph to draw: {why}. Draw the result of "
+            "operations on tensors with requires_grad=True, or record a forward pass: "
+            "with gl.lab.record() as rec: loss = loss_fn(model(x), y); then gl.lab.GraphView(rec)")
+    names = {id(t): name for t, name in _name_pairs(names)}
+    nodes = reachable(root.grad_fn)
+    first_use = {}
+    for node in nodes:
+        for child, _ in node.next_functions:
+            if child is not None and child.__class__ is AccumulateGrad:
+                first_use[child] = min(first_use.get(child, node._seq), node._seq)
+    order = sorted(nodes, key=lambda n: first_use.get(n, n._seq) - (0.5 if n in first_use else 0))
+    graph = Graph(source="tensor")
+    for node in order:
+        nid = graph.new_id()
+        if node.__class__ is AccumulateGrad:
+            leaf = node.variable
+            name = names.get(id(leaf))
+            graph.add(GraphNode(
+                nid, "param" if name else "leaf", "AccumulateGrad", name or "leaf", **_tensor_facts(leaf),
+                value=summarize(leaf), grad=summarize(leaf.grad), words=LEAF_WORDS, math=LEAF_MATH, ref=leaf,
+            ), node, leaf)
+            continue
+        words, math = rule_of(node.function)
+        trace = forward_call(node)
+        graph.add(GraphNode(
+            nid, "op", node.name(), _op_label(node),
+            input_shapes=[_shape(child._output_shapes[nr]) if child is not None else None
+                          for child, nr in node.next_functions],
+            output_shape=_shape(node._output_shapes[0]) if len(node._output_shapes) == 1 else
+            [_shape(s) for s in node._output_shapes],
+            saved=_saved(node), words=words, math=math, source=_last_frame(trace), category=category(node.function),
+            ref=node,
+        ), node)
+    for node in order:
+        for child, _ in node.next_functions:
+            if child is not None:
+                graph.edges.append((graph.by_ref[id(child)], graph.by_ref[id(node)]))
+    out = graph.nodes[graph.by_ref[id(root.grad_fn)]]
+    out.value = summarize(root)
+    out.dtype, out.device = _tensor_facts(root)["dtype"], str(root.device)
+    graph.outputs.append(out.id)
+    graph.freed = any(node._saved is _FREED for node in order)
+    return graph
+
+
+def _name_pairs(names):
+    """Accept {name: tensor} (as model.named_parameters() gives) or {tensor: name}."""
+    if not names:
+        return []
+    items = names.items() if hasattr(names, "items") else names
+    pairs = []
+    for a, b in items:
+        pairs.append((b, a) if isinstance(a, str) else (a, b))
+    return pairs
+
+
+def reachable(root: Node) -> list:
+    """Every engine node backward would visit from ``root``, root first."""
+    seen, stack = {root: None}, [root]
+    while stack:
+        for child, _ in stack.pop().next_functions:
+            if child is not None and child not in seen:
+                seen[child] = None
+                stack.append(child)
+    return list(seen)
+
+
+def _last_frame(trace: str) -> str:
+    """The 'file:line' of the innermost user frame in a detect_anomaly trace, if there is one."""
+    lines = [line.strip() for line in trace.splitlines() if line.strip().startswith("File ")]
+    if not lines:
+        return ""
+    parts = lines[-1].split('"')
+    filename = parts[1].rsplit("/", 1)[-1] if len(parts) > 1 else ""
+    line = parts[2].split(",")[1].strip().removeprefix("line ") if len(parts) > 2 else ""
+    return f"{filename}:{line}" if filename else ""
+
+
+# --- (b) a recorded forward pass -----------------------------------------------------------------------
+
+def from_recording(rec) -> Graph:
+    """Every operation ``record()`` saw, in order, grouped by the module call it ran in."""
+    if rec.active:
+        raise CaptureError("gl.lab: the recording is still running; draw it after the `with gl.lab.record()` block ends")
+    if not rec.ops:
+        raise CaptureError("gl.lab: the recording is empty: no operation ran inside `with gl.lab.record() as rec:`. "
+                           "Run the forward pass (loss = loss_fn(model(x), y)) inside the block")
+    graph = Graph(source="recording")
+    for call in rec.calls.values():
+        graph.groups[call.id] = Group(call.id, call.label, call.parent)
+    producer: dict = {}  # id(tensor) -> node id
+    for op in rec.ops:
+        record = op.record
+        for x in record.inputs:
+            if isinstance(x, TrackedTensor) and id(x) not in producer:
+                producer[id(x)] = _leaf_node(graph, rec, x).id
+        nid = graph.new_id()
+        node = record.node
+        outputs = tuple(o for o in record.outputs if isinstance(o, TrackedTensor))
+        words, math = rule_of(record.function)
+        saved = _saved(node, record.inputs, record.outputs) if node is not None else []
+        first = outputs[0] if outputs else None
+        graph.add(GraphNode(
+            nid, "op", node.name() if node is not None else f"{record.function.__name__}Backward",
+            record.function.__name__, group=op.group,
+            input_shapes=[list(x.shape) for x in record.inputs if isinstance(x, TrackedTensor)],
+            **(_tensor_facts(first) if first is not None else {}),
+            value=summarize(first) if first is not None else None, saved=saved, words=words, math=math,
+            source=op.source, code=op.code, requires_grad=node is not None, category=category(record.function),
+            ref=node,
+        ), *((node,) if node is not None else ()))
+        graph.calls[nid] = (record.function, record.inputs)
+        for x in record.inputs:
+            if isinstance(x, TrackedTensor):
+                graph.edges.append((producer[id(x)], nid))
+        for out in outputs:
+            producer[id(out)] = nid
+    output = rec.output
+    if output is not None and id(output) in producer:
+        graph.outputs.append(producer[id(output)])
+    graph.freed = any(op.record.node is not None and op.record.node._saved is _FREED for op in rec.ops)
+    return graph
+
+
+def _leaf_node(graph: Graph, rec, x) -> GraphNode:
+    """A tensor the recorded forward used but did not make: a parameter, a leaf, or input data."""
+    named = rec.param_names.get(id(x))
+    if named is not None:
+        kind, label, group = "param", named[0], named[1]
+    elif x.requires_grad and x.grad_fn is None:
+        kind, label, group = "leaf", "leaf", None
+    elif x.requires_grad:
+        kind, label, group = "leaf", "computed before recording", None
+    else:
+        kind, label, group = "input", "input", None
+    refs = (x,) + ((x.grad_fn,) if x.grad_fn is not None else ())
+    return graph.add(GraphNode(
+        graph.new_id(), kind, "AccumulateGrad" if kind in ("param", "leaf") else "input", label, group=group,
+        **_tensor_facts(x), value=summarize(x), grad=summarize(x.grad),
+        words=LEAF_WORDS if x.requires_grad else "data: it needs no gradient, so backward stops here",
+        math=LEAF_MATH if x.requires_grad else "no gradient", requires_grad=x.requires_grad, ref=x,
+    ), *refs)
+
+
+# --- (c) a Scalar expression ----------------------------------------------------------------------------
+
+def from_scalar(out: Scalar) -> Graph:
+    """One node per Scalar (micrograd's picture): leaves by label, operations by symbol."""
+    graph = Graph(source="scalar")
+    for s in out.topological_order():
+        ctx = s.grad_fn
+        if ctx is None:
+            graph.add(GraphNode(graph.new_id(), "leaf", "leaf", s.label or f"{s.data:.4g}",
+                                output_shape=[], dtype="float", value=summarize(s.data), grad=summarize(s.grad),
+                                words=LEAF_WORDS, math="x.grad += g", ref=s), s)
+            continue
+        words, math = rule_of(ctx.function)
+        names = _forward_arg_names(ctx.function)
+        inputs = [x.data if isinstance(x, Scalar) else x for x in ctx.inputs]
+        saved = [{"name": _scalar_saved_name(v, i, inputs, names, s.data), **summarize(v)}
+                 for i, v in enumerate(ctx.saved_values)]
+        graph.add(GraphNode(graph.new_id(), "op", ctx.function.__name__, s.op, output_shape=[], dtype="float",
+                            input_shapes=[[] for _ in ctx.parents], value=summarize(s.data), grad=summarize(s.grad),
+                            saved=saved, words=words, math=math, ref=s,
+                            category="arithmetic" if s.op in ("+", "-", "*", "/", "**", "neg") else "elementwise"), s)
+        nid = graph.by_ref[id(s)]
+        graph.calls[nid] = (ctx.function, ctx.inputs)
+        if s.label:
+            graph.nodes[nid].label = f"{s.op} {s.label}"
+        for parent in ctx.parents:
+            graph.edges.append((graph.by_ref[id(parent)], graph.by_ref[id(s)]))
+    graph.outputs.append(graph.by_ref[id(out)])
+    graph.freed = False
+    return graph
+
+
+def _scalar_saved_name(value, i, inputs, names, out) -> str:
+    """A saved float is named by the input it equals, else 'out' when it is the output."""
+    for j, x in enumerate(inputs):
+        if x == value and j < len(names):
+            return names[j]
+    return "out" if value == out else f"saved[{i}]"

@@ -1,0 +1,105 @@
+"""Colours for the graph: by kind of operation, or by the size of a gradient or a value.
+
+Gradients span many orders of magnitude (that is the whole story of vanishing gradients), so
+sizes are coloured on a log scale: the norm's log10 picks a colour between the smallest and the
+largest norm in the graph, on a perceptually even scale (dark purple = small, yellow = large).
+"""
+
+from __future__ import annotations
+
+import math
+
+# Viridis, sampled at nine even steps: dark = small, bright = large.
+SCALE = ("#440154", "#472d7b", "#3b528b", "#2c728e", "#21918c", "#28ae80", "#5ec962", "#addc30", "#fde725")
+MISSING = "#e6e6e6"  # no gradient known (yet), or no value
+ZERO = "#b9b9c8"  # a gradient that is exactly zero: nothing flows
+
+KIND_COLORS = {
+    "input": "#f2f2f2",
+    "param": "#ffe9a8",
+    "leaf": "#ffe9a8",
+    "arithmetic": "#d6e6ff",
+    "elementwise": "#d5f2dc",
+    "matmul": "#c9d8ff",
+    "reduction": "#ffe0c2",
+    "shape": "#ececec",
+    "normalization": "#e8dcff",
+    "loss": "#ffd0d0",
+    "other": "#dff3f7",
+    "group": "#f4effa",
+}
+
+_CATEGORY_OF_MODULE = {
+    "arithmetic": "arithmetic", "elementwise": "elementwise", "activations": "elementwise",
+    "activation": "elementwise", "reductions": "reduction", "shape": "shape", "indexing": "shape",
+    "conversion": "shape", "repeat": "shape", "linalg": "matmul", "linear": "matmul", "conv": "matmul",
+    "attention": "matmul", "pooling": "reduction", "normalization": "normalization", "loss": "loss",
+    "dropout": "elementwise", "sparse": "shape", "scalar": "arithmetic",
+}
+
+
+def category(function) -> str:
+    """The family of an operation, from the file its Function lives in (ops/reductions.py -> reduction)."""
+    module = getattr(function, "__module__", "") or ""
+    return _CATEGORY_OF_MODULE.get(module.rsplit(".", 1)[-1], "other")
+
+
+def kind_color(node) -> str:
+    return KIND_COLORS.get(node.kind if node.kind != "op" else node.category, KIND_COLORS["other"])
+
+
+def scale_color(t: float) -> str:
+    """The colour at position t in [0, 1] of the scale, interpolated between its samples."""
+    t = min(1.0, max(0.0, t)) * (len(SCALE) - 1)
+    i = min(int(t), len(SCALE) - 2)
+    a, b, f = _rgb(SCALE[i]), _rgb(SCALE[i + 1]), t - i
+    return "#" + "".join(f"{round(x + (y - x) * f):02x}" for x, y in zip(a, b))
+
+
+def _rgb(hex_color: str) -> tuple:
+    return tuple(int(hex_color[i:i + 2], 16) for i in (1, 3, 5))
+
+
+def log_colors(sizes: dict, title: str) -> tuple[dict, dict]:
+    """Colour each id by log10 of its size; returns (colours, legend). None -> MISSING, 0 -> ZERO."""
+    logs = {k: math.log10(v) for k, v in sizes.items() if v is not None and v > 0}
+    colors = {k: (MISSING if v is None else ZERO) for k, v in sizes.items() if k not in logs}
+    if not logs:
+        return colors, {"title": title, "stops": [], "missing": MISSING, "zero": ZERO}
+    low, high = min(logs.values()), max(logs.values())
+    span = high - low
+    for k, v in logs.items():
+        colors[k] = scale_color((v - low) / span if span > 0 else 1.0)
+    stops = [[_power_of_ten(low + span * i / 4), scale_color(i / 4)] for i in range(5)] if span > 0 else \
+        [[_power_of_ten(high), scale_color(1.0)]]
+    return colors, {"title": title, "stops": stops, "missing": MISSING, "zero": ZERO}
+
+
+def _power_of_ten(exponent: float) -> str:
+    return f"{10 ** exponent:.1e}"
+
+
+MODES = ("grad", "value", "kind")
+
+
+def ink(fill: str) -> str:
+    """Dark text on light fills, white text on dark ones (by the fill's relative luminance)."""
+    r, g, b = (c / 255 for c in _rgb(fill))
+    return "#111827" if 0.2126 * r + 0.7152 * g + 0.0722 * b > 0.45 else "#ffffff"
+
+
+def color_modes(graph, group_members: dict) -> tuple[dict, dict]:
+    """{mode: {id: [fill, ink]}} for nodes and groups, and {mode: legend}; a group takes its largest member."""
+    nodes = graph.nodes.values()
+    colors, legends = {}, {}
+    for mode, title, field in (("grad", "‖∂L/∂output‖, log scale", "grad"), ("value", "‖output‖, log scale", "value")):
+        sizes = {n.id: (getattr(n, field) or {}).get("norm") for n in nodes}
+        for group, members in group_members.items():
+            known = [sizes[m] for m in members if sizes.get(m) is not None]
+            sizes[group] = max(known) if known else None
+        colors[mode], legends[mode] = log_colors(sizes, title)
+    colors["kind"] = {n.id: kind_color(n) for n in nodes}
+    colors["kind"].update({group: KIND_COLORS["group"] for group in group_members})
+    used = sorted({n.kind if n.kind != "op" else n.category for n in nodes})
+    legends["kind"] = {"title": "kind of operation", "items": [[name, KIND_COLORS[name]] for name in used]}
+    return {mode: {k: [fill, ink(fill)] for k, fill in fills.items()} for mode, fills in colors.items()}, legends

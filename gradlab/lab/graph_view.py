@@ -1,0 +1,214 @@
+"""``GraphView``: the live graph of a tensor, a recorded forward pass, or a Scalar expression.
+
+Python holds the state as traitlets (the drawn SVG, every node's details, colours per mode);
+the front end (``widgets/graph_view.js``) shows it, pans and zooms, and reports clicks. Opening
+a module re-lays out only that module and its ancestors; colouring and selecting only restyle.
+Gradients that a later ``backward()`` computes appear when the cell that ran it finishes.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+from .capture import CaptureError, capture
+from .frontend import bundle, standalone_html, stylesheet
+from .scene import Scene
+from .summary import summarize
+from .svg import render
+
+try:
+    import anywidget
+    import traitlets
+except ImportError as error:  # pragma: no cover - depends on the extra
+    raise ImportError(
+        "gradlab's lab widgets need anywidget and ipywidgets: pip install 'gradlab[lab]'") from error
+
+
+class GraphWidget(anywidget.AnyWidget):
+    """What GraphView and BackpropStepper share: the drawing, the inspector, colours and checks."""
+
+    svg = traitlets.Unicode("").tag(sync=True)
+    nodes = traitlets.Dict({}).tag(sync=True)
+    groups = traitlets.Dict({}).tag(sync=True)
+    colors = traitlets.Dict({}).tag(sync=True)
+    legends = traitlets.Dict({}).tag(sync=True)
+    color_mode = traitlets.Unicode("kind").tag(sync=True)
+    selected = traitlets.Unicode("").tag(sync=True)
+    notice = traitlets.Unicode("").tag(sync=True)
+    check_result = traitlets.Dict({}).tag(sync=True)
+    texts = traitlets.Dict({}).tag(sync=True)
+    height = traitlets.Int(460).tag(sync=True)
+
+    _entry = "graph_view.js"
+
+    def __init__(self, obj, *, names=None, color=None, height=460, graph=None):
+        graph = graph if graph is not None else capture(obj, names)
+        self.graph = graph
+        self.scene = Scene(graph)
+        super().__init__(_esm=bundle(self._entry), _css=stylesheet(), height=height)
+        notices = []
+        if self.scene.opened_collapsed:
+            notices.append(f"{len(graph.nodes)} nodes: too many to read at once, so modules open collapsed — "
+                           "click a module to open it")
+        if graph.freed:
+            notices.append("backward() already freed what forward saved: the graph is drawn, but saved tensors "
+                           "are gone (use loss.backward(retain_graph=True), or draw before backward)")
+        self.notice = " · ".join(notices)
+        self.groups = {gid: {"label": self.scene.group_label(gid), "members": len(members),
+                             "sub": self.scene.group_sub(gid)} for gid, members in self.scene.members.items()}
+        self.color_mode = color or ("grad" if any(n.grad for n in graph.nodes.values()) else "kind")
+        self._refresh_values()
+        self._redraw()
+        self.on_msg(self._on_front_end_message)
+        self._watch_backward()
+
+    # --- drawing ----------------------------------------------------------------------------------
+
+    def _redraw(self) -> None:
+        """Lay out (cached per set of open modules) and draw; the front end swaps the SVG in."""
+        self.svg = render(self.scene, colors=self._colors_now())
+
+    def _colors_now(self) -> dict:
+        colors = self.colors.get(self.color_mode) if self.colors else None
+        return colors or {}
+
+    def _refresh_values(self) -> None:
+        """Send the node details and the colours (they change as gradients become known)."""
+        self.nodes = {node.id: node.to_json() for node in self.graph.nodes.values()}
+        self.colors, self.legends = self.scene.colors()
+
+    # --- what the front end asks for ----------------------------------------------------------------
+
+    def _on_front_end_message(self, _, content, buffers=None) -> None:
+        kind, target = content.get("type"), content.get("id")
+        try:
+            if kind == "toggle":
+                self.toggle(target)
+            elif kind == "check":
+                self.check(target)
+            else:
+                self._on_other_message(kind, target)
+        except Exception as error:  # shown in the widget, never a silent failure in the comm thread
+            self.notice = f"{type(error).__name__}: {error}"
+
+    def _on_other_message(self, kind, target) -> None:
+        raise ValueError(f"unknown request from the front end: {kind!r}")
+
+    def toggle(self, group_id: str) -> bool:
+        """Open or close a module (by its id, with or without the "g:" prefix); returns True if open."""
+        if not group_id.startswith("g:"):
+            group_id = "g:" + group_id
+        opened = self.scene.toggle(group_id)
+        self._redraw()
+        return opened
+
+    def check(self, node) -> dict:
+        """"Check this node": its backward against finite differences on the inputs it got."""
+        from .check import check_node
+
+        node_id = self._node_id(node)
+        try:
+            result = check_node(self.graph, node_id)
+        except CaptureError as error:
+            result = {"ok": None, "inputs": [], "message": str(error)}
+        result = {"id": node_id, **result}
+        self.check_result = result
+        return result
+
+    def _node_id(self, node) -> str:
+        """A node given as an id, a GraphNode, or the engine object it stands for."""
+        if isinstance(node, str):
+            if node not in self.graph.nodes:
+                raise KeyError(f"no node {node!r} in this graph; the ids are n0 ... n{len(self.graph.nodes) - 1}")
+            return node
+        found = self.graph.nodes.get(getattr(node, "id", None)) or self.graph.node_for(node)
+        if found is None:
+            raise KeyError(f"{type(node).__name__} is not a node of this graph")
+        return found.id
+
+    def find(self, text: str) -> list:
+        """Ids of the nodes whose label, op or module contains ``text``."""
+        return self.graph.find(text)
+
+    # --- gradients computed later by backward() ----------------------------------------------------
+
+    def _watch_backward(self) -> None:
+        """Hook every node so a later backward() reports the gradient that reached it."""
+        view = weakref.ref(self)
+        for node in self.graph.nodes.values():
+            engine_node = node.ref if node.kind == "op" and node.ref is not None else None
+            if engine_node is None or not hasattr(engine_node, "register_prehook"):
+                continue
+
+            def seen(grads, node=node):
+                if grads and grads[0] is not None:
+                    node.grad = summarize(grads[0])
+                    live = view()
+                    if live is not None:
+                        live._pending = True
+
+            engine_node.register_prehook(seen)
+        self._pending = False
+        try:
+            from IPython import get_ipython
+        except ImportError:  # pragma: no cover
+            return
+        shell = get_ipython()
+        if shell is not None:
+            def flush(*_, view=view):
+                live = view()
+                if live is not None and live._pending:
+                    live.refresh()
+            shell.events.register("post_execute", flush)
+
+    def refresh(self) -> None:
+        """Re-read leaves' .grad and redraw the colours (called after each cell that ran backward)."""
+        for node in self.graph.nodes.values():
+            if node.kind in ("param", "leaf") and node.ref is not None:
+                node.grad = summarize(getattr(node.ref, "grad", None))
+            elif self.graph.source == "scalar":
+                node.grad = summarize(node.ref.grad)
+        self._pending = False
+        if self.graph.source == "scalar":
+            from .scene import sub_text
+            self.texts = {n.id: sub_text(n) for n in self.graph.nodes.values()}
+        if self.color_mode == "kind" and any(n.grad for n in self.graph.nodes.values() if n.kind == "op"):
+            self.color_mode = "grad"
+        self._refresh_values()
+
+    # --- pictures ---------------------------------------------------------------------------------
+
+    def to_svg(self) -> str:
+        """The graph as it is drawn now, with its colour key, as standalone SVG text."""
+        return render(self.scene, colors=self._colors_now(), texts=self.texts,
+                      legend=self.legends.get(self.color_mode))
+
+    def save_svg(self, path) -> None:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(self.to_svg())
+
+    def save_html(self, path) -> None:
+        """A standalone page with the same front end: pan, zoom, hover and inspect without a kernel."""
+        names = [name for cls in type(self).__mro__ if issubclass(cls, GraphWidget)
+                 for name in cls.class_own_traits(sync=True)]
+        state = {name: getattr(self, name) for name in names}
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(standalone_html(self._entry, state, f"gradlab — {type(self).__name__}"))
+
+    def _repr_mimebundle_(self, **kwargs):
+        """The widget view, plus a static SVG for GitHub, nbviewer and nbconvert."""
+        bundle_ = super()._repr_mimebundle_(**kwargs)
+        data, metadata = bundle_ if isinstance(bundle_, tuple) else (bundle_, {})
+        data = dict(data)
+        data["image/svg+xml"] = self.to_svg()
+        return data, metadata
+
+
+class GraphView(GraphWidget):
+    """Draw a graph you can explore: ``gl.lab.GraphView(loss)``, ``GraphView(rec)``, ``GraphView(scalar)``.
+
+    Pan by dragging, zoom with the wheel, double-click to fit; click a node for the inspector
+    (values, gradient, saved tensors, its derivative rule, and "check this node"), click a module
+    to open or close it. ``color`` is "grad", "value" or "kind"; ``names`` labels leaf tensors
+    (``dict(model.named_parameters())``) when drawing from a tensor.
+    """

@@ -1,0 +1,135 @@
+"""Draw a placed graph as SVG: the one picture used by the live widget and the saved notebook.
+
+The widget inserts this SVG and then only restyles it (classes and fills by node id); GitHub,
+nbviewer and nbconvert show the same SVG as the widget's static ``image/svg+xml`` picture.
+"""
+
+from __future__ import annotations
+
+import itertools
+from html import escape
+
+from .colors import KIND_COLORS, MISSING, ZERO
+
+INK = "#111827"
+from .scene import GROUP_PREFIX, Scene, clip, sub_text
+
+_ids = itertools.count()
+
+STYLE = """
+.gl-graph { font-family: -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif; }
+.gl-node rect { stroke: #4b5563; stroke-width: 1; }
+.gl-node.gl-kind-param rect, .gl-node.gl-kind-leaf rect { stroke: #a16207; }
+.gl-node.gl-kind-input rect { stroke-dasharray: 4 3; stroke: #9ca3af; }
+.gl-node.gl-no-grad { opacity: 0.55; }
+.gl-label { font-size: 12px; font-weight: 600; }
+.gl-sub { font-size: 10.5px; }
+.gl-edge { fill: none; stroke: #9ca3af; stroke-width: 1.3; }
+.gl-edge-count { font-size: 10px; fill: #6b7280; }
+.gl-group.gl-expanded > rect { fill: rgba(124, 58, 237, 0.04); stroke: #c4b5fd; stroke-width: 1; stroke-dasharray: 5 3; }
+.gl-group.gl-collapsed > rect { stroke: #7c3aed; stroke-width: 1.4; }
+.gl-group-title { font-size: 11px; fill: #5b21b6; font-weight: 600; }
+.gl-legend-text { font-size: 10.5px; fill: #374151; }
+"""
+
+
+def render(scene: Scene, placement=None, colors: dict | None = None, texts: dict | None = None,
+           legend: dict | None = None, margin: float = 12.0) -> str:
+    """The SVG text of the graph; ``colors`` and ``texts`` map ids to a fill and a second line."""
+    placement = placement or scene.placement()
+    colors = colors or {}
+    texts = texts or {}
+    uid = f"gl{next(_ids)}"
+    legend_h = 34.0 if legend else 0.0
+    width, height = placement.width + 2 * margin, placement.height + 2 * margin + legend_h
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="gl-graph" width="{width:.0f}" height="{height:.0f}" '
+        f'viewBox="0 0 {width:.0f} {height:.0f}" data-nodes="{sum(1 for k in placement.boxes if k in scene.graph.nodes)}">',
+        f"<style>{STYLE}</style>",
+        f'<defs><marker id="{uid}-arrow" viewBox="0 0 8 8" refX="7.5" refY="4" markerWidth="7" markerHeight="7" '
+        'orient="auto-start-reverse"><path d="M0,0.8 L7.5,4 L0,7.2 z" fill="#9ca3af"/></marker></defs>',
+        f'<g class="gl-viewport" transform="translate({margin},{margin})">',
+    ]
+    boxes = placement.boxes
+    open_groups = sorted((k for k in boxes if k in placement.expanded), key=lambda k: _depth(scene, k))
+    out.append('<g class="gl-groups">')
+    for gid in open_groups:
+        b = boxes[gid]
+        out.append(
+            f'<g class="gl-group gl-expanded" data-id="{escape(gid)}"><rect x="{b.x:.1f}" y="{b.y:.1f}" '
+            f'width="{b.w:.1f}" height="{b.h:.1f}" rx="6"/><text class="gl-group-title" x="{b.x + 8:.1f}" '
+            f'y="{b.y + 15:.1f}">▾ {escape(clip(scene.group_label(gid), 60))}</text></g>')
+    out.append('</g><g class="gl-edges">')
+    for route in placement.edges:
+        out.append(
+            f'<path class="gl-edge" data-source="{escape(route.source)}" data-target="{escape(route.target)}" '
+            f'd="{_path(route.points)}" marker-end="url(#{uid}-arrow)"/>')
+        if route.count > 1:
+            (x0, y0), (x1, y1) = route.points[-2], route.points[-1]
+            out.append(f'<text class="gl-edge-count" x="{(x0 + x1) / 2:.1f}" y="{(y0 + y1) / 2 - 4:.1f}" '
+                       f'text-anchor="middle">×{route.count}</text>')
+    out.append('</g><g class="gl-nodes">')
+    for item, b in boxes.items():
+        if item in placement.expanded:
+            continue
+        if item.startswith(GROUP_PREFIX) and item not in scene.graph.nodes:
+            out.append(_box("gl-group gl-collapsed", item, b, "▸ " + clip(scene.group_label(item)),
+                            scene.group_sub(item), colors.get(item, (KIND_COLORS["group"], INK)), scene.group_label(item), 8))
+            continue
+        node = scene.graph.nodes[item]
+        classes = f"gl-node gl-kind-{node.kind}" + ("" if node.requires_grad else " gl-no-grad")
+        tip = f"{node.label} — {node.op}" + (f" — {node.group}" if node.group else "")
+        out.append(_box(classes, item, b, clip(node.label), texts.get(item, sub_text(node)),
+                        colors.get(item, (MISSING, INK)), tip, 4 if node.kind == "op" else 12))
+    out.append("</g>")
+    if legend:
+        out.append(_legend(legend, placement.height + 10))
+    out.append("</g></svg>")
+    return "".join(out)
+
+
+def _depth(scene: Scene, gid: str) -> int:
+    depth, group = 0, scene.graph.groups.get(gid[len(GROUP_PREFIX):])
+    while group is not None and group.parent:
+        depth += 1
+        group = scene.graph.groups.get(group.parent)
+    return depth
+
+
+def _box(classes, item, b, label, sub, color, tip, radius) -> str:
+    cx = b.x + b.w / 2
+    fill, ink = color
+    return (f'<g class="{classes}" data-id="{escape(item)}"><title>{escape(tip)}</title>'
+            f'<rect x="{b.x:.1f}" y="{b.y:.1f}" width="{b.w:.1f}" height="{b.h:.1f}" rx="{radius}" fill="{fill}"/>'
+            f'<text class="gl-label" x="{cx:.1f}" y="{b.y + 16:.1f}" text-anchor="middle" fill="{ink}">{escape(label)}</text>'
+            f'<text class="gl-sub" x="{cx:.1f}" y="{b.y + 30:.1f}" text-anchor="middle" fill="{ink}">{escape(sub)}</text>'
+            '</g>')
+
+
+def _path(points) -> str:
+    """A smooth left-to-right curve through the route's points (horizontal tangents at each)."""
+    (x, y), rest = points[0], points[1:]
+    d = [f"M{x:.1f},{y:.1f}"]
+    for nx, ny in rest:
+        mid = (nx - x) / 2
+        d.append(f"C{x + mid:.1f},{y:.1f} {nx - mid:.1f},{ny:.1f} {nx:.1f},{ny:.1f}")
+        x, y = nx, ny
+    return "".join(d)
+
+
+def _legend(legend: dict, y: float) -> str:
+    """The colour key under the drawing: a scale with its ends, or the kinds of operation."""
+    parts = [f'<g class="gl-legend" transform="translate(0,{y:.1f})">',
+             f'<text class="gl-legend-text" x="0" y="10">{escape(legend["title"])}:</text>']
+    x = len(legend["title"]) * 6.2 + 14
+    for text, color in legend.get("stops") or legend.get("items") or []:
+        parts.append(f'<rect x="{x:.1f}" y="0" width="14" height="12" fill="{color}" stroke="#9ca3af" stroke-width="0.5"/>'
+                     f'<text class="gl-legend-text" x="{x + 18:.1f}" y="10">{escape(str(text))}</text>')
+        x += 26 + len(str(text)) * 6.2
+    if legend.get("stops") is not None:
+        for text, color in (("no gradient yet", MISSING), ("zero", ZERO)):
+            parts.append(f'<rect x="{x:.1f}" y="0" width="14" height="12" fill="{color}" stroke="#9ca3af" '
+                         f'stroke-width="0.5"/><text class="gl-legend-text" x="{x + 18:.1f}" y="10">{text}</text>')
+            x += 26 + len(text) * 6.2
+    parts.append("</g>")
+    return "".join(parts)

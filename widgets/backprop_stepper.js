@@ -1,0 +1,97 @@
+// BackpropStepper: the engine's own backward, one node per click (or key), with what each step computed.
+
+import { h } from "./dom.js";
+import { mountGraph } from "./graph_canvas.js";
+import { renderInspector, ruleBlock, summaryBlock } from "./inspector.js";
+
+function render({ model, el }) {
+  const root = h("div", { class: "gradlab-widget gradlab-stepper", tabindex: "0" });
+  el.append(root);
+  const send = (type, id) => model.send(id === undefined ? { type } : { type, id });
+  const buttons = h("div", { class: "gl-controls" },
+    h("button", { class: "gl-reset", title: "reset (Home)", onclick: () => send("reset") }, "reset"),
+    h("button", { class: "gl-back", title: "step back (←)", onclick: () => send("back") }, "◀ back"),
+    h("button", { class: "gl-step", title: "step (→ or space)", onclick: () => send("step") }, "step ▶"),
+    h("button", { class: "gl-run-to", title: "run to the selected node (Enter)", onclick: () => runToSelected() }, "run to selected"),
+    h("button", { class: "gl-run-end", title: "run to the end (End)", onclick: () => send("end") }, "run to end ▶▶"),
+    h("span", { class: "gl-status" }));
+  root.append(buttons);
+  const graph = mountGraph(model, root, { stateOf: (id) => (model.get("states") || {})[id] });
+  const panel = h("div", { class: "gl-step-panel" });
+  const inspector = h("div", { class: "gl-inspector-box" });
+  graph.side.append(panel, inspector);
+
+  function runToSelected() {
+    const id = model.get("selected");
+    if (id) send("run_to", id);
+  }
+
+  function showStatus() {
+    const total = model.get("total_steps");
+    const done = model.get("step_index");
+    buttons.querySelector(".gl-status").textContent =
+      `${Math.min(done, total)} of ${total} nodes run` + (model.get("current_id") ? "" : done >= total && done ? " — finished" : "");
+  }
+
+  function showPanel() {
+    const p = model.get("panel") || {};
+    const nodes = model.get("nodes") || {};
+    panel.replaceChildren(h("div", { class: "gl-panel-title" }, p.title || ""));
+    if (!p.node) {
+      panel.append(h("div", { class: "gl-hint" }, p.text || ""));
+      return;
+    }
+    panel.append(
+      h("h4", {}, "gradient flowing in (∂L/∂output)"),
+      ...(p.grads_in || []).map((g) => summaryBlock(g, "none: no gradient reached this output")),
+      h("h4", {}, "local rule"),
+      ruleBlock(p.words, p.math));
+    if ((p.sent || []).length) {
+      panel.append(h("h4", {}, "passes back (vector-Jacobian product)"));
+      for (const row of p.sent) {
+        const adds = row.of > 1 ? ` — contribution ${row.contribution} of ${row.of}, summed (+=)` : "";
+        panel.append(h("div", { class: "gl-sent" + (row.of > 1 ? " gl-fanout" : "") },
+          h("div", {}, "→ ", h("b", {}, row.to_label), adds),
+          summaryBlock(row.grad, "None (this input needs no gradient)")));
+      }
+    }
+    if (p.leaf) {
+      panel.append(h("h4", {}, "accumulated"),
+        h("div", { class: "gl-leaf" }, h("code", {}, `${p.leaf.name}.grad += g`), " → now"),
+        summaryBlock(p.leaf.grad, ""));
+    }
+    const current = nodes[p.node];
+    if (current && current.group) panel.append(h("div", { class: "gl-fact" }, "module: ", h("code", {}, current.group)));
+  }
+
+  const check = (id) => model.send({ type: "check", id });
+  const showInspector = () => {
+    const id = model.get("selected");
+    if (id) renderInspector(inspector, model, id, check);
+  };
+  graph.onSelect(showInspector);
+
+  function onStep() {
+    showStatus();
+    showPanel();
+    graph.restyle();
+    const id = model.get("current_id");
+    if (id) root.querySelector(".gl-canvas").dataset.current = id;
+    else delete root.querySelector(".gl-canvas").dataset.current;
+  }
+  model.on("change:states", onStep);
+  model.on("change:panel", showPanel);
+  model.on("change:check_result", showInspector);
+  model.on("change:nodes", showInspector);
+
+  root.addEventListener("keydown", (e) => {
+    const keys = { ArrowRight: "step", " ": "step", ArrowLeft: "back", End: "end", Home: "reset" };
+    if (keys[e.key]) { send(keys[e.key]); e.preventDefault(); }
+    else if (e.key === "Enter") { runToSelected(); e.preventDefault(); }
+  });
+  root.addEventListener("pointerdown", () => root.focus({ preventScroll: true }));
+  onStep();
+
+}
+
+export default { render };

@@ -1,0 +1,224 @@
+// The drawing both widgets share: the graph's SVG (drawn by Python, laid out once), pan and zoom,
+// search, hover tooltips, the colour key, and restyling by node id. Nothing here moves a box.
+
+import { h, num, shapeText } from "./dom.js";
+
+const MODES = [["grad", "gradient"], ["value", "value"], ["kind", "kind of op"]];
+
+export function mountGraph(model, root, options = {}) {
+  const stateOf = options.stateOf || (() => null);
+  const listeners = [];
+  const search = h("input", { class: "gl-search", type: "search", placeholder: "search nodes…" });
+  const colorSelect = h("select", { class: "gl-color", title: "colour the nodes by" },
+    MODES.map(([value, text]) => h("option", { value }, text)));
+  const fitButton = h("button", { class: "gl-fit", title: "fit the graph in view (or double-click)" }, "fit");
+  const notice = h("span", { class: "gl-notice" });
+  const toolbar = h("div", { class: "gl-toolbar" }, fitButton, search, h("label", {}, "colour ", colorSelect), notice);
+  const canvas = h("div", { class: "gl-canvas" });
+  const tooltip = h("div", { class: "gl-tooltip" });
+  const legend = h("div", { class: "gl-legend" });
+  const side = h("div", { class: "gl-side" });
+  const main = h("div", { class: "gl-main" }, canvas, legend);
+  root.append(toolbar, h("div", { class: "gl-body" }, main, side), tooltip);
+
+  let svg = null;
+  let full = null; // the drawing's own box
+  let view = null; // the part shown: a viewBox
+  let matches = new Set();
+
+  function canvasSize() {
+    const r = canvas.getBoundingClientRect();
+    return { w: r.width || 800, h: r.height || model.get("height") };
+  }
+
+  function applyView() {
+    if (svg && view) svg.setAttribute("viewBox", `${view.x} ${view.y} ${view.w} ${view.h}`);
+  }
+
+  // A wide, short graph gets a shorter canvas rather than a band of empty space.
+  function fitHeight() {
+    if (!full) return;
+    const width = canvasSize().w;
+    const needed = Math.ceil(full.h * Math.min(width / full.w, 1.4)) + 16;
+    canvas.style.height = `${Math.max(160, Math.min(model.get("height"), needed))}px`;
+  }
+
+  function fit() {
+    if (!full) return;
+    const c = canvasSize();
+    const scale = Math.max(full.w / c.w, full.h / c.h, 1 / 1.4); // never blow a small graph up past 140 %
+    const w = c.w * scale, hh = c.h * scale;
+    view = { x: full.x - (w - full.w) / 2, y: full.y - (hh - full.h) / 2, w, h: hh };
+    applyView();
+  }
+
+  function centerOn(id) {
+    const g = svg && svg.querySelector(`[data-id="${CSS.escape(id)}"] rect`);
+    if (!g || !view) return;
+    const x = +g.getAttribute("x") + +g.getAttribute("width") / 2 + 12;
+    const y = +g.getAttribute("y") + +g.getAttribute("height") / 2 + 12;
+    view = { ...view, x: x - view.w / 2, y: y - view.h / 2 };
+    applyView();
+  }
+
+  function draw() {
+    canvas.innerHTML = model.get("svg"); // SVG made by gradlab/lab/svg.py from the model's own graph
+    svg = canvas.querySelector("svg");
+    if (!svg) return;
+    const [x, y, w, hh] = svg.getAttribute("viewBox").split(" ").map(Number);
+    const first = full === null;
+    full = { x, y, w, h: hh };
+    svg.removeAttribute("width");
+    svg.removeAttribute("height");
+    svg.setAttribute("preserveAspectRatio", "xMidYMid meet");
+    if (first || !view) { fitHeight(); fit(); }
+    else applyView();
+    restyle();
+  }
+
+  function restyle() {
+    if (!svg) return;
+    const mode = model.get("color_mode");
+    const colors = (model.get("colors") || {})[mode] || {};
+    const texts = model.get("texts") || {};
+    const selected = model.get("selected");
+    for (const g of svg.querySelectorAll(".gl-nodes > g[data-id]")) {
+      const id = g.dataset.id;
+      const color = colors[id];
+      if (color) {
+        g.querySelector("rect").setAttribute("fill", color[0]);
+        for (const t of g.querySelectorAll("text")) t.setAttribute("fill", color[1]);
+      }
+      if (texts[id] !== undefined) g.querySelector(".gl-sub").textContent = texts[id];
+      g.classList.toggle("gl-selected", id === selected);
+      g.classList.toggle("gl-match", matches.has(id));
+      for (const c of [...g.classList]) if (c.startsWith("gl-state-")) g.classList.remove(c);
+      const state = stateOf(id);
+      if (state) g.classList.add("gl-state-" + state);
+    }
+    for (const path of svg.querySelectorAll(".gl-edge")) {
+      const state = stateOf(path.dataset.target);
+      path.classList.toggle("gl-edge-done", state === "done" || state === "current");
+    }
+    drawLegend(mode);
+    colorSelect.value = mode;
+    notice.textContent = model.get("notice") || "";
+  }
+
+  function drawLegend(mode) {
+    const key = (model.get("legends") || {})[mode];
+    legend.replaceChildren();
+    if (!key) return;
+    legend.append(h("span", { class: "gl-legend-title" }, key.title));
+    const entries = key.stops || key.items || [];
+    for (const [text, color] of entries) {
+      legend.append(h("span", { class: "gl-swatch", style: `background:${color}` }), h("span", {}, text));
+    }
+    if (key.stops) {
+      legend.append(h("span", { class: "gl-swatch", style: `background:${key.missing}` }), h("span", {}, "not known yet"),
+        h("span", { class: "gl-swatch", style: `background:${key.zero}` }), h("span", {}, "zero"));
+    }
+  }
+
+  // --- pan, zoom, click -------------------------------------------------------------------------
+  let drag = null;
+  canvas.addEventListener("wheel", (e) => {
+    if (!view) return;
+    e.preventDefault();
+    const r = canvas.getBoundingClientRect();
+    const fx = (e.clientX - r.left) / r.width, fy = (e.clientY - r.top) / r.height;
+    const f = Math.exp(e.deltaY * 0.0015);
+    const px = view.x + fx * view.w, py = view.y + fy * view.h;
+    view = { w: view.w * f, h: view.h * f, x: px - fx * view.w * f, y: py - fy * view.h * f };
+    applyView();
+  }, { passive: false });
+  canvas.addEventListener("pointerdown", (e) => {
+    drag = { x: e.clientX, y: e.clientY, view: { ...view }, moved: false };
+  });
+  canvas.addEventListener("pointermove", (e) => {
+    if (drag && view) {
+      const r = canvas.getBoundingClientRect();
+      const dx = e.clientX - drag.x, dy = e.clientY - drag.y;
+      if (Math.abs(dx) + Math.abs(dy) > 3) drag.moved = true;
+      if (drag.moved) {
+        view = { ...drag.view, x: drag.view.x - (dx * view.w) / r.width, y: drag.view.y - (dy * view.h) / r.height };
+        applyView();
+      }
+    }
+    showTooltip(e);
+  });
+  window.addEventListener("pointerup", () => { setTimeout(() => { drag = null; }, 0); });
+  canvas.addEventListener("pointerleave", () => { tooltip.style.display = "none"; });
+  canvas.addEventListener("dblclick", fit);
+  fitButton.addEventListener("click", fit);
+  canvas.addEventListener("click", (e) => {
+    if (drag && drag.moved) return;
+    const target = e.target.closest("[data-id]");
+    if (!target) return;
+    const id = target.dataset.id;
+    const isGroup = target.classList.contains("gl-group");
+    if (isGroup && (target.classList.contains("gl-collapsed") || e.target.classList.contains("gl-group-title"))) {
+      model.send({ type: "toggle", id });
+    } else if (!isGroup) {
+      select(id);
+    }
+  });
+
+  function select(id) {
+    model.set("selected", id);
+    model.save_changes();
+    restyle();
+    for (const f of listeners) f(id);
+  }
+
+  function showTooltip(e) {
+    const target = e.target.closest && e.target.closest("[data-id]");
+    if (!target || (drag && drag.moved)) { tooltip.style.display = "none"; return; }
+    const id = target.dataset.id;
+    const node = (model.get("nodes") || {})[id];
+    const group = (model.get("groups") || {})[id];
+    tooltip.replaceChildren();
+    if (node) {
+      tooltip.append(h("b", {}, node.label), ` ${node.op}`, h("br"), `out ${shapeText(node.output_shape)}`,
+        node.group ? h("span", {}, h("br"), `in ${node.group}`) : null,
+        node.grad ? h("span", {}, h("br"), `‖grad‖ ${num(node.grad.norm)}`) : null);
+    } else if (group) {
+      const open = target.classList.contains("gl-expanded");
+      tooltip.append(h("b", {}, group.label), h("br"), `${group.sub} · click ${open ? "its title to close" : "to open"}`);
+    } else { tooltip.style.display = "none"; return; }
+    const r = root.getBoundingClientRect();
+    tooltip.style.display = "block";
+    tooltip.style.left = `${e.clientX - r.left + 14}px`;
+    tooltip.style.top = `${e.clientY - r.top + 14}px`;
+  }
+
+  // --- search and colour ---------------------------------------------------------------------------
+  search.addEventListener("input", () => {
+    const text = search.value.trim().toLowerCase();
+    const nodes = model.get("nodes") || {};
+    matches = new Set(text ? Object.values(nodes).filter((n) =>
+      n.label.toLowerCase().includes(text) || n.op.toLowerCase().includes(text) ||
+      (n.group || "").toLowerCase().includes(text)).map((n) => n.id) : []);
+    restyle();
+  });
+  search.addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && matches.size) {
+      const visible = [...matches].find((id) => svg.querySelector(`[data-id="${CSS.escape(id)}"]`));
+      if (visible) { centerOn(visible); select(visible); }
+    }
+    e.stopPropagation(); // typing a search is not a keyboard shortcut
+  });
+  colorSelect.addEventListener("change", () => {
+    model.set("color_mode", colorSelect.value);
+    model.save_changes();
+    restyle();
+  });
+
+  model.on("change:svg", draw);
+  for (const key of ["colors", "color_mode", "selected", "texts", "notice", "legends"]) model.on("change:" + key, restyle);
+  canvas.style.height = `${model.get("height")}px`;
+  draw();
+  requestAnimationFrame(() => { fitHeight(); fit(); }); // the output area has its real size only once on the page
+
+  return { side, restyle, fit, centerOn, select, onSelect: (f) => listeners.push(f) };
+}

@@ -1,0 +1,22 @@
+// GraphView: the graph of your model; click a node to inspect it, click a module to open or close it.
+
+import { h } from "./dom.js";
+import { mountGraph } from "./graph_canvas.js";
+import { renderInspector } from "./inspector.js";
+
+function render({ model, el }) {
+  const root = h("div", { class: "gradlab-widget gradlab-graphview", tabindex: "0" });
+  el.append(root);
+  const graph = mountGraph(model, root);
+  const inspector = h("div", { class: "gl-inspector-box" },
+    h("div", { class: "gl-hint" }, "Click a node to inspect it; click a module to open it; drag to pan, wheel to zoom."));
+  graph.side.append(inspector);
+  const check = (id) => model.send({ type: "check", id });
+  const show = () => { if (model.get("selected")) renderInspector(inspector, model, model.get("selected"), check); };
+  graph.onSelect(show);
+  model.on("change:check_result", show);
+  model.on("change:nodes", show);
+  show();
+}
+
+export default { render };

@@ -1,0 +1,83 @@
+// The inspector: everything the lab knows about one node, with its value and gradient drawn as histograms.
+
+import { h, s, num, shapeText } from "./dom.js";
+
+// A summary (from gradlab/lab/summary.py): the numbers themselves when few, else stats and a histogram.
+export function summaryBlock(summary, emptyText) {
+  if (!summary) return h("div", { class: "gl-empty" }, emptyText);
+  const rows = [];
+  if (summary.values) {
+    rows.push(h("div", { class: "gl-values" }, "[" + summary.values.map(num).join(", ") + "]"));
+  }
+  rows.push(h("table", { class: "gl-stats" },
+    h("tr", {}, ["min", "max", "mean", "norm"].map((k) => h("th", {}, k))),
+    h("tr", {}, ["min", "max", "mean", "norm"].map((k) => h("td", {}, num(summary[k]))))));
+  if (summary.nan || summary.inf) {
+    rows.push(h("div", { class: "gl-warn" }, `${summary.nan} NaN, ${summary.inf} inf`));
+  }
+  if (summary.hist && summary.numel > 1) rows.push(histogram(summary.hist));
+  return h("div", { class: "gl-summary" }, rows);
+}
+
+export function histogram(hist, width = 260, height = 46) {
+  const counts = hist.counts;
+  const top = Math.max(...counts, 1);
+  const bar = width / counts.length;
+  const bars = counts.map((c, i) => s("rect", {
+    x: (i * bar + 0.5).toFixed(1), y: (height - (c / top) * height).toFixed(1),
+    width: Math.max(bar - 1, 1).toFixed(1), height: ((c / top) * height).toFixed(1), class: "gl-hist-bar",
+  }, s("title", {}, `${c} in [${num(hist.low + (i * (hist.high - hist.low)) / counts.length)}, ` +
+    `${num(hist.low + ((i + 1) * (hist.high - hist.low)) / counts.length)})`)));
+  return h("div", { class: "gl-hist" },
+    s("svg", { width, height: height + 14, viewBox: `0 0 ${width} ${height + 14}` },
+      bars,
+      s("text", { x: 0, y: height + 12, class: "gl-hist-axis" }, num(hist.low)),
+      s("text", { x: width, y: height + 12, class: "gl-hist-axis", "text-anchor": "end" }, num(hist.high))));
+}
+
+export function ruleBlock(words, math) {
+  return h("div", { class: "gl-rule" },
+    h("div", { class: "gl-words" }, words || ""),
+    h("div", { class: "gl-math" }, math || ""));
+}
+
+// Fill `container` with the inspector of node `id`; `onCheck(id)` runs "check this node".
+export function renderInspector(container, model, id, onCheck) {
+  container.replaceChildren();
+  const node = (model.get("nodes") || {})[id];
+  if (!node) return;
+  const facts = [];
+  if (node.input_shapes && node.input_shapes.length) {
+    facts.push(`in ${node.input_shapes.map(shapeText).join(", ")} → `);
+  }
+  facts.push(`out ${shapeText(node.output_shape)}`);
+  if (node.dtype) facts.push(` · ${node.dtype}`);
+  if (node.device) facts.push(` · ${node.device}`);
+  const check = model.get("check_result") || {};
+  const checkArea = h("div", { class: "gl-check-result" + (check.id === id ? (check.ok ? " gl-ok" : check.ok === false ? " gl-bad" : "") : "") });
+  if (check.id === id) {
+    checkArea.append(h("div", {}, check.message));
+    for (const row of check.inputs || []) {
+      checkArea.append(h("div", { class: "gl-check-row" },
+        `${row.name}: backward ${num(row.analytic)} · finite difference ${num(row.numeric)} · error ${num(row.error)}`));
+    }
+  }
+  container.append(h("div", { class: "gl-inspector" },
+    h("div", { class: "gl-inspector-title" }, node.label, h("span", { class: "gl-op" }, node.op)),
+    node.group ? h("div", { class: "gl-fact" }, "module: ", h("code", {}, node.group)) : null,
+    h("div", { class: "gl-fact" }, facts.join("")),
+    node.source ? h("div", { class: "gl-fact gl-source" }, node.source, node.code ? h("code", {}, node.code) : null) : null,
+    h("h4", {}, "local derivative"),
+    ruleBlock(node.words, node.math),
+    h("h4", {}, node.kind === "op" ? "value (output)" : "value"),
+    summaryBlock(node.value, "not kept by the autograd graph: record the forward (gl.lab.record()) to see values"),
+    h("h4", {}, node.kind === "op" ? "gradient ∂L/∂output" : "gradient (.grad)"),
+    summaryBlock(node.grad, "not known yet: run backward (or step) to see it"),
+    node.saved && node.saved.length ? h("h4", {}, "saved for backward") : null,
+    (node.saved || []).map((t) => h("div", { class: "gl-saved" },
+      h("b", {}, t.name), t.freed ? " — freed by backward()" : ` ${shapeText(t.shape)} · min ${num(t.min)} · max ${num(t.max)}`)),
+    node.kind === "op"
+      ? h("button", { class: "gl-check", onclick: () => onCheck(id) }, "check this node")
+      : null,
+    checkArea));
+}
