@@ -29,3 +29,12 @@ autograd.gradcheck = _gradcheck.gradcheck
 autograd.gradgradcheck = _gradcheck.gradgradcheck
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name):
+    """``gradlab.lab`` loads on first use, so ``import gradlab`` never imports the lab's dependencies."""
+    if name == "lab":
+        import importlib
+
+        return importlib.import_module(".lab", __name__)
+    raise AttributeError(f"module 'gradlab' has no attribute {name!r}")

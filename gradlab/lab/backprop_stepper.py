@@ -49,6 +49,11 @@ class BackpropStepper(GraphWidget):
         node_id = self.stepping.current
         return self.graph.nodes[node_id] if node_id is not None else None
 
+    @property
+    def steps(self) -> list:
+        """The steps taken so far, as the panel shows them (node id, gradients in, what each input got)."""
+        return [self._panel(step) for step in self.stepping.steps]
+
     def step(self):
         """Run the next node of backward; past the end it does nothing and says so."""
         self.notice = ""

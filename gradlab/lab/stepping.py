@@ -56,7 +56,7 @@ class Stepping:
         self.steps: list[dict] = []
         self.finished = False
         self._generator = None
-        self._edges_in = self._count_edges_in()
+        self._consumers = self._count_consumers()
 
     # --- what the stepper does --------------------------------------------------------------------
 
@@ -114,10 +114,11 @@ class Stepping:
             return self.target.topological_order()  # a Scalar keeps a gradient on every node
         return [n.variable for n in reachable(self.target.grad_fn) if n.__class__ is AccumulateGrad]
 
-    def _count_edges_in(self) -> dict:
+    def _count_consumers(self) -> dict:
+        """How many uses each node's output has: that many gradients arrive at it and are summed."""
         counts: dict = {}
-        for _, target in self.graph.edges:
-            counts[target] = counts.get(target, 0) + 1
+        for source, _ in self.graph.edges:
+            counts[source] = counts.get(source, 0) + 1
         return counts
 
     def node_id(self, ref) -> str | None:
@@ -150,7 +151,7 @@ class Stepping:
                 continue
             n = arrived.get(to, 0) + 1
             arrived[to] = n
-            sent_rows.append({"to": to, "grad": summarize(g), "contribution": n, "of": self._edges_in.get(to, 1)})
+            sent_rows.append({"to": to, "grad": summarize(g), "contribution": n, "of": self._consumers.get(to, 1)})
         node = self.graph.nodes.get(node_id)
         accumulated = None
         if leaf is not None:
