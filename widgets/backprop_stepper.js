@@ -5,7 +5,8 @@ import { mountGraph } from "./graph_canvas.js";
 import { renderInspector, ruleBlock, summaryBlock } from "./inspector.js";
 
 function render({ model, el }) {
-  const root = h("div", { class: "gradlab-widget gradlab-stepper", tabindex: "0" });
+  // data-lm-suppress-shortcuts: JupyterLab and Notebook leave our keys to us while the widget has focus
+  const root = h("div", { class: "gradlab-widget gradlab-stepper", tabindex: "0", "data-lm-suppress-shortcuts": "true" });
   el.append(root);
   const send = (type, id) => model.send(id === undefined ? { type } : { type, id });
   const buttons = h("div", { class: "gl-controls" },
@@ -35,7 +36,6 @@ function render({ model, el }) {
 
   function showPanel() {
     const p = model.get("panel") || {};
-    const nodes = model.get("nodes") || {};
     panel.replaceChildren(h("div", { class: "gl-panel-title" }, p.title || ""));
     if (!p.node) {
       panel.append(h("div", { class: "gl-hint" }, p.text || ""));
@@ -60,16 +60,17 @@ function render({ model, el }) {
         h("div", { class: "gl-leaf" }, h("code", {}, `${p.leaf.name}.grad += g`), " → now"),
         summaryBlock(p.leaf.grad, ""));
     }
-    const current = nodes[p.node];
+    const current = graph.node(p.node);
     if (current && current.group) panel.append(h("div", { class: "gl-fact" }, "module: ", h("code", {}, current.group)));
   }
 
   const check = (id) => model.send({ type: "check", id });
   const showInspector = () => {
     const id = model.get("selected");
-    if (id) renderInspector(inspector, model, id, check);
+    if (id && graph.node(id)) renderInspector(inspector, model, graph.node(id), check);
   };
   graph.onSelect(showInspector);
+  graph.onNodes(showInspector);
 
   function onStep() {
     showStatus();
@@ -79,15 +80,17 @@ function render({ model, el }) {
     if (id) root.querySelector(".gl-canvas").dataset.current = id;
     else delete root.querySelector(".gl-canvas").dataset.current;
   }
-  model.on("change:states", onStep);
+  for (const key of ["states", "step_index", "current_id"]) model.on("change:" + key, onStep);
   model.on("change:panel", showPanel);
   model.on("change:check_result", showInspector);
-  model.on("change:nodes", showInspector);
 
   root.addEventListener("keydown", (e) => {
     const keys = { ArrowRight: "step", " ": "step", ArrowLeft: "back", End: "end", Home: "reset" };
-    if (keys[e.key]) { send(keys[e.key]); e.preventDefault(); }
-    else if (e.key === "Enter") { runToSelected(); e.preventDefault(); }
+    if (keys[e.key]) send(keys[e.key]);
+    else if (e.key === "Enter") runToSelected();
+    else return;
+    e.preventDefault();
+    e.stopPropagation();
   });
   root.addEventListener("pointerdown", () => root.focus({ preventScroll: true }));
   onStep();

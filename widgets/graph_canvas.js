@@ -25,6 +25,14 @@ export function mountGraph(model, root, options = {}) {
   let full = null; // the drawing's own box
   let view = null; // the part shown: a viewBox
   let matches = new Set();
+  // Every node's details: sent whole once, then only the nodes a backward step changed.
+  let nodeData = { ...(model.get("nodes") || {}) };
+  const nodeListeners = [];
+  function nodesChanged(updates) {
+    if (updates) Object.assign(nodeData, updates);
+    else nodeData = { ...(model.get("nodes") || {}) };
+    for (const f of nodeListeners) f();
+  }
 
   function canvasSize() {
     const r = canvas.getBoundingClientRect();
@@ -175,7 +183,7 @@ export function mountGraph(model, root, options = {}) {
     const target = e.target.closest && e.target.closest("[data-id]");
     if (!target || (drag && drag.moved)) { tooltip.style.display = "none"; return; }
     const id = target.dataset.id;
-    const node = (model.get("nodes") || {})[id];
+    const node = nodeData[id];
     const group = (model.get("groups") || {})[id];
     tooltip.replaceChildren();
     if (node) {
@@ -195,8 +203,7 @@ export function mountGraph(model, root, options = {}) {
   // --- search and colour ---------------------------------------------------------------------------
   search.addEventListener("input", () => {
     const text = search.value.trim().toLowerCase();
-    const nodes = model.get("nodes") || {};
-    matches = new Set(text ? Object.values(nodes).filter((n) =>
+    matches = new Set(text ? Object.values(nodeData).filter((n) =>
       n.label.toLowerCase().includes(text) || n.op.toLowerCase().includes(text) ||
       (n.group || "").toLowerCase().includes(text)).map((n) => n.id) : []);
     restyle();
@@ -215,10 +222,17 @@ export function mountGraph(model, root, options = {}) {
   });
 
   model.on("change:svg", draw);
+  model.on("change:nodes", () => nodesChanged(null));
+  model.on("change:node_updates", () => nodesChanged(model.get("node_updates")));
   for (const key of ["colors", "color_mode", "selected", "texts", "notice", "legends"]) model.on("change:" + key, restyle);
   canvas.style.height = `${model.get("height")}px`;
   draw();
   requestAnimationFrame(() => { fitHeight(); fit(); }); // the output area has its real size only once on the page
 
-  return { side, restyle, fit, centerOn, select, onSelect: (f) => listeners.push(f) };
+  return {
+    side, restyle, fit, centerOn, select,
+    node: (id) => nodeData[id],
+    onSelect: (f) => listeners.push(f),
+    onNodes: (f) => nodeListeners.push(f),
+  };
 }

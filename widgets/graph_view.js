@@ -12,10 +12,13 @@ function render({ model, el }) {
     h("div", { class: "gl-hint" }, "Click a node to inspect it; click a module to open it; drag to pan, wheel to zoom."));
   graph.side.append(inspector);
   const check = (id) => model.send({ type: "check", id });
-  const show = () => { if (model.get("selected")) renderInspector(inspector, model, model.get("selected"), check); };
+  const show = () => {
+    const id = model.get("selected");
+    if (id && graph.node(id)) renderInspector(inspector, model, graph.node(id), check);
+  };
   graph.onSelect(show);
+  graph.onNodes(show);
   model.on("change:check_result", show);
-  model.on("change:nodes", show);
   show();
 }
 

@@ -41,11 +41,11 @@ export function ruleBlock(words, math) {
     h("div", { class: "gl-math" }, math || ""));
 }
 
-// Fill `container` with the inspector of node `id`; `onCheck(id)` runs "check this node".
-export function renderInspector(container, model, id, onCheck) {
+// Fill `container` with the inspector of `node`; `onCheck(id)` runs "check this node".
+export function renderInspector(container, model, node, onCheck) {
   container.replaceChildren();
-  const node = (model.get("nodes") || {})[id];
   if (!node) return;
+  const id = node.id;
   const facts = [];
   if (node.input_shapes && node.input_shapes.length) {
     facts.push(`in ${node.input_shapes.map(shapeText).join(", ")} → `);

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import traitlets
 
+from .frontend import bundle
 from .graph_view import GraphWidget
 from .scene import sub_text
-from .capture import capture, reachable
+from .capture import capture
 from .stepping import Stepping
 
 
@@ -30,6 +31,7 @@ class BackpropStepper(GraphWidget):
     panel = traitlets.Dict({}).tag(sync=True)
 
     _entry = "backprop_stepper.js"
+    _esm = bundle(_entry)
 
     def __init__(self, loss, *, names=None, height=460):
         stepping = Stepping(loss, None)
@@ -38,7 +40,7 @@ class BackpropStepper(GraphWidget):
         self.stepping = stepping
         super().__init__(loss, graph=stepping.graph, color="grad", height=height)
         self.total_steps = stepping.total
-        self._reached = self._reached_ids()
+        self._reached = stepping.reached_ids()
         self._show()
 
     # --- the Python face --------------------------------------------------------------------------
@@ -74,10 +76,13 @@ class BackpropStepper(GraphWidget):
         """Step until ``node`` (an id, a GraphNode, an engine node, a tensor or a Scalar) has run."""
         target = self._node_id(node)
         self.notice = ""
-        done = {s["node"] for s in self.stepping.steps}
+        if target not in self._reached:
+            self.notice = f"{self.graph.nodes[target].label} is never reached by backward: it needs no gradient"
+            self._show()
+            return self.current
+        done = [s["node"] for s in self.stepping.steps]
         if target in done:
-            while self.stepping.steps and self.stepping.steps[-1]["node"] != target:
-                self.stepping.step_back()
+            self.stepping.go_to(len(done) - done[::-1].index(target))
         else:
             while self.stepping.step() is not None:
                 if self.stepping.steps[-1]["node"] == target:
@@ -123,20 +128,13 @@ class BackpropStepper(GraphWidget):
         current = stepping.current
         if current is not None:
             states[current] = "current"
-        self.states = states
         self.current_id = current or ""
         self.step_index = len(stepping.steps)
-        self.panel = self._panel(stepping.steps[-1] if current is not None else None)
+        self.panel = self._panel(stepping.steps[-1] if stepping.steps and not stepping.finished else None)
+        self.states = states
         if self.graph.source == "scalar":
             self.texts = {n.id: sub_text(n) for n in self.graph.nodes.values()}
-        self._refresh_values()
-
-    def _reached_ids(self) -> set:
-        """The nodes backward will visit; the rest (data, no-grad operations) are never reached."""
-        if self.stepping.is_scalar:
-            return set(self.graph.nodes)
-        ids = {self.stepping.node_id(n) for n in reachable(self.stepping.target.grad_fn)}
-        return ids - {None}
+        self._refresh_values(only_gradients=True)
 
     def _panel(self, step) -> dict:
         if step is None:
@@ -144,11 +142,12 @@ class BackpropStepper(GraphWidget):
             return {"title": "backward finished" if finished else "before the first step",
                     "text": ("every leaf's .grad now holds what loss.backward() gives" if finished else
                              "Step runs the first node: the output, which receives the gradient 1")}
-        node = self.graph.nodes.get(step["node"])
+        node = self.graph.nodes.get(step["node"]) if step["node"] is not None else None
         rows = []
         for sent in step["sent"]:
             to = self.graph.nodes.get(sent["to"]) if sent["to"] else None
             rows.append({**sent, "to_label": to.label if to is not None else "(not drawn)"})
-        return {"title": f"step {step['index'] + 1} of {self.stepping.total}: {node.label if node else '?'}",
+        shown = node.label if node is not None else "a node computed outside the recording"
+        return {"title": f"step {step['index'] + 1} of {self.stepping.total}: {shown}",
                 "node": step["node"], "op": node.op if node else "", "words": node.words if node else "",
                 "math": node.math if node else "", "grads_in": step["grads_in"], "sent": rows, "leaf": step["leaf"]}

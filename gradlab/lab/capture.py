@@ -12,8 +12,8 @@ from __future__ import annotations
 import inspect
 
 from ..autograd.anomaly import forward_call
-from ..autograd.function import _FREED, AccumulateGrad, Node, TrackedTensor
-from ..scalar import Scalar
+from ..autograd.function import _FREED, AccumulateGrad, Function, Node, TrackedTensor
+from ..scalar import Scalar, ScalarFunction
 from .colors import category
 from .graph import Graph, GraphNode, Group
 from .summary import summarize
@@ -39,21 +39,32 @@ def capture(obj, names: dict | None = None) -> Graph:
         return from_tensor(obj, names)
     if isinstance(obj, Graph):
         return obj
-    raise CaptureError(f"gl.lab: cannot draw a {type(obj).__name__}; give it {WHAT_WORKS}")
+    raise CaptureError(f"gl.lab: cannot draw an object of type {type(obj).__name__}; give it {WHAT_WORKS}")
 
 
 # --- the rule of an operation, from its Function ---------------------------------------------------
 
 def rule_of(function) -> tuple[str, str]:
     """(words, math) of a Function's local derivative: its docstring's first line and ``derivative``."""
-    doc = inspect.getdoc(function) or ""
-    words = doc.strip().split("\n\n")[0].replace("\n", " ") if doc else ""
+    doc = _own_doc(function)
+    words = doc.split("\n\n")[0].replace("\n", " ") if doc else ""
     math = getattr(function, "derivative", "") or ""
     if not words:
         words = f"{function.__name__}: no rule written (give the Function a docstring)"
     if not math:
         math = "(no derivative given: set derivative = \"∂L/∂x = ...\" on the Function)"
     return words, math
+
+
+def _own_doc(function) -> str:
+    """The docstring of the op itself or of the op it specialises, never of the Function base class."""
+    for cls in function.__mro__:
+        if cls in (Function, ScalarFunction, object):
+            break
+        doc = cls.__dict__.get("__doc__")
+        if doc:
+            return inspect.cleandoc(doc)
+    return ""
 
 
 LEAF_WORDS = "a leaf: backward adds the gradient that reaches it into its .grad"
@@ -184,7 +195,7 @@ def _last_frame(trace: str) -> str:
     parts = lines[-1].split('"')
     filename = parts[1].rsplit("/", 1)[-1] if len(parts) > 1 else ""
     line = parts[2].split(",")[1].strip().removeprefix("line ") if len(parts) > 2 else ""
-    return f"{filename}:{line}" if filename else ""
+    return f"{filename}, line {line}" if filename else ""
 
 
 # --- (b) a recorded forward pass -----------------------------------------------------------------------
@@ -286,7 +297,10 @@ def from_scalar(out: Scalar) -> Graph:
 
 
 def _scalar_saved_name(value, i, inputs, names, out) -> str:
-    """A saved float is named by the input it equals, else 'out' when it is the output."""
+    """A saved float is named by the input in its position when equal, else by another equal input,
+    else 'out' when it is the output."""
+    if i < len(inputs) and i < len(names) and inputs[i] == value:
+        return names[i]
     for j, x in enumerate(inputs):
         if x == value and j < len(names):
             return names[j]

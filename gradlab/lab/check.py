@@ -32,7 +32,8 @@ def check_node(graph, node_id: str, seed: int = 0) -> dict:
     if node is None:
         raise KeyError(f"check_node: no node {node_id!r} in this graph")
     if node.kind != "op":
-        return _result(True, [], f"{node.label} is a {node.kind}: it has no backward of its own to check")
+        what = {"param": "a parameter", "leaf": "a leaf tensor", "input": "data (an input)"}.get(node.kind, node.kind)
+        return _result(True, [], f"{node.label} is {what}: it has no backward of its own to check")
     call = graph.calls.get(node_id)
     if call is None:
         raise CaptureError(
@@ -46,6 +47,12 @@ def check_node(graph, node_id: str, seed: int = 0) -> dict:
         rows = _check_tensor(function, inputs, rng)
     if not rows:
         return _result(True, [], f"{node.label}: none of its inputs is differentiable, so there is nothing to check")
+    if not all(math.isfinite(v) for row in rows for v in (row["analytic"], row["numeric"], row["error"])):
+        for row in rows:
+            row.update({k: (v if math.isfinite(v) else None) for k, v in row.items() if isinstance(v, float)})
+        return {"ok": None, "inputs": rows, "tolerance": TOLERANCE,
+                "message": f"{node.label}: its inputs or outputs hold NaN or inf here, so finite differences "
+                           "cannot check it; check it on finite inputs"}
     ok = all(row["error"] <= TOLERANCE for row in rows)
     worst = max(rows, key=lambda row: row["error"])
     if ok:

@@ -88,18 +88,21 @@ def ink(fill: str) -> str:
     return "#111827" if 0.2126 * r + 0.7152 * g + 0.0722 * b > 0.45 else "#ffffff"
 
 
-def color_modes(graph, group_members: dict) -> tuple[dict, dict]:
+def color_modes(graph, group_members: dict, modes=MODES) -> tuple[dict, dict]:
     """{mode: {id: [fill, ink]}} for nodes and groups, and {mode: legend}; a group takes its largest member."""
     nodes = graph.nodes.values()
     colors, legends = {}, {}
-    for mode, title, field in (("grad", "‖∂L/∂output‖, log scale", "grad"), ("value", "‖output‖, log scale", "value")):
-        sizes = {n.id: (getattr(n, field) or {}).get("norm") for n in nodes}
+    for mode, title in (("grad", "‖∂L/∂output‖, log scale"), ("value", "‖output‖, log scale")):
+        if mode not in modes:
+            continue
+        sizes = {n.id: (getattr(n, mode) or {}).get("norm") for n in nodes}
         for group, members in group_members.items():
             known = [sizes[m] for m in members if sizes.get(m) is not None]
             sizes[group] = max(known) if known else None
         colors[mode], legends[mode] = log_colors(sizes, title)
-    colors["kind"] = {n.id: kind_color(n) for n in nodes}
-    colors["kind"].update({group: KIND_COLORS["group"] for group in group_members})
-    used = sorted({n.kind if n.kind != "op" else n.category for n in nodes})
-    legends["kind"] = {"title": "kind of operation", "items": [[name, KIND_COLORS[name]] for name in used]}
+    if "kind" in modes:
+        colors["kind"] = {n.id: kind_color(n) for n in nodes}
+        colors["kind"].update({group: KIND_COLORS["group"] for group in group_members})
+        used = sorted({n.kind if n.kind != "op" else n.category for n in nodes})
+        legends["kind"] = {"title": "kind of operation", "items": [[name, KIND_COLORS[name]] for name in used]}
     return {mode: {k: [fill, ink(fill)] for k, fill in fills.items()} for mode, fills in colors.items()}, legends

@@ -29,6 +29,7 @@ class GraphWidget(anywidget.AnyWidget):
 
     svg = traitlets.Unicode("").tag(sync=True)
     nodes = traitlets.Dict({}).tag(sync=True)
+    node_updates = traitlets.Dict({}).tag(sync=True)  # {id: node} changed since `nodes` was sent
     groups = traitlets.Dict({}).tag(sync=True)
     colors = traitlets.Dict({}).tag(sync=True)
     legends = traitlets.Dict({}).tag(sync=True)
@@ -40,12 +41,14 @@ class GraphWidget(anywidget.AnyWidget):
     height = traitlets.Int(460).tag(sync=True)
 
     _entry = "graph_view.js"
+    _esm = bundle(_entry)
+    _css = stylesheet()
 
     def __init__(self, obj, *, names=None, color=None, height=460, graph=None):
         graph = graph if graph is not None else capture(obj, names)
         self.graph = graph
         self.scene = Scene(graph)
-        super().__init__(_esm=bundle(self._entry), _css=stylesheet(), height=height)
+        super().__init__(height=height)
         notices = []
         if self.scene.opened_collapsed:
             notices.append(f"{len(graph.nodes)} nodes: too many to read at once, so modules open collapsed — "
@@ -72,10 +75,22 @@ class GraphWidget(anywidget.AnyWidget):
         colors = self.colors.get(self.color_mode) if self.colors else None
         return colors or {}
 
-    def _refresh_values(self) -> None:
-        """Send the node details and the colours (they change as gradients become known)."""
-        self.nodes = {node.id: node.to_json() for node in self.graph.nodes.values()}
-        self.colors, self.legends = self.scene.colors()
+    def _refresh_values(self, only_gradients: bool = False) -> None:
+        """Send the node details and colours again; after a backward step, only what it changed."""
+        if not only_gradients:
+            self.nodes = {node.id: node.to_json() for node in self.graph.nodes.values()}
+            self._sent = {node.id: node.grad for node in self.graph.nodes.values()}
+            self.colors, self.legends = self.scene.colors()
+            return
+        changed = [n for n in self.graph.nodes.values() if n.grad is not self._sent.get(n.id)]
+        if not changed:
+            return
+        self._sent.update((n.id, n.grad) for n in changed)
+        updates = {n.id: n.to_json() for n in changed}
+        self.nodes.update(updates)  # in place, unsent: a view opened later starts from the current nodes
+        self.node_updates = updates
+        colors, legends = self.scene.colors(("grad",))
+        self.colors, self.legends = {**self.colors, **colors}, {**self.legends, **legends}
 
     # --- what the front end asks for ----------------------------------------------------------------
 
@@ -174,7 +189,7 @@ class GraphWidget(anywidget.AnyWidget):
             self.texts = {n.id: sub_text(n) for n in self.graph.nodes.values()}
         if self.color_mode == "kind" and any(n.grad for n in self.graph.nodes.values() if n.kind == "op"):
             self.color_mode = "grad"
-        self._refresh_values()
+        self._refresh_values(only_gradients=True)
 
     # --- pictures ---------------------------------------------------------------------------------
 

@@ -26,18 +26,34 @@ class RecordedOp:
 
     record: observers.OpRecord
     group: str | None
-    source: str
-    code: str
+    where: tuple  # (filename, line number) of the user's code, or ("", 0)
+
+    @property
+    def source(self) -> str:
+        """'In[3], line 2' for a notebook cell, 'train.py, line 40' for a file."""
+        filename, line = self.where
+        return f"{_short(filename)}, line {line}" if filename else ""
+
+    @property
+    def code(self) -> str:
+        filename, line = self.where
+        return linecache.getline(filename, line).strip() if filename else ""
 
 
-@dataclass
 class ModuleCall:
     """One call of a module while recording: a group of the graph."""
 
-    id: str
-    label: str
-    parent: str | None
-    module: object
+    __slots__ = ("id", "name", "calls", "parent", "module")
+
+    def __init__(self, id, name, calls, parent, module):
+        self.id, self.name, self.calls, self.parent, self.module = id, name, calls, parent, module
+
+    @property
+    def label(self) -> str:
+        """'layers.0 (Linear)'; a module's second call says so."""
+        kind = type(self.module).__name__
+        label = f"{self.name} ({kind})" if self.name != kind else kind
+        return label + (f" · call {self.calls}" if self.calls > 1 else "")
 
 
 class Recording:
@@ -53,17 +69,22 @@ class Recording:
         self.param_names: dict[int, tuple[str, str]] = {}  # id(tensor) -> (name, group id)
         self._stack: list[ModuleCall] = []
         self._call_count: dict[str, int] = {}
+        self._paths: dict = {}  # (parent call id, id(module)) -> (path, name)
+        self._roots: dict = {}  # class name -> the distinct top-level modules of that class
         self._handles = []
         self.active = False
 
     @property
     def output(self):
-        """The last tensor the forward produced (usually the loss)."""
+        """The last tensor the forward produced that has a graph (usually the loss)."""
+        last = None
         for op in reversed(self.ops):
             for out in op.record.outputs:
                 if hasattr(out, "grad_fn"):
-                    return out
-        return None
+                    if out.grad_fn is not None:
+                        return out
+                    last = last if last is not None else out
+        return last
 
     def __len__(self):
         return len(self.ops)
@@ -75,33 +96,43 @@ class Recording:
     # --- what the observers call ------------------------------------------------------------------
 
     def _on_op(self, record: observers.OpRecord) -> None:
-        nested, source, code = _where()
-        if not nested:
+        where = _where()
+        if where is not None:
             group = self._stack[-1].id if self._stack else None
-            self.ops.append(RecordedOp(record, group, source, code))
+            self.ops.append(RecordedOp(record, group, where))
 
     def _on_enter(self, module, args) -> None:
         parent = self._stack[-1] if self._stack else None
-        name = _child_name(parent.module, module) if parent is not None else None
-        if parent is None:
-            path = type(module).__name__
-        elif name is None:  # called from a parent that does not own it (a module passed in): name it by class
-            path = f"{parent.id}.{type(module).__name__}" if parent.parent is not None else type(module).__name__
-        else:
-            path = name if parent.parent is None else f"{parent.id}.{name}"
+        key = (parent.id if parent is not None else None, id(module))
+        named = self._paths.get(key)
+        if named is None:
+            named = self._paths[key] = self._path_of(parent, module)
+        path, name = named
         calls = self._call_count[path] = self._call_count.get(path, 0) + 1
         call_id = path if calls == 1 else f"{path}#{calls}"
-        shown = name or path.rsplit(".", 1)[-1]
-        label = f"{shown} ({type(module).__name__})" if shown != type(module).__name__ else shown
-        if calls > 1:
-            label += f" · call {calls}"
-        call = ModuleCall(call_id, label, parent.id if parent is not None else None, module)
+        call = ModuleCall(call_id, name, calls, parent.id if parent is not None else None, module)
         self.calls[call_id] = call
         self._stack.append(call)
-        qualified = call_id if parent is not None else ""
-        for pname, param in module._parameters.items():
-            if param is not None and id(param) not in self.param_names:
-                self.param_names[id(param)] = (f"{qualified}.{pname}" if qualified else pname, call_id)
+        if calls == 1:  # name the module's parameters after its first call
+            qualified = call_id if parent is not None else ""
+            for pname, param in module._parameters.items():
+                if param is not None and id(param) not in self.param_names:
+                    self.param_names[id(param)] = (f"{qualified}.{pname}" if qualified else pname, call_id)
+
+    def _path_of(self, parent, module) -> tuple:
+        """(module path, short name): the attribute names from the outermost module down."""
+        kind = type(module).__name__
+        if parent is None:  # a second top-level module of the same class is a different group
+            roots = self._roots.setdefault(kind, [])
+            if module not in roots:
+                roots.append(module)
+            n = next(i for i, m in enumerate(roots) if m is module)
+            name = kind if n == 0 else f"{kind}_{n + 1}"
+            return name, name
+        name = _child_name(parent.module, module)
+        if name is None:  # called from a module that does not own it (passed in): named by its class
+            name = kind
+        return (name if parent.parent is None else f"{parent.id}.{name}"), name
 
     def _on_exit(self, module, args, output) -> None:
         # pop up to this module's call: a forward that raised inside a child left that child on the stack
@@ -148,29 +179,33 @@ _code_is_ours: dict = {}
 _APPLY_CODE = Function.apply.__func__.__code__
 
 
-def _where() -> tuple[bool, str, str]:
-    """(nested, "file:line", code): where the user's code asked for this operation.
+def _where():
+    """(filename, line) where the user's code asked for this operation; None when it is nested.
 
-    ``nested`` is True for an operation run inside another Function's forward (a custom
-    Function built from tensor operations): the graph shows only the outer one, as PyTorch does.
+    An operation run inside another Function's forward (a custom Function built from tensor
+    operations) is nested: the graph shows only the outer one, as PyTorch does.
     """
     frame = sys._getframe(3).f_back  # skip _on_op, notify and this operation's own apply
-    source = code_line = None
+    where = None
     while frame is not None:
         code = frame.f_code
         if code is _APPLY_CODE:
-            return True, "", ""
-        if source is None:
+            return None
+        if where is None:
             ours = _code_is_ours.get(code)
             if ours is None:
                 ours = _code_is_ours[code] = code.co_filename.startswith(_PACKAGE_DIR)
             if not ours:
-                filename, line = code.co_filename, frame.f_lineno
-                source, code_line = f"{_short(filename)}:{line}", linecache.getline(filename, line).strip()
+                where = (code.co_filename, frame.f_lineno)
         frame = frame.f_back
-    return False, source or "", code_line or ""
+    return where or ("", 0)
 
 
 def _short(filename: str) -> str:
-    """A notebook cell's file is a temporary path: show only its base name."""
+    """A notebook cell is named as Jupyter shows it (In[3]); a file by its base name."""
+    shell = sys.modules.get("IPython") and sys.modules["IPython"].get_ipython()
+    if shell is not None:
+        named = shell.compile.format_code_name(filename)
+        if named is not None:
+            return named[1]
     return os.path.basename(filename)

@@ -7,7 +7,7 @@ graph too big to read opens with its modules collapsed, as many opened as fit in
 
 from __future__ import annotations
 
-from .colors import color_modes
+from .colors import MODES, color_modes
 from .graph import Graph
 from .layout import GraphLayout
 
@@ -114,8 +114,8 @@ class Scene:
         self.expanded = self.expanded | {group_id} if opened else self.expanded - {group_id}
         return opened
 
-    def colors(self):
-        return color_modes(self.graph, self.members)
+    def colors(self, modes=MODES):
+        return color_modes(self.graph, self.members, modes)
 
     def group_label(self, group_id: str) -> str:
         return self.graph.groups[group_id[len(GROUP_PREFIX):]].label

@@ -91,11 +91,15 @@ class Stepping:
         """Undo the last step (gradients restored exactly); False if there is nothing to undo."""
         if not self.steps and not self.finished:
             return False
-        keep = len(self.steps) - (0 if self.finished else 1)
-        self.reset()
-        for _ in range(keep):
-            self.step()
+        self.go_to(len(self.steps) - (0 if self.finished else 1))
         return True
+
+    def go_to(self, count: int) -> None:
+        """Be just after step ``count``: reset, then drive a fresh generator that many steps."""
+        self.reset()
+        for _ in range(count):
+            if self.step() is None:
+                break
 
     @property
     def current(self) -> str | None:
@@ -116,10 +120,18 @@ class Stepping:
 
     def _count_consumers(self) -> dict:
         """How many uses each node's output has: that many gradients arrive at it and are summed."""
+        reached = self.reached_ids()
         counts: dict = {}
-        for source, _ in self.graph.edges:
-            counts[source] = counts.get(source, 0) + 1
+        for source, target in self.graph.edges:
+            if target in reached:  # a consumer that backward never runs (argmax, no_grad) sends nothing back
+                counts[source] = counts.get(source, 0) + 1
         return counts
+
+    def reached_ids(self) -> set:
+        """The drawn nodes backward will visit; the rest (data, no-grad operations) are never reached."""
+        if self.is_scalar:
+            return set(self.graph.nodes)
+        return {self.node_id(n) for n in reachable(self.target.grad_fn)} - {None}
 
     def node_id(self, ref) -> str | None:
         node = self.graph.node_for(ref)
