@@ -94,6 +94,7 @@ function render({ model, el }) {
   });
   root.addEventListener("pointerdown", () => root.focus({ preventScroll: true }));
   onStep();
+  showInspector();
 
 }
 

@@ -19,7 +19,8 @@ export function mountGraph(model, root, options = {}) {
   const legend = h("div", { class: "gl-legend" });
   const side = h("div", { class: "gl-side" });
   const main = h("div", { class: "gl-main" }, canvas, legend);
-  root.append(toolbar, h("div", { class: "gl-body" }, main, side), tooltip);
+  // The graph takes the whole width (a notebook is wide and scrolls down); details go below it.
+  root.append(toolbar, main, side, tooltip);
 
   let svg = null;
   let full = null; // the drawing's own box
