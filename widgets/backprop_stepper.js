@@ -1,6 +1,6 @@
 // BackpropStepper: the engine's own backward, one node per click (or key), with what each step computed.
 
-import { h } from "./dom.js";
+import { coalesce, h } from "./dom.js";
 import { mountGraph } from "./graph_canvas.js";
 import { renderInspector, ruleBlock, summaryBlock } from "./inspector.js";
 
@@ -75,13 +75,13 @@ function render({ model, el }) {
   function onStep() {
     showStatus();
     showPanel();
-    graph.restyle();
+    graph.restyleSoon();
     const id = model.get("current_id");
     if (id) root.querySelector(".gl-canvas").dataset.current = id;
     else delete root.querySelector(".gl-canvas").dataset.current;
   }
-  for (const key of ["states", "step_index", "current_id"]) model.on("change:" + key, onStep);
-  model.on("change:panel", showPanel);
+  const onStepSoon = coalesce(onStep);
+  for (const key of ["states", "step_index", "current_id", "panel"]) model.on("change:" + key, onStepSoon);
   model.on("change:check_result", showInspector);
 
   root.addEventListener("keydown", (e) => {

@@ -40,3 +40,13 @@ export function shapeText(shape) {
   if (shape.length && Array.isArray(shape[0])) return shape.map(shapeText).join(", ");
   return shape.length ? shape.join("×") : "scalar";
 }
+
+// Run `fn` once after the current burst of model events (one kernel message changes several traitlets).
+export function coalesce(fn) {
+  let queued = false;
+  return () => {
+    if (queued) return;
+    queued = true;
+    queueMicrotask(() => { queued = false; fn(); });
+  };
+}

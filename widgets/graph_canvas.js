@@ -1,7 +1,7 @@
 // The drawing both widgets share: the graph's SVG (drawn by Python, laid out once), pan and zoom,
 // search, hover tooltips, the colour key, and restyling by node id. Nothing here moves a box.
 
-import { h, num, shapeText } from "./dom.js";
+import { coalesce, h, num, shapeText } from "./dom.js";
 
 const MODES = [["grad", "gradient"], ["value", "value"], ["kind", "kind of op"]];
 
@@ -32,8 +32,9 @@ export function mountGraph(model, root, options = {}) {
   function nodesChanged(updates) {
     if (updates) Object.assign(nodeData, updates);
     else nodeData = { ...(model.get("nodes") || {}) };
-    for (const f of nodeListeners) f();
+    notifyNodes();
   }
+  const notifyNodes = coalesce(() => { for (const f of nodeListeners) f(); });
 
   function canvasSize() {
     const r = canvas.getBoundingClientRect();
@@ -225,13 +226,14 @@ export function mountGraph(model, root, options = {}) {
   model.on("change:svg", draw);
   model.on("change:nodes", () => nodesChanged(null));
   model.on("change:node_updates", () => nodesChanged(model.get("node_updates")));
-  for (const key of ["colors", "color_mode", "selected", "texts", "notice", "legends"]) model.on("change:" + key, restyle);
+  const restyleSoon = coalesce(restyle);
+  for (const key of ["colors", "color_mode", "selected", "texts", "notice", "legends"]) model.on("change:" + key, restyleSoon);
   canvas.style.height = `${model.get("height")}px`;
   draw();
   requestAnimationFrame(() => { fitHeight(); fit(); }); // the output area has its real size only once on the page
 
   return {
-    side, restyle, fit, centerOn, select,
+    side, restyle, restyleSoon, fit, centerOn, select,
     node: (id) => nodeData[id],
     onSelect: (f) => listeners.push(f),
     onNodes: (f) => nodeListeners.push(f),

@@ -120,6 +120,10 @@ class BackpropStepper(GraphWidget):
 
     def _show(self) -> None:
         """Restyle for the new position: node states, colours, the panel. Positions never change."""
+        with self.hold_sync():
+            self._send_position()
+
+    def _send_position(self) -> None:
         stepping = self.stepping
         states = {node_id: "pending" if node_id in self._reached else "unreached" for node_id in self.graph.nodes}
         for step in stepping.steps:

@@ -96,7 +96,7 @@ def _saved(node: Node, inputs: tuple = (), outputs: tuple = ()) -> list:
             leaf = next((child.variable for child, _ in node.next_functions
                          if child.__class__ is AccumulateGrad and child.variable is t), None)
             name = "input" if leaf is not None else f"saved[{i}]"
-        result.append({"name": name, **summarize(t)})
+        result.append({"name": name, **summarize(t, histogram=False)})
     return result
 
 

@@ -97,14 +97,18 @@ class GraphWidget(anywidget.AnyWidget):
     def _on_front_end_message(self, _, content, buffers=None) -> None:
         kind, target = content.get("type"), content.get("id")
         try:
-            if kind == "toggle":
-                self.toggle(target)
-            elif kind == "check":
-                self.check(target)
-            else:
-                self._on_other_message(kind, target)
+            with self.hold_sync():  # every change this request makes travels in one message
+                self._answer(kind, target)
         except Exception as error:  # shown in the widget, never a silent failure in the comm thread
             self.notice = f"{type(error).__name__}: {error}"
+
+    def _answer(self, kind, target) -> None:
+        if kind == "toggle":
+            self.toggle(target)
+        elif kind == "check":
+            self.check(target)
+        else:
+            self._on_other_message(kind, target)
 
     def _on_other_message(self, kind, target) -> None:
         raise ValueError(f"unknown request from the front end: {kind!r}")

@@ -24,7 +24,7 @@ def as_numpy(value) -> np.ndarray:
     return np.asarray(value)
 
 
-def summarize(value) -> dict | None:
+def summarize(value, histogram: bool = True) -> dict | None:
     """Shape, dtype, min/max/mean/norm, NaN/inf counts and a histogram of ``value`` (None stays None)."""
     if value is None:
         return None
@@ -42,7 +42,7 @@ def summarize(value) -> dict | None:
         max=_number(finite.max()) if finite.size else None,
         mean=_number(finite.mean()) if finite.size else None,
         norm=_number(np.sqrt(np.dot(finite, finite))) if finite.size else None,
-        hist=_histogram(finite),
+        hist=_histogram(finite) if histogram else None,
     )
     if flat.size <= SHOWN_IN_FULL:
         summary["values"] = [_number(v) for v in flat]
@@ -55,7 +55,8 @@ def _histogram(finite: np.ndarray) -> dict | None:
     low, high = float(finite.min()), float(finite.max())
     if low == high:
         low, high = low - 0.5, high + 0.5
-    counts, _ = np.histogram(finite, bins=HISTOGRAM_BINS, range=(low, high))
+    bins = ((finite - low) * (HISTOGRAM_BINS / (high - low))).astype(np.intp)
+    counts = np.bincount(np.minimum(bins, HISTOGRAM_BINS - 1), minlength=HISTOGRAM_BINS)  # the top edge joins the last bin
     return {"low": low, "high": high, "counts": counts.tolist()}
 
 
