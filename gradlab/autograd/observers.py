@@ -6,15 +6,14 @@ here. With none attached, ``apply`` pays for one falsy check of ``active``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 
-@dataclass(frozen=True)
-class OpRecord:
+class OpRecord(NamedTuple):
     """One operation as it ran: the Function class, its inputs, its outputs, and its graph node.
 
     ``node`` is None when nothing was recorded for backward (no input required grad, or no_grad).
+    A named tuple, so that telling an observer costs little more than the call.
     """
 
     function: type
