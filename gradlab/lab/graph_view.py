@@ -176,7 +176,9 @@ class GraphWidget(anywidget.AnyWidget):
         if shell is not None:
             def flush(*_, view=view):
                 live = view()
-                if live is not None and live._pending:
+                if live is None:  # the view is gone: stop listening
+                    shell.events.unregister("post_execute", flush)
+                elif live._pending:
                     live.refresh()
             shell.events.register("post_execute", flush)
 

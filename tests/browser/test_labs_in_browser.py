@@ -1,0 +1,145 @@
+"""The labs in a real browser: each widget draws the learner's graph, steps, inspects and opens modules.
+
+Run in JupyterLab 4 and in Notebook 7 (the `server` fixture), with no Graphviz on the server's PATH.
+The node counts are counted by hand from each lab's code (boxes = operations + leaves + data inputs).
+Screenshots land in test-artifacts/browser/: look at them.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from .conftest import open_and_run, require, screenshot
+
+# lab -> the node count of each graph widget, in the order the lab shows them
+EXPECTED = {
+    # tanh(x1*w1 + x2*w2 + b) on Scalars: 5 leaves + 2 mul + 2 add + tanh; then the stepper on the same
+    # graph; then the tensor neuron: Mul, Sum, Add, Tanh and the leaves w, bias (x needs no gradient)
+    "01-autograd-on-one-number.ipynb": [10, 10, 6],
+    # Linear, ReLU, Linear, ReLU, Linear, cross-entropy; 3 weights + 3 biases; inputs and targets
+    "02-train-a-network.ipynb": [14],
+    # Linear, Tanh, Linear, Sum, Add, Sub, Pow, Mean + 4 parameters + x and target (view, then stepper);
+    # then Linear, Cube, Sum + 2 parameters + x
+    "03-backward-step-by-step.ipynb": [14, 14, 6],
+}
+
+
+def graph_widgets(page):
+    return page.locator(".gradlab-widget")
+
+
+def node_counts(page) -> list:
+    return page.evaluate("""() => [...document.querySelectorAll('.gradlab-widget')].map(
+        (w) => w.querySelectorAll('svg.gl-graph .gl-nodes > g.gl-node').length)""")
+
+
+def current_id(stepper) -> str | None:
+    current = stepper.locator("g.gl-state-current")
+    return current.get_attribute("data-id") if current.count() else None
+
+
+def wait_current_change(page, stepper, before, timeout_ms=10_000) -> str | None:
+    deadline = time.monotonic() + timeout_ms / 1000
+    while time.monotonic() < deadline:
+        now = current_id(stepper)
+        if now != before:
+            return now
+        page.wait_for_timeout(5)
+    raise AssertionError(f"the highlighted node stayed {before!r} for {timeout_ms} ms")
+
+
+@pytest.mark.parametrize("lab", sorted(EXPECTED))
+def test_lab_draws_its_graphs(page, server, lab):
+    require("ipywidgets", "anywidget")
+    open_and_run(page, server, lab)
+    assert node_counts(page) == EXPECTED[lab]
+    for i in range(graph_widgets(page).count()):
+        screenshot(graph_widgets(page).nth(i), f"{server.kind}-{lab[:2]}-widget{i}")
+
+
+def test_stepper_steps_back_and_inspects(page, server):
+    """Lab 03: Step moves the highlight, back returns it, a click opens the inspector, keys step."""
+    require("ipywidgets", "anywidget")
+    open_and_run(page, server, "03-backward-step-by-step.ipynb")
+    stepper = page.locator(".gradlab-stepper")
+    assert stepper.count() == 1
+    stepper.scroll_into_view_if_needed()
+
+    assert stepper.locator("g.gl-state-done").count() == 12  # the lab ran it to the end
+    stepper.locator("button.gl-reset").click()
+    page.wait_for_function("() => !document.querySelector('.gradlab-stepper g.gl-state-done')")
+    assert current_id(stepper) is None
+
+    started = time.perf_counter()
+    stepper.locator("button.gl-step").click()
+    first = wait_current_change(page, stepper, None)
+    round_trip_ms = (time.perf_counter() - started) * 1e3
+    assert stepper.locator(".gl-nodes g[data-id]").filter(has_text="Mean").get_attribute("data-id") == first
+    assert "step 1 of 12" in stepper.locator(".gl-panel-title").inner_text()
+
+    stepper.locator("button.gl-step").click()
+    second = wait_current_change(page, stepper, first)
+    assert second != first
+    assert stepper.locator("g.gl-state-done").count() == 1
+
+    stepper.locator("button.gl-back").click()
+    assert wait_current_change(page, stepper, second) == first
+
+    stepper.press("ArrowRight")
+    assert wait_current_change(page, stepper, first) == second
+    print(f"{server.kind}: click → highlighted node {round_trip_ms:.0f} ms (kernel round trip)")
+
+    tanh = stepper.locator(".gl-nodes g.gl-node").filter(has_text="Tanh")
+    tanh.click()
+    inspector = stepper.locator(".gl-inspector")
+    inspector.wait_for()
+    assert "Tanh" in inspector.locator(".gl-inspector-title").inner_text()
+    assert "∂L/∂x" in inspector.locator(".gl-math").inner_text()
+    assert inspector.locator(".gl-hist svg rect").count() > 0  # the value histogram is drawn
+
+    stepper.locator("button.gl-run-to").click()
+    page.wait_for_function("""(id) => {
+        const g = document.querySelector('.gradlab-stepper g.gl-state-current');
+        return g && g.dataset.id === id; }""", arg=tanh.get_attribute("data-id"))
+    assert "Tanh" in stepper.locator(".gl-panel-title").inner_text()
+    screenshot(stepper, f"{server.kind}-03-stepper-at-tanh")
+
+    stepper.locator("button.gl-run-end").click()
+    page.wait_for_function("() => document.querySelectorAll('.gradlab-stepper g.gl-state-done').length === 12")
+    assert current_id(stepper) is None
+
+
+def test_check_this_node_and_modules(page, server):
+    """Lab 03's Cube (fixed by the end of the lab) passes "check this node"; lab 02's modules close and open."""
+    require("ipywidgets", "anywidget")
+    open_and_run(page, server, "03-backward-step-by-step.ipynb")
+    view = page.locator(".gradlab-graphview").nth(1)
+    view.scroll_into_view_if_needed()
+    view.locator(".gl-nodes g.gl-node").filter(has_text="Cube").click()
+    view.locator("button.gl-check").click()
+    result = view.locator(".gl-check-result.gl-ok")
+    result.wait_for()
+    assert "agrees with finite differences" in result.inner_text()
+    screenshot(view, f"{server.kind}-03-check-this-node")
+
+    open_and_run(page, server, "02-train-a-network.ipynb")
+    view = page.locator(".gradlab-graphview")
+    view.scroll_into_view_if_needed()
+    before = view.locator(".gl-nodes g.gl-node").count()
+    started = time.perf_counter()
+    view.locator('g.gl-group.gl-expanded[data-id="g:0"] .gl-group-title').click()
+    view.locator('g.gl-group.gl-collapsed[data-id="g:0"]').wait_for()
+    close_ms = (time.perf_counter() - started) * 1e3
+    assert view.locator(".gl-nodes g.gl-node").count() == before - 3  # 0.weight, 0.bias and the Linear
+    screenshot(view, f"{server.kind}-02-module-closed")
+    view.locator('g.gl-group.gl-collapsed[data-id="g:0"]').click()
+    view.locator('g.gl-group.gl-expanded[data-id="g:0"]').wait_for()
+    assert view.locator(".gl-nodes g.gl-node").count() == before
+    print(f"{server.kind}: closing a module, click → redrawn {close_ms:.0f} ms")
+
+    # the graph was recoloured by backward's gradients when the cell after it ran
+    assert view.locator("select.gl-color").input_value() == "grad"
+    legend = view.locator(".gl-legend").inner_text()
+    assert "log scale" in legend
