@@ -72,6 +72,7 @@ export function mountGraph(model, root, options = {}) {
   }
 
   function draw() {
+    tooltip.style.display = "none"; // what it described may be gone
     canvas.innerHTML = model.get("svg"); // SVG made by gradlab/lab/svg.py from the model's own graph
     svg = canvas.querySelector("svg");
     if (!svg) return;

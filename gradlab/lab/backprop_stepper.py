@@ -32,6 +32,7 @@ class BackpropStepper(GraphWidget):
 
     _entry = "backprop_stepper.js"
     _esm = bundle(_entry)
+    _watches_backward = False
 
     def __init__(self, loss, *, names=None, height=460):
         stepping = Stepping(loss, None)

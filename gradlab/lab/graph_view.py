@@ -11,6 +11,7 @@ from __future__ import annotations
 import weakref
 
 from .capture import CaptureError, capture
+from .check import check_node
 from .frontend import bundle, standalone_html, stylesheet
 from .scene import Scene
 from .summary import summarize
@@ -43,6 +44,7 @@ class GraphWidget(anywidget.AnyWidget):
     _entry = "graph_view.js"
     _esm = bundle(_entry)
     _css = stylesheet()
+    _watches_backward = True  # a later backward() recolours the view (the stepper tracks its own steps)
 
     def __init__(self, obj, *, names=None, color=None, height=460, graph=None):
         graph = graph if graph is not None else capture(obj, names)
@@ -63,7 +65,8 @@ class GraphWidget(anywidget.AnyWidget):
         self._refresh_values()
         self._redraw()
         self.on_msg(self._on_front_end_message)
-        self._watch_backward()
+        if self._watches_backward:
+            self._watch_backward()
 
     # --- drawing ----------------------------------------------------------------------------------
 
@@ -82,7 +85,7 @@ class GraphWidget(anywidget.AnyWidget):
             self._sent = {node.id: node.grad for node in self.graph.nodes.values()}
             self.colors, self.legends = self.scene.colors()
             return
-        changed = [n for n in self.graph.nodes.values() if n.grad is not self._sent.get(n.id)]
+        changed = [n for n in self.graph.nodes.values() if n.grad != self._sent.get(n.id)]
         if not changed:
             return
         self._sent.update((n.id, n.grad) for n in changed)
@@ -123,8 +126,6 @@ class GraphWidget(anywidget.AnyWidget):
 
     def check(self, node) -> dict:
         """"Check this node": its backward against finite differences on the inputs it got."""
-        from .check import check_node
-
         node_id = self._node_id(node)
         try:
             result = check_node(self.graph, node_id)
@@ -178,7 +179,7 @@ class GraphWidget(anywidget.AnyWidget):
                 live = view()
                 if live is None:  # the view is gone: stop listening
                     shell.events.unregister("post_execute", flush)
-                elif live._pending:
+                elif live._pending or live.graph.source == "scalar":  # a Scalar's backward calls no hook
                     live.refresh()
             shell.events.register("post_execute", flush)
 
