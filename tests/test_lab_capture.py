@@ -7,6 +7,7 @@ import sys
 
 import numpy as np
 import pytest
+from lab_models import Cube, Net, batch, mlp, recorded_net
 
 import gradlab as gl
 import gradlab.nn as nn
@@ -14,28 +15,6 @@ import gradlab.nn.functional as F
 from gradlab import Scalar
 from gradlab.lab import CaptureError, capture
 from gradlab.lab.summary import HISTOGRAM_BINS, summarize
-
-
-def mlp():
-    gl.manual_seed(0)
-    return nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2))
-
-
-def batch():
-    gl.manual_seed(1)
-    return gl.randn(5, 3), gl.tensor([0, 1, 0, 1, 1])
-
-
-class Net(nn.Module):
-    """encoder (Linear, ReLU) then head (Linear): module paths two deep."""
-
-    def __init__(self):
-        super().__init__()
-        self.encoder = nn.Sequential(nn.Linear(3, 4), nn.ReLU())
-        self.head = nn.Linear(4, 2)
-
-    def forward(self, x):
-        return self.head(self.encoder(x))
 
 
 class Twice(nn.Module):
@@ -49,33 +28,8 @@ class Twice(nn.Module):
         return self.fc(self.fc(x))
 
 
-class Cube(gl.autograd.Function):
-    """x³, built from two tensor multiplications inside forward."""
-
-    derivative = "∂L/∂x = 3 · g · x²"
-
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return x * x * x
-
-    @staticmethod
-    def backward(ctx, grad):
-        (x,) = ctx.saved_tensors
-        return 3 * grad * x * x
-
-
 def ops(graph):
     return [n for n in graph.nodes.values() if n.kind == "op"]
-
-
-def recorded_net():
-    gl.manual_seed(0)
-    net = Net()
-    x, _ = batch()
-    with gl.lab.record() as rec:
-        loss = net(x).sum()
-    return net, rec, loss
 
 
 # --- from a tensor --------------------------------------------------------------------------------

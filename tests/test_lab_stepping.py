@@ -4,6 +4,7 @@ import copy
 
 import numpy as np
 import pytest
+from lab_models import batch, mlp, recorded_mlp_and_twin
 
 import gradlab as gl
 import gradlab.nn as nn
@@ -11,16 +12,6 @@ import gradlab.nn.functional as F
 from gradlab import Scalar
 from gradlab.lab import CaptureError
 from gradlab.lab.stepping import Stepping
-
-
-def batch():
-    gl.manual_seed(1)
-    return gl.randn(5, 3), gl.tensor([0, 1, 0, 1, 1])
-
-
-def mlp():
-    gl.manual_seed(0)
-    return nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2))
 
 
 class FanOut(nn.Module):
@@ -116,12 +107,7 @@ def test_stepping_takes_one_step_per_engine_node():
 
 
 def test_a_recording_steps_from_its_output():
-    model = mlp()
-    x, y = batch()
-    twin = copy.deepcopy(model)
-    F.cross_entropy(twin(x), y).backward()
-    with gl.lab.record() as rec:
-        F.cross_entropy(model(x), y)
+    rec, model, twin = recorded_mlp_and_twin()
     run_to_end(Stepping(rec))
     assert_same_grads(model, grads_of(twin))
 

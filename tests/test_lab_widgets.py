@@ -1,6 +1,5 @@
 """GraphView and BackpropStepper: their traitlets, front-end messages, saved pictures, and lazy imports."""
 
-import copy
 import json
 import re
 import subprocess
@@ -8,6 +7,7 @@ import sys
 
 import numpy as np
 import pytest
+from lab_models import batch, mlp, recorded_mlp_and_twin, recorded_net
 
 pytest.importorskip("anywidget", reason="the lab widgets need anywidget and ipywidgets: pip install -e '.[lab]'")
 
@@ -21,35 +21,6 @@ NODE_BOX = re.compile(r'class="gl-node gl-kind-[a-z]+[^"]*" data-id="([^"]+)"')
 COLLAPSED = re.compile(r'class="gl-group gl-collapsed" data-id="([^"]+)"')
 
 
-class Net(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.encoder = nn.Sequential(nn.Linear(3, 4), nn.ReLU())
-        self.head = nn.Linear(4, 2)
-
-    def forward(self, x):
-        return self.head(self.encoder(x))
-
-
-def batch():
-    gl.manual_seed(1)
-    return gl.randn(5, 3), gl.tensor([0, 1, 0, 1, 1])
-
-
-def recorded_net():
-    gl.manual_seed(0)
-    net = Net()
-    x, y = batch()
-    with gl.lab.record() as rec:
-        loss = F.cross_entropy(net(x), y)
-    return net, rec, loss
-
-
-def mlp():
-    gl.manual_seed(0)
-    return nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2))
-
-
 def drawn(svg):
     return NODE_BOX.findall(svg)
 
@@ -59,7 +30,7 @@ def views():
     model = mlp()
     x, y = batch()
     loss = F.cross_entropy(model(x), y)
-    _, rec, _ = recorded_net()
+    _, rec, _ = recorded_net(F.cross_entropy)
     a, b = Scalar(0.5, "a"), Scalar(-1.5, "b")
     return {
         "tensor": gl.lab.GraphView(loss, names=dict(model.named_parameters())),
@@ -100,7 +71,7 @@ def test_graph_view_refuses_what_it_cannot_draw():
 # --- opening and closing modules -----------------------------------------------------------------------
 
 def test_toggle_closes_a_module_and_hides_its_members():
-    _, rec, _ = recorded_net()
+    _, rec, _ = recorded_net(F.cross_entropy)
     view = gl.lab.GraphView(rec)
     members = view.scene.members["g:encoder"]
     assert view.toggle("encoder") is False
@@ -109,7 +80,7 @@ def test_toggle_closes_a_module_and_hides_its_members():
 
 
 def test_toggle_opens_a_closed_module_again():
-    _, rec, _ = recorded_net()
+    _, rec, _ = recorded_net(F.cross_entropy)
     view = gl.lab.GraphView(rec)
     before = sorted(drawn(view.svg))
     view.toggle("encoder")
@@ -126,7 +97,7 @@ def _inside(placement, group, members):
 
 
 def test_toggle_keeps_the_layout_inside_modules_off_the_ancestor_chain():
-    _, rec, _ = recorded_net()
+    _, rec, _ = recorded_net(F.cross_entropy)
     view = gl.lab.GraphView(rec)
     untouched = {g: view.scene.members[g] for g in ("g:head", "g:encoder.1")}  # not encoder.0, encoder or Net
     before = {g: _inside(view.scene.placement(), g, m) for g, m in untouched.items()}
@@ -138,7 +109,7 @@ def test_toggle_keeps_the_layout_inside_modules_off_the_ancestor_chain():
 
 
 def test_toggle_of_an_unknown_module_is_a_key_error():
-    _, rec, _ = recorded_net()
+    _, rec, _ = recorded_net(F.cross_entropy)
     with pytest.raises(KeyError, match="decoder"):
         gl.lab.GraphView(rec).toggle("decoder")
 
@@ -160,14 +131,14 @@ def test_a_graph_of_more_than_300_nodes_opens_collapsed_with_a_notice():
 # --- messages from the front end ---------------------------------------------------------------------
 
 def test_a_toggle_message_toggles_the_module():
-    _, rec, _ = recorded_net()
+    _, rec, _ = recorded_net(F.cross_entropy)
     view = gl.lab.GraphView(rec)
     view._on_front_end_message(None, {"type": "toggle", "id": "g:head"})
     assert "g:head" in COLLAPSED.findall(view.svg) and view.notice == ""
 
 
 def test_a_check_message_sets_check_result():
-    _, rec, _ = recorded_net()
+    _, rec, _ = recorded_net(F.cross_entropy)
     view = gl.lab.GraphView(rec)
     linear = next(n.id for n in view.graph.nodes.values() if n.op == "LinearBackward")
     view._on_front_end_message(None, {"type": "check", "id": linear})
@@ -183,14 +154,14 @@ def test_check_on_a_tensor_graph_explains_instead_of_raising():
 
 
 def test_an_unknown_message_sets_the_notice_instead_of_raising():
-    _, rec, _ = recorded_net()
+    _, rec, _ = recorded_net(F.cross_entropy)
     view = gl.lab.GraphView(rec)
     view._on_front_end_message(None, {"type": "explode"})
     assert "explode" in view.notice
 
 
 def test_a_message_about_a_missing_node_sets_the_notice():
-    _, rec, _ = recorded_net()
+    _, rec, _ = recorded_net(F.cross_entropy)
     view = gl.lab.GraphView(rec)
     view._on_front_end_message(None, {"type": "check", "id": "n999"})
     assert "n999" in view.notice
@@ -199,7 +170,7 @@ def test_a_message_about_a_missing_node_sets_the_notice():
 # --- gradients that arrive later ------------------------------------------------------------------------
 
 def test_refresh_after_backward_shows_gradients_and_colours_by_them():
-    net, rec, loss = recorded_net()
+    net, rec, loss = recorded_net(F.cross_entropy)
     view = gl.lab.GraphView(rec)
     assert view.color_mode == "kind"
     assert all(n["grad"] is None for n in view.nodes.values())
@@ -215,7 +186,7 @@ def test_refresh_after_backward_shows_gradients_and_colours_by_them():
 
 
 def test_refresh_keeps_every_colour_mode():
-    net, rec, loss = recorded_net()
+    net, rec, loss = recorded_net(F.cross_entropy)
     view = gl.lab.GraphView(rec)
     loss.backward()
     view.refresh()
@@ -288,12 +259,7 @@ def test_save_html_carries_the_widget_state(tmp_path):
 # --- BackpropStepper --------------------------------------------------------------------------------------
 
 def stepper_on_mlp():
-    model = mlp()
-    x, y = batch()
-    twin = copy.deepcopy(model)
-    F.cross_entropy(twin(x), y).backward()
-    with gl.lab.record() as rec:
-        F.cross_entropy(model(x), y)
+    rec, model, twin = recorded_mlp_and_twin()
     return gl.lab.BackpropStepper(rec), model, twin
 
 
