@@ -50,3 +50,9 @@ export function coalesce(fn) {
     queueMicrotask(() => { queued = false; fn(); });
   };
 }
+
+// The widget's large traitlets arrive as JSON text (a saved page gives them as objects).
+export function data(model, key) {
+  const value = model.get(key);
+  return typeof value === "string" ? JSON.parse(value) : value || {};
+}

@@ -1,7 +1,7 @@
 // The drawing both widgets share: the graph's SVG (drawn by Python, laid out once), pan and zoom,
 // search, hover tooltips, the colour key, and restyling by node id. Nothing here moves a box.
 
-import { coalesce, h, num, shapeText } from "./dom.js";
+import { coalesce, data, h, num, shapeText } from "./dom.js";
 
 const MODES = [["grad", "gradient"], ["value", "value"], ["kind", "kind of op"]];
 
@@ -27,11 +27,12 @@ export function mountGraph(model, root, options = {}) {
   let view = null; // the part shown: a viewBox
   let matches = new Set();
   // Every node's details: sent whole once, then only the nodes a backward step changed.
-  let nodeData = { ...(model.get("nodes") || {}) };
+  let nodeData = data(model, "nodes");
+  let colorData = data(model, "colors");
   const nodeListeners = [];
   function nodesChanged(updates) {
     if (updates) Object.assign(nodeData, updates);
-    else nodeData = { ...(model.get("nodes") || {}) };
+    else nodeData = data(model, "nodes");
     notifyNodes();
   }
   const notifyNodes = coalesce(() => { for (const f of nodeListeners) f(); });
@@ -90,7 +91,7 @@ export function mountGraph(model, root, options = {}) {
   function restyle() {
     if (!svg) return;
     const mode = model.get("color_mode");
-    const colors = (model.get("colors") || {})[mode] || {};
+    const colors = colorData[mode] || {};
     const texts = model.get("texts") || {};
     const selected = model.get("selected");
     for (const g of svg.querySelectorAll(".gl-nodes > g[data-id]")) {
@@ -226,8 +227,9 @@ export function mountGraph(model, root, options = {}) {
 
   model.on("change:svg", draw);
   model.on("change:nodes", () => nodesChanged(null));
-  model.on("change:node_updates", () => nodesChanged(model.get("node_updates")));
+  model.on("change:node_updates", () => nodesChanged(data(model, "node_updates")));
   const restyleSoon = coalesce(restyle);
+  model.on("change:colors", () => { colorData = data(model, "colors"); });
   for (const key of ["colors", "color_mode", "selected", "texts", "notice", "legends"]) model.on("change:" + key, restyleSoon);
   canvas.style.height = `${model.get("height")}px`;
   draw();

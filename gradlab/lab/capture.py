@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 
 from ..autograd.anomaly import forward_call
@@ -71,6 +72,7 @@ LEAF_WORDS = "a leaf: backward adds the gradient that reaches it into its .grad"
 LEAF_MATH = "x.grad += g"
 
 
+@functools.lru_cache(maxsize=None)
 def _forward_arg_names(function) -> list:
     try:
         params = list(inspect.signature(function.forward).parameters)

@@ -8,6 +8,7 @@ Gradients that a later ``backward()`` computes appear when the cell that ran it 
 
 from __future__ import annotations
 
+import json
 import weakref
 
 from .capture import CaptureError, capture
@@ -25,14 +26,19 @@ except ImportError as error:  # pragma: no cover - depends on the extra
         "gradlab's lab widgets need anywidget and ipywidgets: pip install 'gradlab[lab]'") from error
 
 
+# The big traitlets travel as one JSON string: ipywidgets would otherwise walk every nested value
+# looking for binary buffers, which costs more than the encoding itself on a 2,000-node graph.
+AS_JSON_TEXT = {"to_json": lambda value, widget: json.dumps(value, separators=(",", ":"))}
+
+
 class GraphWidget(anywidget.AnyWidget):
     """What GraphView and BackpropStepper share: the drawing, the inspector, colours and checks."""
 
     svg = traitlets.Unicode("").tag(sync=True)
-    nodes = traitlets.Dict({}).tag(sync=True)
-    node_updates = traitlets.Dict({}).tag(sync=True)  # {id: node} changed since `nodes` was sent
+    nodes = traitlets.Dict({}).tag(sync=True, **AS_JSON_TEXT)
+    node_updates = traitlets.Dict({}).tag(sync=True, **AS_JSON_TEXT)  # {id: node} changed since `nodes` was sent
     groups = traitlets.Dict({}).tag(sync=True)
-    colors = traitlets.Dict({}).tag(sync=True)
+    colors = traitlets.Dict({}).tag(sync=True, **AS_JSON_TEXT)
     legends = traitlets.Dict({}).tag(sync=True)
     color_mode = traitlets.Unicode("kind").tag(sync=True)
     selected = traitlets.Unicode("").tag(sync=True)
