@@ -109,8 +109,10 @@ export function mountGraph(model, root, options = {}) {
       if (state) g.classList.add("gl-state-" + state);
     }
     for (const path of svg.querySelectorAll(".gl-edge")) {
+      // a gradient has gone back along this edge: its consumer ran, and its source takes gradients
       const state = stateOf(path.dataset.target);
-      path.classList.toggle("gl-edge-done", state === "done" || state === "current");
+      const from = stateOf(path.dataset.source);
+      path.classList.toggle("gl-edge-done", (state === "done" || state === "current") && from !== "unreached");
     }
     drawLegend(mode);
     colorSelect.value = mode;

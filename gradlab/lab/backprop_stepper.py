@@ -141,6 +141,9 @@ class BackpropStepper(GraphWidget):
             self.texts = {n.id: sub_text(n) for n in self.graph.nodes.values()}
         self._refresh_values(only_gradients=True)
 
+    def _states_drawn(self) -> dict:
+        return self.states
+
     def _panel(self, step) -> dict:
         if step is None:
             finished = self.stepping.finished

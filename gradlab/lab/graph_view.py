@@ -209,7 +209,11 @@ class GraphWidget(anywidget.AnyWidget):
     def to_svg(self) -> str:
         """The graph as it is drawn now, with its colour key, as standalone SVG text."""
         return render(self.scene, colors=self._colors_now(), texts=self.texts,
-                      legend=self.legends.get(self.color_mode))
+                      legend=self.legends.get(self.color_mode), states=self._states_drawn())
+
+    def _states_drawn(self) -> dict:
+        """The stepper's node states for the static picture (a plain view has none)."""
+        return {}
 
     def save_svg(self, path) -> None:
         with open(path, "w", encoding="utf-8") as f:

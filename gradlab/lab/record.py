@@ -11,7 +11,7 @@ from __future__ import annotations
 import linecache
 import os
 import sys
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..autograd import observers
 from ..autograd.function import Function
@@ -20,8 +20,7 @@ from ..nn.modules import module as module_hooks
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
-@dataclass
-class RecordedOp:
+class RecordedOp(NamedTuple):
     """One operation of a recorded forward: what ran, in which module call, from which line."""
 
     record: observers.OpRecord

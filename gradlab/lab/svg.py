@@ -30,15 +30,21 @@ STYLE = """
 .gl-group.gl-collapsed > rect { stroke: #7c3aed; stroke-width: 1.4; }
 .gl-group-title { font-size: 11px; fill: #5b21b6; font-weight: 600; }
 .gl-legend-text { font-size: 10.5px; fill: #374151; }
+.gl-state-unreached { opacity: 0.35; }
+.gl-node.gl-state-current rect { stroke: #ea580c; stroke-width: 3.5; filter: drop-shadow(0 0 4px #fb923c); }
+.gl-node.gl-state-done rect { stroke: #15803d; stroke-width: 1.6; }
+.gl-edge-done { stroke: #f59e0b; stroke-width: 1.8; }
 """
 
 
 def render(scene: Scene, placement=None, colors: dict | None = None, texts: dict | None = None,
-           legend: dict | None = None, margin: float = 12.0) -> str:
-    """The SVG text of the graph; ``colors`` and ``texts`` map ids to a fill and a second line."""
+           legend: dict | None = None, states: dict | None = None, margin: float = 12.0) -> str:
+    """The SVG text of the graph; ``colors``, ``texts`` and ``states`` map ids to a fill, a second
+    line and a stepper state (pending, current, done, unreached)."""
     placement = placement or scene.placement()
     colors = colors or {}
     texts = texts or {}
+    states = states or {}
     uid = f"gl{next(_ids)}"
     legend_h = 34.0 if legend else 0.0
     width, height = placement.width + 2 * margin, placement.height + 2 * margin + legend_h
@@ -61,8 +67,9 @@ def render(scene: Scene, placement=None, colors: dict | None = None, texts: dict
             f'y="{b.y + 15:.1f}">▾ {escape(clip(scene.group_label(gid), 60))}</text></g>')
     out.append('</g><g class="gl-edges">')
     for route in placement.edges:
+        done = states.get(route.target) in ("done", "current") and states.get(route.source) != "unreached"
         out.append(
-            f'<path class="gl-edge" data-source="{escape(route.source)}" data-target="{escape(route.target)}" '
+            f'<path class="gl-edge{" gl-edge-done" if done else ""}" data-source="{escape(route.source)}" data-target="{escape(route.target)}" '
             f'd="{_path(route.points)}" marker-end="url(#{uid}-arrow)"/>')
         if route.count > 1:
             (x0, y0), (x1, y1) = route.points[-2], route.points[-1]
@@ -78,6 +85,8 @@ def render(scene: Scene, placement=None, colors: dict | None = None, texts: dict
             continue
         node = scene.graph.nodes[item]
         classes = f"gl-node gl-kind-{node.kind}" + ("" if node.requires_grad else " gl-no-grad")
+        if item in states:
+            classes += f" gl-state-{states[item]}"
         tip = f"{node.label} — {node.op}" + (f" — {node.group}" if node.group else "")
         out.append(_box(classes, item, b, clip(node.label), texts.get(item, sub_text(node)),
                         colors.get(item, (MISSING, INK)), tip, 4 if node.kind == "op" else 12))
