@@ -77,6 +77,7 @@ function render({ model, el }) {
     showPanel();
     graph.restyleSoon();
     const id = model.get("current_id");
+    if (id) graph.reveal(id); // the current node is always on screen
     if (id) root.querySelector(".gl-canvas").dataset.current = id;
     else delete root.querySelector(".gl-canvas").dataset.current;
   }

@@ -50,17 +50,42 @@ export function mountGraph(model, root, options = {}) {
   function fitHeight() {
     if (!full) return;
     const width = canvasSize().w;
-    const needed = Math.ceil(full.h * Math.min(width / full.w, 1.4)) + 16;
+    const needed = Math.ceil(full.h * Math.max(Math.min(width / full.w, 1.4), MIN_READABLE_ZOOM)) + 16;
     canvas.style.height = `${Math.max(160, Math.min(model.get("height"), needed))}px`;
   }
 
+  const MIN_READABLE_ZOOM = 0.6; // below this the labels are too small to read
+
+  // The whole graph in view (the fit button, a double-click), never blown up past 140 %.
   function fit() {
     if (!full) return;
     const c = canvasSize();
-    const scale = Math.max(full.w / c.w, full.h / c.h, 1 / 1.4); // never blow a small graph up past 140 %
+    const scale = Math.max(full.w / c.w, full.h / c.h, 1 / 1.4);
     const w = c.w * scale, hh = c.h * scale;
     view = { x: full.x - (w - full.w) / 2, y: full.y - (hh - full.h) / 2, w, h: hh };
     applyView();
+  }
+
+  // The first view: the whole graph if it can be read that small, else its start (the inputs) at a
+  // readable size, to pan from.
+  function firstView() {
+    if (!full) return;
+    const c = canvasSize();
+    const scale = Math.max(full.w / c.w, full.h / c.h, 1 / 1.4);
+    if (scale <= 1 / MIN_READABLE_ZOOM) { fit(); return; }
+    const readable = 1 / MIN_READABLE_ZOOM, w = c.w * readable, hh = c.h * readable;
+    view = { x: full.x, y: full.y + (full.h - hh) / 2, w, h: hh };
+    applyView();
+  }
+
+  // Pan (keeping the zoom) so that box `id` is on screen.
+  function reveal(id) {
+    const rect = svg && svg.querySelector(`[data-id="${CSS.escape(id)}"] rect`);
+    if (!rect || !view) return;
+    const x = +rect.getAttribute("x") + 12, y = +rect.getAttribute("y") + 12;
+    const w = +rect.getAttribute("width"), hh = +rect.getAttribute("height");
+    if (x >= view.x && x + w <= view.x + view.w && y >= view.y && y + hh <= view.y + view.h) return;
+    centerOn(id);
   }
 
   function centerOn(id) {
@@ -83,7 +108,7 @@ export function mountGraph(model, root, options = {}) {
     svg.removeAttribute("width");
     svg.removeAttribute("height");
     svg.setAttribute("preserveAspectRatio", "xMidYMid meet");
-    if (first || !view) { fitHeight(); fit(); }
+    if (first || !view) { fitHeight(); firstView(); }
     else applyView();
     restyle();
   }
@@ -235,10 +260,10 @@ export function mountGraph(model, root, options = {}) {
   for (const key of ["colors", "color_mode", "selected", "texts", "notice", "legends"]) model.on("change:" + key, restyleSoon);
   canvas.style.height = `${model.get("height")}px`;
   draw();
-  requestAnimationFrame(() => { fitHeight(); fit(); }); // the output area has its real size only once on the page
+  requestAnimationFrame(() => { fitHeight(); firstView(); }); // the output area has its real size only once on the page
 
   return {
-    side, restyle, restyleSoon, fit, centerOn, select,
+    side, restyle, restyleSoon, fit, centerOn, reveal, select,
     node: (id) => nodeData[id],
     onSelect: (f) => listeners.push(f),
     onNodes: (f) => nodeListeners.push(f),

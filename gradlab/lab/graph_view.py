@@ -59,8 +59,8 @@ class GraphWidget(anywidget.AnyWidget):
         super().__init__(height=height)
         notices = []
         if self.scene.opened_collapsed:
-            notices.append(f"{len(graph.nodes)} nodes: too many to read at once, so modules open collapsed — "
-                           "click a module to open it")
+            notices.append(f"{len(graph.nodes)} nodes: some modules open collapsed so that the picture stays "
+                           "readable — click a module to open it")
         if graph.freed:
             notices.append("backward() already freed what forward saved: the graph is drawn, but saved tensors "
                            "are gone (use loss.backward(retain_graph=True), or draw before backward)")

@@ -69,7 +69,7 @@ class Recording:
         self._stack: list[ModuleCall] = []
         self._call_count: dict[str, int] = {}
         self._paths: dict = {}  # (parent call id, id(module)) -> (path, name)
-        self._roots: dict = {}  # class name -> the distinct top-level modules of that class
+        self._owners: dict = {}  # path -> the distinct modules that claimed it
         self._handles = []
         self.active = False
 
@@ -112,26 +112,37 @@ class Recording:
         call = ModuleCall(call_id, name, calls, parent.id if parent is not None else None, module)
         self.calls[call_id] = call
         self._stack.append(call)
-        if calls == 1:  # name the module's parameters after its first call
-            qualified = call_id if parent is not None else ""
-            for pname, param in module._parameters.items():
-                if param is not None and id(param) not in self.param_names:
-                    self.param_names[id(param)] = (f"{qualified}.{pname}" if qualified else pname, call_id)
+        if calls == 1:
+            self._name_parameters(module, call_id if parent is not None else "", call_id)
+
+    def _name_parameters(self, module, prefix: str, call_id: str) -> None:
+        """Name the module's parameters (its submodules' too) by their path, and put them in its group.
+
+        Calls nest, so a submodule's call comes later and takes its own parameters: each ends in the
+        innermost module called that holds it (``self.out_proj.weight``, used by attention without
+        calling ``out_proj``, stays with the attention).
+        """
+        for name, param in module.named_parameters():
+            self.param_names[id(param)] = (f"{prefix}.{name}" if prefix else name, call_id)
 
     def _path_of(self, parent, module) -> tuple:
-        """(module path, short name): the attribute names from the outermost module down."""
+        """(module path, short name): the attribute names from the outermost module down.
+
+        A module inside a container its parent never calls (``self.layers[0]`` of a ModuleList) is
+        named through it (``layers.0``); one that its caller does not own is named by its class.
+        Two different modules that would get the same path are told apart (``Linear_2``).
+        """
         kind = type(module).__name__
-        if parent is None:  # a second top-level module of the same class is a different group
-            roots = self._roots.setdefault(kind, [])
-            if module not in roots:
-                roots.append(module)
-            n = next(i for i, m in enumerate(roots) if m is module)
-            name = kind if n == 0 else f"{kind}_{n + 1}"
-            return name, name
-        name = _child_name(parent.module, module)
-        if name is None:  # called from a module that does not own it (passed in): named by its class
-            name = kind
-        return (name if parent.parent is None else f"{parent.id}.{name}"), name
+        name = _descendant_name(parent.module, module) if parent is not None else None
+        name = name or kind
+        path = name if parent is None or parent.parent is None else f"{parent.id}.{name}"
+        owners = self._owners.setdefault(path, [])
+        if not any(m is module for m in owners):
+            owners.append(module)
+        n = next(i for i, m in enumerate(owners) if m is module)
+        if n:
+            path, name = f"{path}_{n + 1}", f"{name}_{n + 1}"
+        return path, name
 
     def _on_exit(self, module, args, output) -> None:
         # pop up to this module's call: a forward that raised inside a child left that child on the stack
@@ -167,10 +178,18 @@ class record:
         return False
 
 
-def _child_name(parent, child) -> str | None:
-    for name, module in parent._modules.items():
-        if module is child:
-            return name
+def _descendant_name(parent, child) -> str | None:
+    """The dotted name of ``child`` below ``parent`` (``layers.0``), searching breadth first."""
+    queue = [("", parent)]
+    while queue:
+        prefix, module = queue.pop(0)
+        for name, sub in module._modules.items():
+            if sub is None:
+                continue
+            dotted = prefix + name
+            if sub is child:
+                return dotted
+            queue.append((dotted + ".", sub))
     return None
 
 

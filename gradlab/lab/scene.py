@@ -12,6 +12,7 @@ from .graph import Graph
 from .layout import GraphLayout
 
 MAX_VISIBLE = 300  # boxes drawn at first; bigger graphs open collapsed by module
+MAX_WIDTH = 3200  # px: modules open a level at a time until the drawing would be wider than this
 GROUP_PREFIX = "g:"  # group ids in the drawing, apart from node ids
 CHAR_W, SUB_CHAR_W, PAD_X, NODE_H, MIN_W, MAX_CHARS = 7.4, 6.4, 18, 38, 54, 30
 
@@ -74,7 +75,8 @@ class Scene:
         return f"{ops} op{'s' if ops != 1 else ''}"
 
     def default_expanded(self) -> frozenset:
-        """Open groups outermost first while the drawing stays within MAX_VISIBLE boxes."""
+        """Open modules outermost first, a level at a time, while the drawing stays readable:
+        at most MAX_VISIBLE boxes, and no wider than MAX_WIDTH once the outermost level is open."""
         children: dict = {}
         for node in self.graph.nodes.values():
             parent = GROUP_PREFIX + node.group if node.group else None
@@ -84,15 +86,23 @@ class Scene:
             if gid in self.members:
                 children.setdefault(GROUP_PREFIX + g.parent if g.parent else None, set()).add(gid)
         visible = len(children.get(None, ()))
-        expanded, queue = set(), [g for g in children.get(None, ()) if g in self.members]
-        while queue:
-            group = queue.pop(0)
-            inside = children.get(group, set())
-            if visible - 1 + len(inside) > MAX_VISIBLE:
-                continue
-            visible += len(inside) - 1
-            expanded.add(group)
-            queue.extend(sorted((g for g in inside if g in self.members), key=self._first_index))
+        expanded: set = set()
+        level = sorted((g for g in children.get(None, ()) if g in self.members), key=self._first_index)
+        while level:
+            opened, deeper = set(), []
+            for group in level:
+                inside = children.get(group, set())
+                if visible - 1 + len(inside) > MAX_VISIBLE:
+                    continue
+                visible += len(inside) - 1
+                opened.add(group)
+                deeper.extend(sorted((g for g in inside if g in self.members), key=self._first_index))
+            if not opened:
+                break
+            if expanded and self.layout.place(expanded | opened).width > MAX_WIDTH:
+                break  # one more level would make the picture a long thin strip: keep it closed
+            expanded |= opened
+            level = deeper
         return frozenset(expanded)
 
     def _first_index(self, group_id: str) -> int:
