@@ -65,7 +65,7 @@ def main() -> None:
         times = interleaved({"plain": fn, "recorded": recorded(fn)}, rounds=5, repeats=20)
         print(f"  {name:38s} {times['recorded'] / times['plain']:.2f}×  ({times['plain'] * 1e3:.2f} ms plain)")
 
-    model = deep_model(220)
+    model = deep_model(290)
     x = gl.randn(4, 16)
     with gl.lab.record() as rec:
         loss = model(x).sum()

@@ -33,7 +33,7 @@ with gl.lab.record() as rec:
 stepper = gl.lab.BackpropStepper(rec)
 print(len(stepper.graph.nodes), "nodes")
 stepper""",
-    """big = nn.Sequential(*[nn.Sequential(nn.Linear(8, 8), nn.LayerNorm(8), nn.GELU()) for _ in range(220)])
+    """big = nn.Sequential(*[nn.Sequential(nn.Linear(8, 8), nn.LayerNorm(8), nn.GELU()) for _ in range(290)])
 with gl.lab.record() as rec_big:
     out = big(gl.randn(4, 8)).sum()
 view = gl.lab.GraphView(rec_big)

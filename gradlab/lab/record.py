@@ -8,6 +8,7 @@ the line of your code that called it.
 
 from __future__ import annotations
 
+import functools
 import linecache
 import os
 import sys
@@ -59,26 +60,81 @@ class Recording:
     """What ``record()`` saw: the operations in order, the module calls, and parameter names.
 
     Pass it to ``gl.lab.GraphView`` or ``gl.lab.BackpropStepper``. It keeps the tensors of the
-    forward alive, so the graph can show their values.
+    forward alive, so the graph can show their values. While the forward runs it only notes what
+    happened (cheaply); names and paths are worked out afterwards, when first asked for.
     """
 
     def __init__(self):
-        self.ops: list[RecordedOp] = []
-        self.calls: dict[str, ModuleCall] = {}
-        self.param_names: dict[int, tuple[str, str]] = {}  # id(tensor) -> (name, group id)
-        self._stack: list[ModuleCall] = []
-        self._call_count: dict[str, int] = {}
-        self._paths: dict = {}  # (parent call id, id(module)) -> (path, name)
-        self._owners: dict = {}  # path -> the distinct modules that claimed it
+        self._ops: list = []  # (OpRecord, index of the module call it ran in or -1, (file, line))
+        self._calls: list = []  # (module, index of the calling module call or -1)
+        self._stack: list = []  # indices into _calls of the modules running now
         self._handles = []
         self.active = False
+
+    @functools.cached_property
+    def calls(self) -> dict:
+        """call id -> ModuleCall, in the order the modules were called."""
+        self._finished()
+        return {call.id: call for call in self._named_calls}
+
+    @functools.cached_property
+    def ops(self) -> list:
+        """The operations in the order they ran, each with its module call and source line."""
+        self._finished()
+        ids = [call.id for call in self._named_calls]
+        return [RecordedOp(record, ids[call] if call >= 0 else None, where) for record, call, where in self._ops]
+
+    @functools.cached_property
+    def _named_calls(self) -> list:
+        """Name every module call by its path (``encoder.layers.0.attn``); a second call gets ``#2``.
+
+        A module inside a container its parent never calls (``self.layers[0]`` of a ModuleList) is
+        named through it (``layers.0``); one its caller does not own is named by its class. Two
+        different modules that would get the same path are told apart (``Linear_2``).
+        """
+        named, owners, counts = [], {}, {}
+        for module, parent_index in self._calls:
+            parent = named[parent_index] if parent_index >= 0 else None
+            kind = type(module).__name__
+            name = (_descendant_name(parent.module, module) if parent is not None else None) or kind
+            path = name if parent is None or parent.parent is None else f"{parent.id}.{name}"
+            same_path = owners.setdefault(path, [])
+            if not any(m is module for m in same_path):
+                same_path.append(module)
+            n = next(i for i, m in enumerate(same_path) if m is module)
+            if n:
+                path, name = f"{path}_{n + 1}", f"{name}_{n + 1}"
+            calls = counts[path] = counts.get(path, 0) + 1
+            call_id = path if calls == 1 else f"{path}#{calls}"
+            named.append(ModuleCall(call_id, name, calls, parent.id if parent is not None else None, module))
+        return named
+
+    @functools.cached_property
+    def param_names(self) -> dict:
+        """id(parameter) -> (its name by module path, the group it belongs to).
+
+        Calls nest and come in order, so a submodule's call names its parameters after its parent's
+        did: each ends in the innermost module called that holds it (``self.out_proj.weight``, used
+        by attention without calling ``out_proj``, stays with the attention).
+        """
+        names: dict = {}
+        for call in self.calls.values():
+            if call.calls == 1:
+                prefix = call.id if call.parent is not None else ""
+                for name, param in call.module.named_parameters():
+                    names[id(param)] = (f"{prefix}.{name}" if prefix else name, call.id)
+        return names
+
+    def _finished(self) -> None:
+        if self.active:
+            raise RuntimeError("gl.lab: the recording is still running; read it after the `with gl.lab.record()` block")
 
     @property
     def output(self):
         """The last tensor the forward produced that has a graph (usually the loss)."""
         last = None
-        for op in reversed(self.ops):
-            for out in op.record.outputs:
+        for record, _, _ in reversed(self._ops):
+            for out in record.outputs:
                 if hasattr(out, "grad_fn"):
                     if out.grad_fn is not None:
                         return out
@@ -86,68 +142,27 @@ class Recording:
         return last
 
     def __len__(self):
-        return len(self.ops)
+        return len(self._ops)
 
     def __repr__(self):
         state = "recording" if self.active else "finished"
-        return f"<gradlab.lab.Recording: {len(self.ops)} operations in {len(self.calls)} module calls, {state}>"
+        return f"<gradlab.lab.Recording: {len(self._ops)} operations in {len(self._calls)} module calls, {state}>"
 
-    # --- what the observers call ------------------------------------------------------------------
+    # --- what the observers call: note the event, no more --------------------------------------------
 
     def _on_op(self, record: observers.OpRecord) -> None:
-        where = _where()
+        where = _where(nested_possible=record.node is None)
         if where is not None:
-            group = self._stack[-1].id if self._stack else None
-            self.ops.append(RecordedOp(record, group, where))
+            self._ops.append((record, self._stack[-1] if self._stack else -1, where))
 
     def _on_enter(self, module, args) -> None:
-        parent = self._stack[-1] if self._stack else None
-        key = (parent.id if parent is not None else None, id(module))
-        named = self._paths.get(key)
-        if named is None:
-            named = self._paths[key] = self._path_of(parent, module)
-        path, name = named
-        calls = self._call_count[path] = self._call_count.get(path, 0) + 1
-        call_id = path if calls == 1 else f"{path}#{calls}"
-        call = ModuleCall(call_id, name, calls, parent.id if parent is not None else None, module)
-        self.calls[call_id] = call
-        self._stack.append(call)
-        if calls == 1:
-            self._name_parameters(module, call_id if parent is not None else "", call_id)
-
-    def _name_parameters(self, module, prefix: str, call_id: str) -> None:
-        """Name the module's parameters (its submodules' too) by their path, and put them in its group.
-
-        Calls nest, so a submodule's call comes later and takes its own parameters: each ends in the
-        innermost module called that holds it (``self.out_proj.weight``, used by attention without
-        calling ``out_proj``, stays with the attention).
-        """
-        for name, param in module.named_parameters():
-            self.param_names[id(param)] = (f"{prefix}.{name}" if prefix else name, call_id)
-
-    def _path_of(self, parent, module) -> tuple:
-        """(module path, short name): the attribute names from the outermost module down.
-
-        A module inside a container its parent never calls (``self.layers[0]`` of a ModuleList) is
-        named through it (``layers.0``); one that its caller does not own is named by its class.
-        Two different modules that would get the same path are told apart (``Linear_2``).
-        """
-        kind = type(module).__name__
-        name = _descendant_name(parent.module, module) if parent is not None else None
-        name = name or kind
-        path = name if parent is None or parent.parent is None else f"{parent.id}.{name}"
-        owners = self._owners.setdefault(path, [])
-        if not any(m is module for m in owners):
-            owners.append(module)
-        n = next(i for i, m in enumerate(owners) if m is module)
-        if n:
-            path, name = f"{path}_{n + 1}", f"{name}_{n + 1}"
-        return path, name
+        self._stack.append(len(self._calls))
+        self._calls.append((module, self._stack[-2] if len(self._stack) > 1 else -1))
 
     def _on_exit(self, module, args, output) -> None:
         # pop up to this module's call: a forward that raised inside a child left that child on the stack
         for i in range(len(self._stack) - 1, -1, -1):
-            if self._stack[i].module is module:
+            if self._calls[self._stack[i]][0] is module:
                 del self._stack[i:]
                 break
 
@@ -160,7 +175,7 @@ class record:
 
     def __enter__(self) -> Recording:
         rec = self.recording
-        if rec.active or rec.ops:
+        if rec.active or rec._ops:
             raise RuntimeError("gl.lab.record(): this recorder was already used; start a new one with gl.lab.record()")
         rec._handles = [
             observers.subscribe(rec._on_op),
@@ -197,11 +212,12 @@ _code_is_ours: dict = {}
 _APPLY_CODE = Function.apply.__func__.__code__
 
 
-def _where():
+def _where(nested_possible: bool):
     """(filename, line) where the user's code asked for this operation; None when it is nested.
 
     An operation run inside another Function's forward (a custom Function built from tensor
-    operations) is nested: the graph shows only the outer one, as PyTorch does.
+    operations) is nested: the graph shows only the outer one, as PyTorch does. Such an operation
+    always runs with grad mode off, so it has no node: only then is the whole stack searched.
     """
     frame = sys._getframe(3).f_back  # skip _on_op, notify and this operation's own apply
     where = None
@@ -215,6 +231,8 @@ def _where():
                 ours = _code_is_ours[code] = code.co_filename.startswith(_PACKAGE_DIR)
             if not ours:
                 where = (code.co_filename, frame.f_lineno)
+                if not nested_possible:
+                    return where
         frame = frame.f_back
     return where or ("", 0)
 
