@@ -419,3 +419,22 @@ def test_record_works_without_loading_the_widget_libraries():
 def test_graph_view_loads_the_widget_libraries():
     code = "import sys, gradlab as gl\ngl.lab.GraphView\nprint('anywidget' in sys.modules)"
     assert run_python(code) == "True"
+
+
+def test_a_closed_module_shows_the_step_inside_it():
+    """Stepping through a closed module highlights the module's box, and positions do not move."""
+    model = nn.Sequential(nn.Sequential(nn.Linear(2, 3), nn.Tanh()), nn.Linear(3, 1))
+    with gl.lab.record() as rec:
+        model(gl.randn(4, 2)).sum()
+    stepper = gl.lab.BackpropStepper(rec)
+    stepper.toggle("0")  # close the first block
+    svg = stepper.svg
+    tanh = stepper.find("Tanh")[0]
+    stepper.run_to(tanh)
+    assert stepper.states[tanh] == "current"
+    assert stepper.group_states["g:0"] == "current"
+    assert stepper.group_states["g:1"] == "done"
+    assert stepper.svg == svg
+    stepper.run_to_end()
+    assert set(stepper.group_states.values()) == {"done"}
+    assert 'class="gl-group gl-collapsed gl-state-done" data-id="g:0"' in stepper.to_svg()

@@ -17,7 +17,8 @@ function render({ model, el }) {
     h("button", { class: "gl-run-end", title: "run to the end (End)", onclick: () => send("end") }, "run to end ▶▶"),
     h("span", { class: "gl-status" }));
   root.append(buttons);
-  const graph = mountGraph(model, root, { stateOf: (id) => (model.get("states") || {})[id] });
+  const stateOf = (id) => (model.get("states") || {})[id] || (model.get("group_states") || {})[id];
+  const graph = mountGraph(model, root, { stateOf });
   const panel = h("div", { class: "gl-step-panel" });
   const inspector = h("div", { class: "gl-inspector-box" });
   graph.side.append(panel, inspector);
@@ -75,14 +76,16 @@ function render({ model, el }) {
   function onStep() {
     showStatus();
     showPanel();
-    graph.restyleSoon();
+    graph.restyle();
     const id = model.get("current_id");
-    if (id) graph.reveal(id); // the current node is always on screen
+    // the current node, or the closed module around it, is always on screen
+    const shown = root.querySelector(".gl-nodes > g.gl-state-current");
+    if (shown) graph.reveal(shown.dataset.id);
     if (id) root.querySelector(".gl-canvas").dataset.current = id;
     else delete root.querySelector(".gl-canvas").dataset.current;
   }
   const onStepSoon = coalesce(onStep);
-  for (const key of ["states", "step_index", "current_id", "panel"]) model.on("change:" + key, onStepSoon);
+  for (const key of ["states", "group_states", "step_index", "current_id", "panel"]) model.on("change:" + key, onStepSoon);
   model.on("change:check_result", showInspector);
 
   root.addEventListener("keydown", (e) => {

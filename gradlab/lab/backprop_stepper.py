@@ -24,7 +24,8 @@ class BackpropStepper(GraphWidget):
     Home resets, Enter runs to the selected node.
     """
 
-    states = traitlets.Dict({}).tag(sync=True)
+    states = traitlets.Dict({}).tag(sync=True)  # node id -> pending / current / done / unreached
+    group_states = traitlets.Dict({}).tag(sync=True)  # the same for each module, as a closed box shows it
     current_id = traitlets.Unicode("").tag(sync=True)
     step_index = traitlets.Int(0).tag(sync=True)
     total_steps = traitlets.Int(0).tag(sync=True)
@@ -133,6 +134,7 @@ class BackpropStepper(GraphWidget):
         current = stepping.current
         if current is not None:
             states[current] = "current"
+        self.group_states = self._group_states(states)
         self.current_id = current or ""
         self.step_index = len(stepping.steps)
         self.panel = self._panel(stepping.steps[-1] if stepping.steps and not stepping.finished else None)
@@ -141,8 +143,22 @@ class BackpropStepper(GraphWidget):
             self.texts = {n.id: sub_text(n) for n in self.graph.nodes.values()}
         self._refresh_values(only_gradients=True)
 
+    def _group_states(self, states: dict) -> dict:
+        """A closed module shows what happens inside it: current while one of its nodes is, done
+        when all its reached nodes are, unreached when backward never enters it."""
+        result = {}
+        for group, members in self.scene.members.items():
+            inside = [states[m] for m in members if states[m] != "unreached"]
+            if not inside:
+                result[group] = "unreached"
+            elif "current" in inside:
+                result[group] = "current"
+            else:
+                result[group] = "done" if all(state == "done" for state in inside) else "pending"
+        return result
+
     def _states_drawn(self) -> dict:
-        return self.states
+        return {**self.states, **self.group_states}
 
     def _panel(self, step) -> dict:
         if step is None:

@@ -130,6 +130,16 @@ class GraphWidget(anywidget.AnyWidget):
         self._redraw()
         return opened
 
+    def expand(self, *modules) -> None:
+        """Open these modules (by path, e.g. "encoder.layers.0"), or every module when none is named."""
+        wanted = {m if m.startswith("g:") else "g:" + m for m in modules} or set(self.scene.members)
+        unknown = wanted - set(self.scene.members)
+        if unknown:
+            raise KeyError(f"no module group {sorted(unknown)[0][2:]!r} in this graph; its modules are "
+                           f"{', '.join(sorted(g[2:] for g in self.scene.members)[:8])}...")
+        self.scene.expanded = self.scene.expanded | wanted
+        self._redraw()
+
     def check(self, node) -> dict:
         """"Check this node": its backward against finite differences on the inputs it got."""
         node_id = self._node_id(node)

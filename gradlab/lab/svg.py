@@ -80,7 +80,8 @@ def render(scene: Scene, placement=None, colors: dict | None = None, texts: dict
         if item in placement.expanded:
             continue
         if item.startswith(GROUP_PREFIX) and item not in scene.graph.nodes:
-            out.append(_box("gl-group gl-collapsed", item, b, "▸ " + clip(scene.group_label(item)),
+            state = f" gl-state-{states[item]}" if item in states else ""
+            out.append(_box("gl-group gl-collapsed" + state, item, b, "▸ " + clip(scene.group_label(item)),
                             scene.group_sub(item), colors.get(item, (KIND_COLORS["group"], INK)), scene.group_label(item), 8))
             continue
         node = scene.graph.nodes[item]
