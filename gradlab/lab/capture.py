@@ -17,6 +17,7 @@ from ..autograd.function import _FREED, AccumulateGrad, Function, Node, TrackedT
 from ..scalar import Scalar, ScalarFunction
 from .colors import category
 from .graph import Graph, GraphNode, Group
+from .record import Recording
 from .summary import summarize
 
 
@@ -30,8 +31,6 @@ WHAT_WORKS = ("a tensor with a grad_fn (the result of operations on tensors with
 
 def capture(obj, names: dict | None = None) -> Graph:
     """The graph of a tensor, a ``Recording`` or a ``Scalar``; ``names`` maps tensors to labels."""
-    from .record import Recording
-
     if isinstance(obj, Recording):
         return from_recording(obj)
     if isinstance(obj, Scalar):

@@ -14,6 +14,7 @@ from ..autograd.function import _FREED, AccumulateGrad, TrackedTensor
 from ..scalar import Scalar
 from .capture import CaptureError, capture, reachable
 from .graph import Graph
+from .record import Recording
 from .summary import summarize
 
 
@@ -21,8 +22,6 @@ class Stepping:
     """The state of one backward pass being walked: steps taken so far, and the graph they walk."""
 
     def __init__(self, target, graph: Graph | None = None):
-        from .record import Recording
-
         if isinstance(target, Recording):
             graph = graph or capture(target)
             target = target.output
@@ -56,6 +55,7 @@ class Stepping:
         self.steps: list[dict] = []
         self.finished = False
         self._generator = None
+        self._arrived: dict = {}
         self._consumers = self._count_consumers()
 
     # --- what the stepper does --------------------------------------------------------------------
@@ -85,6 +85,7 @@ class Stepping:
         for node_id, summary in self._initial_summaries.items():
             self.graph.nodes[node_id].grad = summary
         self.steps = []
+        self._arrived = {}
         self.finished = False
 
     def step_back(self) -> bool:
@@ -152,11 +153,7 @@ class Stepping:
             sent = [(self.node_id(child) if child is not None else None, g)
                     for (child, _), g in zip(raw.node.next_functions, raw.grads_out)]
             leaf = raw.leaf
-        arrived = {}
-        for earlier in self.steps:
-            for out in earlier["sent"]:
-                if out["to"] is not None:
-                    arrived[out["to"]] = arrived.get(out["to"], 0) + 1
+        arrived = self._arrived  # node id -> gradients it has received so far in this run
         sent_rows = []
         for to, g in sent:
             if to is None and g is None:
