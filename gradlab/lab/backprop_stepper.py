@@ -11,7 +11,6 @@ import traitlets
 
 from .frontend import bundle
 from .graph_view import GraphWidget
-from .scene import sub_text
 from .capture import capture
 from .stepping import Stepping
 
@@ -139,8 +138,7 @@ class BackpropStepper(GraphWidget):
         self.step_index = len(stepping.steps)
         self.panel = self._panel(stepping.steps[-1] if stepping.steps and not stepping.finished else None)
         self.states = states
-        if self.graph.source == "scalar":
-            self.texts = {n.id: sub_text(n) for n in self.graph.nodes.values()}
+        self._show_scalar_values()
         self._refresh_values(only_gradients=True)
 
     def _group_states(self, states: dict) -> dict:

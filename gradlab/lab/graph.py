@@ -16,8 +16,7 @@ from typing import Any
 #   "param"  a leaf that requires grad, named by its module path ("fc1.weight")
 #   "leaf"   a leaf that requires grad with no module to name it
 #   "input"  a tensor given to the computation that needs no gradient (data, targets)
-#   "output" is not a kind: the graph's outputs are listed in Graph.outputs
-KINDS = ("op", "param", "leaf", "input")
+#   (the graph's outputs are not a kind of their own: Graph.outputs lists them)
 
 
 @dataclass

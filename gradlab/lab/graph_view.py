@@ -14,7 +14,7 @@ import weakref
 from .capture import CaptureError, capture
 from .check import check_node
 from .frontend import bundle, standalone_html, stylesheet
-from .scene import Scene
+from .scene import Scene, sub_text
 from .summary import summarize
 from .svg import render
 
@@ -207,12 +207,15 @@ class GraphWidget(anywidget.AnyWidget):
             elif self.graph.source == "scalar":
                 node.grad = summarize(node.ref.grad)
         self._pending = False
-        if self.graph.source == "scalar":
-            from .scene import sub_text
-            self.texts = {n.id: sub_text(n) for n in self.graph.nodes.values()}
+        self._show_scalar_values()
         if self.color_mode == "kind" and any(n.grad for n in self.graph.nodes.values() if n.kind == "op"):
             self.color_mode = "grad"
         self._refresh_values(only_gradients=True)
+
+    def _show_scalar_values(self) -> None:
+        """A Scalar's box shows its value and gradient: send the second lines again."""
+        if self.graph.source == "scalar":
+            self.texts = {n.id: sub_text(n) for n in self.graph.nodes.values()}
 
     # --- pictures ---------------------------------------------------------------------------------
 
