@@ -2,7 +2,7 @@
 
 import { coalesce, h } from "./dom.js";
 import { mountGraph } from "./graph_canvas.js";
-import { renderInspector, ruleBlock, summaryBlock } from "./inspector.js";
+import { mountInspector, ruleBlock, summaryBlock } from "./inspector.js";
 
 function render({ model, el }) {
   // data-lm-suppress-shortcuts: JupyterLab and Notebook leave our keys to us while the widget has focus
@@ -65,13 +65,7 @@ function render({ model, el }) {
     if (current && current.group) panel.append(h("div", { class: "gl-fact" }, "module: ", h("code", {}, current.group)));
   }
 
-  const check = (id) => model.send({ type: "check", id });
-  const showInspector = () => {
-    const id = model.get("selected");
-    if (id && graph.node(id)) renderInspector(inspector, model, graph.node(id), check);
-  };
-  graph.onSelect(showInspector);
-  graph.onNodes(showInspector);
+  mountInspector(graph, model, inspector);
 
   function onStep() {
     showStatus();
@@ -86,7 +80,6 @@ function render({ model, el }) {
   }
   const onStepSoon = coalesce(onStep);
   for (const key of ["states", "group_states", "step_index", "current_id", "panel"]) model.on("change:" + key, onStepSoon);
-  model.on("change:check_result", showInspector);
 
   root.addEventListener("keydown", (e) => {
     const keys = { ArrowRight: "step", " ": "step", ArrowLeft: "back", End: "end", Home: "reset" };
@@ -98,7 +91,6 @@ function render({ model, el }) {
   });
   root.addEventListener("pointerdown", () => root.focus({ preventScroll: true }));
   onStep();
-  showInspector();
 
 }
 

@@ -2,7 +2,7 @@
 
 import { h } from "./dom.js";
 import { mountGraph } from "./graph_canvas.js";
-import { renderInspector } from "./inspector.js";
+import { mountInspector } from "./inspector.js";
 
 function render({ model, el }) {
   const root = h("div", { class: "gradlab-widget gradlab-graphview", tabindex: "0" });
@@ -11,15 +11,7 @@ function render({ model, el }) {
   const inspector = h("div", { class: "gl-inspector-box" },
     h("div", { class: "gl-hint" }, "Click a node to inspect it; click a module to open it; drag to pan, wheel to zoom."));
   graph.side.append(inspector);
-  const check = (id) => model.send({ type: "check", id });
-  const show = () => {
-    const id = model.get("selected");
-    if (id && graph.node(id)) renderInspector(inspector, model, graph.node(id), check);
-  };
-  graph.onSelect(show);
-  graph.onNodes(show);
-  model.on("change:check_result", show);
-  show();
+  mountInspector(graph, model, inspector);
 }
 
 export default { render };

@@ -81,3 +81,16 @@ export function renderInspector(container, model, node, onCheck) {
       : null,
     checkArea));
 }
+
+// Keep `container` showing the inspector of the selected node, as selection, nodes and checks change.
+export function mountInspector(graph, model, container) {
+  const check = (id) => model.send({ type: "check", id });
+  const show = () => {
+    const id = model.get("selected");
+    if (id && graph.node(id)) renderInspector(container, model, graph.node(id), check);
+  };
+  graph.onSelect(show);
+  graph.onNodes(show);
+  model.on("change:check_result", show);
+  show();
+}
