@@ -375,3 +375,15 @@ def test_summary_histogram_of_a_constant_tensor_has_one_full_bin():
     s = summarize(gl.full((20,), 4.0))
     assert sum(s["hist"]["counts"]) == 20 and max(s["hist"]["counts"]) == 20
     assert s["hist"]["low"] < 4.0 < s["hist"]["high"]
+
+
+def test_a_tensor_graph_made_under_detect_anomaly_knows_its_source_lines():
+    x = gl.randn(3, requires_grad=True)
+    with gl.autograd.detect_anomaly():
+        y = (x * 2).sin().sum()  # the line the graph should name
+    graph = capture(y)
+    sources = {n.label: (n.source, n.code) for n in graph.nodes.values() if n.kind == "op"}
+    assert set(sources) == {"Mul", "Sin", "Sum"}
+    for source, code in sources.values():
+        assert source.startswith("test_lab_capture.py, line ")
+        assert code == "y = (x * 2).sin().sum()  # the line the graph should name"

@@ -12,12 +12,11 @@ from __future__ import annotations
 import functools
 import inspect
 
-from ..autograd.anomaly import forward_call
 from ..autograd.function import _FREED, AccumulateGrad, Function, Node, TrackedTensor
 from ..scalar import Scalar, ScalarFunction
 from .colors import category
 from .graph import Graph, GraphNode, Group
-from .record import Recording
+from .record import PACKAGE_DIR, Recording, short_filename
 from .summary import summarize
 
 
@@ -144,14 +143,14 @@ def from_tensor(root, names: dict | None = None) -> Graph:
             ), node, leaf)
             continue
         words, math = rule_of(node.function)
-        trace = forward_call(node)
+        source, code = _anomaly_source(node)
         graph.add(GraphNode(
             nid, "op", node.name(), _op_label(node),
             input_shapes=[_shape(child._output_shapes[nr]) if child is not None else None
                           for child, nr in node.next_functions],
             output_shape=_shape(node._output_shapes[0]) if len(node._output_shapes) == 1 else
             [_shape(s) for s in node._output_shapes],
-            saved=_saved(node), words=words, math=math, source=_last_frame(trace), category=category(node.function),
+            saved=_saved(node), words=words, math=math, source=source, code=code, category=category(node.function),
             ref=node,
         ), node)
     for node in order:
@@ -188,15 +187,12 @@ def reachable(root: Node) -> list:
     return list(seen)
 
 
-def _last_frame(trace: str) -> str:
-    """The 'file:line' of the innermost user frame in a detect_anomaly trace, if there is one."""
-    lines = [line.strip() for line in trace.splitlines() if line.strip().startswith("File ")]
-    if not lines:
-        return ""
-    parts = lines[-1].split('"')
-    filename = parts[1].rsplit("/", 1)[-1] if len(parts) > 1 else ""
-    line = parts[2].split(",")[1].strip().removeprefix("line ") if len(parts) > 2 else ""
-    return f"{filename}, line {line}" if filename else ""
+def _anomaly_source(node) -> tuple[str, str]:
+    """Where the user's code made this node, if detect_anomaly() kept the stack of its forward."""
+    for frame in reversed(node._forward_trace or ()):
+        if not frame.filename.startswith(PACKAGE_DIR):
+            return f"{short_filename(frame.filename)}, line {frame.lineno}", (frame.line or "").strip()
+    return "", ""
 
 
 # --- (b) a recorded forward pass -----------------------------------------------------------------------

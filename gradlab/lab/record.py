@@ -18,7 +18,7 @@ from ..autograd import observers
 from ..autograd.function import Function
 from ..nn.modules import module as module_hooks
 
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
 class RecordedOp(NamedTuple):
@@ -32,7 +32,7 @@ class RecordedOp(NamedTuple):
     def source(self) -> str:
         """'In[3], line 2' for a notebook cell, 'train.py, line 40' for a file."""
         filename, line = self.where
-        return f"{_short(filename)}, line {line}" if filename else ""
+        return f"{short_filename(filename)}, line {line}" if filename else ""
 
     @property
     def code(self) -> str:
@@ -228,7 +228,7 @@ def _where(nested_possible: bool):
         if where is None:
             ours = _code_is_ours.get(code)
             if ours is None:
-                ours = _code_is_ours[code] = code.co_filename.startswith(_PACKAGE_DIR)
+                ours = _code_is_ours[code] = code.co_filename.startswith(PACKAGE_DIR)
             if not ours:
                 where = (code.co_filename, frame.f_lineno)
                 if not nested_possible:
@@ -237,7 +237,7 @@ def _where(nested_possible: bool):
     return where or ("", 0)
 
 
-def _short(filename: str) -> str:
+def short_filename(filename: str) -> str:
     """A notebook cell is named as Jupyter shows it (In[3]); a file by its base name."""
     shell = sys.modules.get("IPython") and sys.modules["IPython"].get_ipython()
     if shell is not None:
