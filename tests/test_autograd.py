@@ -408,6 +408,40 @@ def test_enabling_decorators_inside_no_grad(make):
         assert not gl.is_grad_enabled()
 
 
+def test_no_grad_on_a_generator_function_holds_inside_the_generator_only():
+    x = gl.tensor([1.0, 2.0], requires_grad=True)
+
+    @gl.no_grad()
+    def doubled(n):
+        for _ in range(n):
+            received = yield (x * 2).requires_grad, gl.is_grad_enabled()
+            assert received in (None, "ping")
+        return "finished"
+
+    steps = doubled(3)
+    assert next(steps) == (False, False)
+    assert gl.is_grad_enabled() and (x * 2).requires_grad  # the caller's mode between yields
+    assert steps.send("ping") == (False, False)
+    assert list(steps) == [(False, False)]
+    assert gl.is_grad_enabled()
+
+
+def test_no_grad_generator_sees_what_is_thrown_into_it_in_its_mode():
+    @gl.no_grad()
+    def guarded():
+        try:
+            yield 1
+        except ValueError:
+            yield gl.is_grad_enabled()
+
+    steps = guarded()
+    next(steps)
+    assert steps.throw(ValueError("stop")) is False
+    assert gl.is_grad_enabled()
+    steps.close()
+    assert gl.is_grad_enabled()
+
+
 def test_set_grad_enabled_as_function_and_context():
     try:
         gl.set_grad_enabled(False)

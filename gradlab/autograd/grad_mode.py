@@ -1,12 +1,13 @@
 """Whether operations are being recorded: ``no_grad``, ``enable_grad``, ``set_grad_enabled``, ``inference_mode``.
 
 One global switch, read by ``Function.apply`` on every call. Each context manager also works as a
-decorator, as in PyTorch.
+decorator, of functions and of generator functions, as in PyTorch.
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
 
 
 class _GradState:
@@ -55,10 +56,39 @@ class _ModeSwitch:
         return False
 
     def __call__(self, fn):
+        if inspect.isgeneratorfunction(fn):
+            return self._wrap_generator(fn)
+
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
             with self.__class__(*self._args()):
                 return fn(*args, **kwargs)
+
+        return wrapper
+
+    def _wrap_generator(self, fn):
+        """A generator runs in the mode while its body runs, and gives the caller's mode back at each yield."""
+        switch = self
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            gen = fn(*args, **kwargs)
+            sent, thrown = None, None
+            while True:
+                try:
+                    with switch.__class__(*switch._args()):
+                        value = gen.send(sent) if thrown is None else gen.throw(thrown)
+                except StopIteration as stop:
+                    return stop.value
+                sent, thrown = None, None
+                try:
+                    sent = yield value
+                except GeneratorExit:
+                    with switch.__class__(*switch._args()):
+                        gen.close()
+                    raise
+                except BaseException as error:  # thrown in by the caller: the body handles it in the mode
+                    thrown = error
 
         return wrapper
 
