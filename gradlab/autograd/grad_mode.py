@@ -7,7 +7,6 @@ decorator, of functions and of generator functions, as in PyTorch.
 from __future__ import annotations
 
 import functools
-import inspect
 
 
 class _GradState:
@@ -28,6 +27,14 @@ def is_grad_enabled() -> bool:
 
 def is_inference_mode_enabled() -> bool:
     return grad_state.inference
+
+
+_CO_GENERATOR = 0x20  # the code flag of a generator function (what inspect.isgeneratorfunction reads)
+
+
+def _is_generator_function(fn) -> bool:
+    code = getattr(fn, "__code__", None)
+    return code is not None and bool(code.co_flags & _CO_GENERATOR)
 
 
 class _ModeSwitch:
@@ -56,7 +63,7 @@ class _ModeSwitch:
         return False
 
     def __call__(self, fn):
-        if inspect.isgeneratorfunction(fn):
+        if _is_generator_function(fn):
             return self._wrap_generator(fn)
 
         @functools.wraps(fn)
