@@ -27,7 +27,8 @@ import sys
 import types
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+# The checkout to measure: the current directory when it is one (so a worktree measures itself), else this one.
+ROOT = Path.cwd() if (Path.cwd() / "gradlab").is_dir() else Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402  (the reference: this report exists only where torch is importable)
