@@ -86,6 +86,7 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False) -> T
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
     dtype = dt.as_dtype(dtype) if dtype is not None else dt.scalar_dtype(fill_value)
+    dt.check_int_fits("full", fill_value, dtype)
     device = resolve_device(device)
     array = device.backend.full(_size("full", (size,)), fill_value, dtype)
     return _finish(array, device, requires_grad, "full")

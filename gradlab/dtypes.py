@@ -61,6 +61,15 @@ def register_native_dtypes(mapping: dict) -> None:
     FLOATING_NATIVES.update(native for dtype, native in mapping.items() if dtype.is_floating_point)
 
 
+def check_int_fits(op: str, value, dtype: DType) -> None:
+    """A Python int bound for an integer dtype must be in its range: numpy would fail obscurely or wrap it."""
+    if dtype.category == 1 and isinstance(value, int) and not isinstance(value, bool):
+        limits = np.iinfo(dtype.name)
+        if not limits.min <= value <= limits.max:
+            raise RuntimeError(f"{op}: the Python int {value} does not fit in {dtype.name} (its range is {limits.min} "
+                               f"to {limits.max}); ask for a wider dtype, or dtype=gradlab.float64 for its magnitude")
+
+
 def _by_name(name: str) -> DType:
     return _NAMES[name]
 

@@ -89,7 +89,7 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
         t.array = array
         t.device = device or self.device
         t.requires_grad = False
-        t.grad = None
+        t._grad = None
         t.grad_fn = None
         t._output_nr = 0
         t._version = [0]
@@ -521,6 +521,7 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
     def fill_(self, value):
         if isinstance(value, Tensor) and value.ndim != 0:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} dimensions.")
+        dt.check_int_fits("fill_", value, self.dtype)
         return self._inplace("fill_", Fill.apply, value)
 
     def zero_(self):
@@ -581,7 +582,7 @@ def _init(t, array, device) -> None:
     t.array = array
     t.device = device
     t.requires_grad = False
-    t.grad = None
+    t._grad = None
     t.grad_fn = None
     t._output_nr = 0
     t._version = [0]
@@ -625,6 +626,8 @@ def _infer_dtype(data) -> dt.DType:
         raise TypeError(f"can't convert a numpy array of dtype {data.dtype} to a gradlab tensor; "
                         "supported: bool, int32, int64, float16, float32, float64")
     kind = np.asarray(data).dtype.kind
+    if kind in "uO" and _out_of_range_int(data, dt.int64) is not None:  # Python ints beyond int64
+        kind = "f" if _has_float(data) else "i"  # ints alone: the conversion to int64 says which does not fit
     if kind == "b":
         return dt.bool_
     if kind in "iu":
@@ -635,6 +638,21 @@ def _infer_dtype(data) -> dt.DType:
         f"can't build a tensor from {type(data).__name__} data; "
         "expected numbers, nested lists of numbers, a numpy array or a tensor"
     )
+
+
+def _out_of_range_int(data, dtype):
+    """The first Python int in (nested lists of) data that the integer dtype cannot hold, or None."""
+    if isinstance(data, (list, tuple)):
+        return next((found for item in data if (found := _out_of_range_int(item, dtype)) is not None), None)
+    try:
+        dt.check_int_fits("", data, dtype)
+    except RuntimeError:
+        return data
+    return None
+
+
+def _has_float(data) -> bool:
+    return any(_has_float(item) for item in data) if isinstance(data, (list, tuple)) else isinstance(data, float)
 
 
 def _not_rectangular(data):
@@ -679,6 +697,11 @@ def as_backend_array(data, dtype, device, op: str, copy: bool = False):
         raise ValueError(f"{op}: could not convert the data to a {dtype} tensor: {error}") from None
     except TypeError as error:
         raise TypeError(f"{op}: {error}") from None
+    except OverflowError:
+        value = _out_of_range_int(data, dtype)
+        if value is None:
+            raise
+        dt.check_int_fits(op, value, dtype)
     if copy and isinstance(data, np.ndarray) and isinstance(array, np.ndarray) and np.may_share_memory(array, data):
         array = device.backend.copy(array)
     return array, device

@@ -25,8 +25,23 @@ class TrackedTensor:
     ``device``, and the Tensor operators for summing gradients.
     """
 
-    __slots__ = ("requires_grad", "grad", "grad_fn", "_output_nr", "_version", "_base", "_view_version", "_hooks",
+    __slots__ = ("requires_grad", "_grad", "grad_fn", "_output_nr", "_version", "_base", "_view_version", "_hooks",
                  "_retains_grad", "_accumulator", "__weakref__")
+
+    @property
+    def grad(self):
+        """The gradient backward accumulated here (None until then). Assigning one checks it fits, as PyTorch does."""
+        return self._grad
+
+    @grad.setter
+    def grad(self, value) -> None:
+        if value is not None:
+            _check_assigned_grad(self, value)
+        self._grad = value
+
+    @grad.deleter
+    def grad(self) -> None:
+        self._grad = None
 
     @property
     def is_leaf(self) -> bool:
@@ -36,6 +51,22 @@ class TrackedTensor:
     @property
     def _version_count(self) -> int:
         return self._version[0]
+
+
+def _check_assigned_grad(tensor, grad) -> None:
+    """``t.grad = g`` keeps g only if it could have come from backward: a tensor of t's shape, dtype and device."""
+    if not isinstance(grad, TrackedTensor):
+        raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type {type(grad).__name__}")
+    if grad is tensor:
+        raise RuntimeError("can't assign Variable as its own grad")
+    problems = [(what, theirs, ours) for what, theirs, ours in (
+        ("dtype", grad.dtype, tensor.dtype), ("size", tuple(grad.shape), tuple(tensor.shape)),
+        ("device", grad.device, tensor.device)) if theirs != ours]
+    if problems:
+        what, theirs, ours = problems[0]
+        shown = (lambda v: list(v)) if what == "size" else str
+        raise RuntimeError(f"attempting to assign a gradient with {what} '{shown(theirs)}' to a tensor with {what} "
+                           f"'{shown(ours)}'. Please ensure that the gradient and the tensor have the same {what}")
 
 
 _FREED = object()

@@ -88,6 +88,8 @@ def sum_to_shape(grad, shape):
 
 def normalize_dim(op: str, dim: int, ndim: int) -> int:
     """A dim in range [-ndim, ndim) as a non-negative index, or an IndexError naming the op."""
+    if dim.__class__ is not int:
+        dim = dim_index(op, dim)
     size = max(ndim, 1)
     if not -size <= dim < size:
         raise IndexError(
@@ -96,11 +98,20 @@ def normalize_dim(op: str, dim: int, ndim: int) -> int:
     return dim % size
 
 
+def dim_index(op: str, dim) -> int:
+    """A dim given as something other than a Python int: numpy integers pass, floats and strings do not."""
+    if isinstance(dim, bool) or not hasattr(type(dim), "__index__"):
+        hint = f"dim={int(dim)}" if isinstance(dim, float) and dim.is_integer() else "an int such as dim=0 or dim=-1"
+        raise TypeError(f"{op}: dim must be an int (or a tuple of ints), got {dim!r} of type {type(dim).__name__}; "
+                        f"dims count axes, so pass {hint}")
+    return dim.__index__()
+
+
 def normalize_dims(op: str, dim, ndim: int) -> tuple:
     """dim=None (all), an int or a tuple of ints, as a sorted tuple of non-negative axes."""
     if dim is None:
         return tuple(range(ndim))
-    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    dims = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
     axes = tuple(sorted({normalize_dim(op, d, ndim) for d in dims}))
     if len(axes) != len(dims):
         raise RuntimeError(f"{op}: dim {dims} appears multiple times in the list of dims")

@@ -24,7 +24,7 @@ min_result = namedtuple("min", ("values", "indices"))
 
 def _axes(op: str, x, dim) -> tuple:
     """The sorted axes to reduce; None and () mean all of them, as in PyTorch's sum and mean."""
-    if dim is None or (not isinstance(dim, int) and len(dim) == 0):
+    if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
         return tuple(range(x.ndim))
     axes = normalize_dims(op, dim, x.ndim)
     return axes if x.ndim else ()  # a 0-d tensor accepts dim 0 / -1 and has nothing to reduce

@@ -63,6 +63,10 @@ class _BatchNorm(Module):
         if input.shape[1] != self.num_features and (self.weight is not None or self.running_mean is not None):
             raise RuntimeError(f"{self._get_name()}({self.num_features}): expected input with {self.num_features} "
                                f"channels in dimension 1, got input of shape {shape_str(input.shape)}")
+        if self.training and input.shape[1] and input.numel() // input.shape[1] == 1:  # before any buffer changes
+            raise ValueError(f"{self._get_name()}({self.num_features}): Expected more than 1 value per channel when "
+                             f"training, got input size {list(input.shape)}; a batch of one has no spread to normalize "
+                             "by. Use a batch of at least 2, or call .eval() to use the running statistics")
 
     def forward(self, input):
         self._check_input(input)

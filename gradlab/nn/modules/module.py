@@ -416,6 +416,11 @@ class Module:
         raises leaves the model exactly as it was (PyTorch may have copied part of it by then)."""
         if not isinstance(state_dict, Mapping):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
+        odd = [key for key in state_dict if not isinstance(key, str)]
+        if odd:
+            raise TypeError(f"load_state_dict: state_dict keys are parameter and buffer names (strings such as "
+                            f"'0.weight'), but it has the key {odd[0]!r} of type {type(odd[0]).__name__}; nothing was "
+                            "loaded")
         missing, unexpected, errors, writes = [], [], [], []
 
         def check(module, prefix):
