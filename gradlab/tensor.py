@@ -17,7 +17,7 @@ from .autograd import engine, views
 from .autograd.function import TrackedTensor
 from .autograd.grad_mode import grad_state
 from .backends.device import Device, resolve_device
-from .generator import generator_rng
+from .generator import generator_rng, multinomial
 from .ops._common import describe, normalize_dim, shape_str
 from .ops.activations import ActivationMethods
 from .ops.arithmetic import ArithmeticMethods
@@ -544,8 +544,6 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
 
     def multinomial(self, num_samples, replacement=False, *, generator=None) -> "Tensor":
         """Category indices drawn from each row of probabilities (``gradlab.multinomial``)."""
-        from .random import multinomial  # random.py builds on Tensor, so it can only be imported once used
-
         return multinomial(self, num_samples, replacement, generator=generator)
 
     def __iadd__(self, other):
