@@ -11,7 +11,8 @@ import numpy as np
 from . import dtypes as dt
 from .backends.device import resolve_device
 from .creation import _finish, _size
-from .generator import Generator, default_generator, generator_rng as _rng, multinomial  # noqa: F401
+from .generator import Generator, default_generator, generator_rng as _rng
+from .generator import multinomial  # noqa: F401  (it lives below Tensor, for Tensor.multinomial)
 from .tensor import Tensor
 
 

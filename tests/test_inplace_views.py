@@ -220,6 +220,30 @@ def test_an_expanded_view_read_after_its_base_changed():
     assert_like_torch(program, randn(2, 4))
 
 
+@requires_torch
+def test_a_row_copied_from_another_row_of_the_same_base():
+    def program(lib, x):
+        y = x * 2
+        y[0].copy_(y[1] + y[2])
+        y[2].copy_(y[0])
+        return y
+
+    assert_like_torch(program, randn(3, 4))
+
+
+def test_a_hook_registered_on_a_view_after_its_base_changed_sees_the_views_gradient():
+    """(PyTorch 2.13 crashes on this program, so the expected values are worked out by hand.)"""
+    seen = []
+    x = leaf(np.ones((2, 3)))
+    y = x * 1
+    v = y[1]
+    y.mul_(3)
+    v.register_hook(lambda g: seen.append(g.tolist()))
+    (v * gl.tensor([1.0, 2.0, 3.0], dtype=gl.float64)).sum().backward()
+    assert seen == [[1.0, 2.0, 3.0]]
+    assert x.grad.tolist() == [[0.0, 0.0, 0.0], [3.0, 6.0, 9.0]]
+
+
 def test_a_write_through_a_view_of_a_column_major_base():
     base = gl.from_numpy(np.asfortranarray(np.zeros((3, 4))))
     assert not base.is_contiguous()
