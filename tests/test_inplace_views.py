@@ -103,8 +103,14 @@ def test_the_view_gets_its_history_from_the_base_again():
     lambda y: y.narrow(1, 1, 2),
     lambda y: y.permute(1, 0)[::2],
     lambda y: y[None, 2, None],
+    lambda y: y[1:2].squeeze(0),
+    lambda y: y.unflatten(1, (2, 2))[:, 1],
+    lambda y: y.movedim(0, 1)[1:3, ::2],
+    lambda y: y.mT[-1],
+    lambda y: y.swapaxes(0, 1).reshape(12)[::5],
+    lambda y: y[1, 2],
 ], ids=["select", "slice", "step", "t-select", "transpose-slice", "view", "reshape", "unsqueeze", "narrow",
-        "permute-step", "none"])
+        "permute-step", "none", "squeeze", "unflatten", "movedim", "mT", "swapaxes-flat", "element"])
 def test_a_write_through_a_view_gives_the_base_and_the_view_the_right_gradient(make_view):
     def program(lib, x, w):
         y = x * 1.5
