@@ -4,25 +4,26 @@ The names follow PyTorch: ``gradlab.tensor``, ``gradlab.zeros``, ``x.backward()`
 Importing gradlab needs numpy alone; the optional backends and the lab load when first used.
 """
 
-from . import autograd
-from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
-from .backends.device import Device as device
-from .backends.device import set_default_device
-from .creation import (arange, as_tensor, empty, empty_like, eye, from_numpy, full, full_like, linspace, ones,
-                       ones_like, tensor, zeros, zeros_like)
+# Bottom-up, as the layers stack (README.md, docs/architecture.md): dtypes and backends, autograd,
+# ops, Tensor and its factories, then the libraries built on Tensor.
 from .dtypes import (DType as dtype, bool_ as bool, float16, float32, float64, get_default_dtype, int32, int64,
                      set_default_dtype)
 from .dtypes import float16 as half, float32 as float, float64 as double, int32 as int, int64 as long
+from .backends.device import Device as device
+from .backends.device import set_default_device
+from . import autograd
+from .autograd import enable_grad, gradcheck as _gradcheck, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .ops.functional import *  # noqa: F401,F403  (gradlab.exp, gradlab.matmul, ... as in torch)
+from .tensor import Tensor, is_floating_point, is_tensor, numel
+from .creation import (arange, as_tensor, empty, empty_like, eye, from_numpy, full, full_like, linspace, ones,
+                       ones_like, tensor, zeros, zeros_like)
 from .random import (Generator, initial_seed, manual_seed, multinomial, normal, rand, rand_like, randint, randn,
                      randn_like, randperm, seed)
 from .scalar import Scalar
-from .tensor import Tensor, is_floating_point, is_tensor, numel
-
-# Built on Tensor, so imported after it:
-from .autograd import functional as _functional, gradcheck as _gradcheck  # noqa: E402
-from . import cuda, data, linalg, nn, optim  # noqa: E402  (gradlab.nn, gradlab.optim, ... as in torch)
-from .io import load, save  # noqa: E402
+from . import cuda, linalg
+from .autograd import functional as _functional  # built on Tensor, so after it
+from . import nn, optim, data  # gradlab.nn, gradlab.optim, ... as in torch
+from .io import load, save
 
 autograd.functional = _functional
 autograd.gradcheck = _gradcheck.gradcheck

@@ -13,11 +13,11 @@ import weakref
 import numpy as np
 
 from . import dtypes as dt
-from .autograd import engine
+from .autograd import engine, views
 from .autograd.function import TrackedTensor
 from .autograd.grad_mode import grad_state
 from .backends.device import Device, resolve_device
-from .generator import generator_rng
+from .generator import generator_rng, multinomial
 from .ops._common import describe, normalize_dim, shape_str
 from .ops.activations import ActivationMethods
 from .ops.arithmetic import ArithmeticMethods
@@ -399,6 +399,7 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
 
     def _hook_list(self) -> list:
         """Where this tensor's hooks live: on the leaf itself, or on its grad_fn under its output index."""
+        views.refresh_view(self)  # a stale view's hooks belong on its regenerated grad_fn
         if self.grad_fn is None:
             if getattr(self, "_hooks", None) is None:
                 self._hooks = []
@@ -438,23 +439,24 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
         old value stands in for it, so the graph stays correct. The version counter goes up, which
         is how backward notices that a saved tensor was changed afterwards.
         """
-        if grad_state.enabled and (self.requires_grad or any(isinstance(a, TrackedTensor) and a.requires_grad for a in args)):
+        if grad_state.enabled and (self.requires_grad or (self._base is not None and self._base.requires_grad)
+                                   or any(isinstance(a, TrackedTensor) and a.requires_grad for a in args)):
             return self._inplace_recorded(op, compute, args)
         self._write(op, compute(self, *args))
         return self
 
     def _inplace_recorded(self, op: str, compute, args) -> "Tensor":
-        """The recorded form of ``_inplace``: the old value is a copy, the new one takes the result's grad_fn."""
-        if self.requires_grad and self.grad_fn is None:
+        """The recorded form of ``_inplace``: the old value is a copy, the new one takes the result's grad_fn.
+
+        Written through a view, the result is history for the view's base (``autograd.views``).
+        """
+        if self._base is not None:
+            views.check_view_write(self, op)
+            views.refresh_view(self)
+        elif self.requires_grad and self.grad_fn is None:
             raise RuntimeError(
                 f"{op}: a leaf Variable that requires grad is being used in an in-place operation. "
                 f"Do the update inside `with gradlab.no_grad():` (as optimizers do), or use the out-of-place form."
-            )
-        if self._base is not None:
-            raise RuntimeError(
-                f"{op}: an in-place operation on a view that takes part in the graph is not supported by gradlab "
-                f"(this {describe(self)} is a view of another tensor, so the other tensor's history would be wrong); "
-                "use the out-of-place form, or .clone() the view first"
             )
         before = self._wrap(self.device.backend.copy(self.array))
         before.requires_grad, before.grad_fn, before._output_nr = self.requires_grad, self.grad_fn, self._output_nr
@@ -462,13 +464,17 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
         if result.grad_fn is None and result.requires_grad:
             result = result.clone()  # the result is a leaf (copy_ from a leaf): give the tensor a node of its own
         result = self._write(op, result)
+        if self._base is not None:
+            views.record_view_write(self, result)
+            return self
         old_node, old_nr = self.grad_fn, self._output_nr
         self.grad_fn, self._output_nr, self.requires_grad = result.grad_fn, result._output_nr, result.requires_grad
-        keep = getattr(self, "_retains_grad", None)
-        if keep and old_node is not None:  # retain_grad follows the tensor to its new grad_fn
-            old_node._tensor_hooks[old_nr].remove(keep)
-            self._hook_list().append(keep)
+        views.follow_retained_grad(self, old_node, old_nr)
         return self
+
+    def _regenerate_view_history(self) -> None:
+        """This view's base changed in place since it was taken: rebuild its history from the base's."""
+        views.refresh_view(self)
 
     def _write(self, op: str, result) -> "Tensor":
         """Copy result's values into this tensor's memory (same shape, a dtype it can hold); returns what was written."""
@@ -539,8 +545,6 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
 
     def multinomial(self, num_samples, replacement=False, *, generator=None) -> "Tensor":
         """Category indices drawn from each row of probabilities (``gradlab.multinomial``)."""
-        from .random import multinomial  # random.py builds on Tensor, so it can only be imported once used
-
         return multinomial(self, num_samples, replacement, generator=generator)
 
     def __iadd__(self, other):

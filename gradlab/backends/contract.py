@@ -47,6 +47,7 @@ PRIMITIVES = {
     "getitem": "index with ints, slices, None, Ellipsis, bool masks and integer arrays",
     "setitem": "write values into an indexed region, in place",
     "add_at": "a[index] += values, in place, adding repeated indices (the gradient of indexing)",
+    "positions_in_base": "for each element of a view, the row-major index of the base element it shares memory with",
     "concatenate stack": "join arrays along an existing / a new axis",
     "flip roll pad": "reverse, rotate and pad along axes",
     "take_along_axis": "gather values along one axis by an index array",

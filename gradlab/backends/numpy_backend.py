@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numpy.lib.array_utils import byte_bounds
 
 from .. import dtypes as dt
 from .contract import Backend, _taps
@@ -310,6 +311,31 @@ class NumpyBackend(Backend):
     @staticmethod
     def add_at(a, index, values):
         np.add.at(a, index, values)
+
+    @staticmethod
+    def positions_in_base(base, view):
+        if view.size == 0:
+            return np.zeros(view.shape, np.int64)
+        def address(a):  # where the array's first element lives: views of one array differ by offsets
+            return a.__array_interface__["data"][0]
+
+        (low, high), (view_low, view_high), item = byte_bounds(base), byte_bounds(view), base.itemsize
+        if view.itemsize != item or view_low < low or view_high > high:
+            raise ValueError("the view does not lie in its base's memory")
+        if base.flags.c_contiguous:  # memory order is row-major order: an element's index is its offset
+            positions = np.full(view.shape, (address(view) - address(base)) // item, np.int64)
+            for axis, (n, stride) in enumerate(zip(view.shape, view.strides)):
+                positions += (np.arange(n) * (stride // item)).reshape((n,) + (1,) * (view.ndim - axis - 1))
+            return positions
+        # any other layout: label base's memory with row-major indices, then read the labels through the view
+        labels = np.empty((high - low) // item, np.int64)
+
+        def through(a):
+            start = labels[(address(a) - low) // item:]
+            return np.lib.stride_tricks.as_strided(start, a.shape, tuple(s // item * labels.itemsize for s in a.strides))
+
+        through(base)[...] = np.arange(base.size).reshape(base.shape)
+        return through(view).copy()
 
     @staticmethod
     def isub(a, b):  # fused kernel (see Backend.isub): no temporary, no copy
