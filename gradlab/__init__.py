@@ -10,9 +10,9 @@ from .backends.device import Device as device
 from .backends.device import set_default_device
 from .creation import (arange, as_tensor, empty, empty_like, eye, from_numpy, full, full_like, linspace, ones,
                        ones_like, tensor, zeros, zeros_like)
-from .dtypes import (DType as dtype, bool_ as bool, float16, float32, float64, get_default_dtype, int32, int64,
-                     set_default_dtype)
-from .dtypes import float16 as half, float32 as float, float64 as double, int32 as int, int64 as long
+from .dtypes import (DType as dtype, bfloat16, bool_ as bool, float16, float32, float64, get_default_dtype, int8, int16,
+                     int32, int64, set_default_dtype, uint8, uint16, uint32, uint64)
+from .dtypes import float16 as half, float32 as float, float64 as double, int16 as short, int32 as int, int64 as long
 from .ops.functional import *  # noqa: F401,F403  (gradlab.exp, gradlab.matmul, ... as in torch)
 from .random import (Generator, initial_seed, manual_seed, multinomial, normal, rand, rand_like, randint, randn,
                      randn_like, randperm, seed)

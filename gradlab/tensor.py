@@ -616,15 +616,13 @@ def _infer_dtype(data) -> dt.DType:
     A numpy array (or numpy number) keeps its own dtype, widened to the nearest one gradlab has.
     """
     if isinstance(data, (np.ndarray, np.generic)):
-        kind = data.dtype.kind
-        if kind == "f":
-            return dt.as_dtype(data.dtype.name) if data.dtype.name in ("float16", "float32", "float64") else dt.float64
-        if kind in "iu":
-            return dt.int32 if data.dtype == np.int32 else dt.int64
-        if kind == "b":
-            return dt.bool_
+        name = data.dtype.name
+        if name in dt.NUMPY_NAMES:
+            return dt.as_dtype(name)
+        if data.dtype.kind == "f":  # longdouble
+            return dt.float64
         raise TypeError(f"can't convert a numpy array of dtype {data.dtype} to a gradlab tensor; "
-                        "supported: bool, int32, int64, float16, float32, float64")
+                        f"supported: {', '.join(sorted(dt.NUMPY_NAMES))}")
     kind = np.asarray(data).dtype.kind
     if kind in "uO" and _out_of_range_int(data, dt.int64) is not None:  # Python ints beyond int64
         kind = "f" if _has_float(data) else "i"  # ints alone: the conversion to int64 says which does not fit
