@@ -10,14 +10,16 @@ from .backends.device import Device as device
 from .backends.device import set_default_device
 from .creation import (arange, as_tensor, empty, empty_like, eye, from_numpy, full, full_like, linspace, ones,
                        ones_like, tensor, zeros, zeros_like)
-from .dtypes import (DType as dtype, bfloat16, bool_ as bool, float16, float32, float64, get_default_dtype, int8, int16,
-                     int32, int64, set_default_dtype, uint8, uint16, uint32, uint64)
+from .dtypes import (DType as dtype, bfloat16, bool_ as bool, can_cast, finfo, float16, float32, float64,
+                     get_default_dtype, iinfo, int8, int16, int32, int64, promote_types, result_type, set_default_dtype,
+                     uint8, uint16, uint32, uint64)
 from .dtypes import float16 as half, float32 as float, float64 as double, int16 as short, int32 as int, int64 as long
 from .ops.functional import *  # noqa: F401,F403  (gradlab.exp, gradlab.matmul, ... as in torch)
 from .random import (Generator, initial_seed, manual_seed, multinomial, normal, rand, rand_like, randint, randn,
                      randn_like, randperm, seed)
 from .scalar import Scalar
 from .tensor import Tensor, is_floating_point, is_tensor, numel
+from .tensor_types import *  # noqa: F401,F403  (gradlab.FloatTensor, gradlab.LongTensor, ... as in torch)
 
 # Built on Tensor, so imported after it:
 from .autograd import functional as _functional, gradcheck as _gradcheck  # noqa: E402
