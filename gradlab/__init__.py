@@ -6,15 +6,17 @@ Importing gradlab needs numpy alone; the optional backends and the lab load when
 
 # Bottom-up, as the layers stack (README.md, docs/architecture.md): dtypes and backends, autograd,
 # ops, Tensor and its factories, then the libraries built on Tensor.
-from .dtypes import (DType as dtype, bool_ as bool, float16, float32, float64, get_default_dtype, int32, int64,
-                     set_default_dtype)
-from .dtypes import float16 as half, float32 as float, float64 as double, int32 as int, int64 as long
+from .dtypes import (DType as dtype, bfloat16, bool_ as bool, can_cast, finfo, float16, float32, float64,
+                     get_default_dtype, iinfo, int8, int16, int32, int64, promote_types, result_type, set_default_dtype,
+                     uint8, uint16, uint32, uint64)
+from .dtypes import float16 as half, float32 as float, float64 as double, int16 as short, int32 as int, int64 as long
 from .backends.device import Device as device
 from .backends.device import set_default_device
 from . import autograd
 from .autograd import enable_grad, gradcheck as _gradcheck, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .ops.functional import *  # noqa: F401,F403  (gradlab.exp, gradlab.matmul, ... as in torch)
 from .tensor import Tensor, is_floating_point, is_tensor, numel
+from .tensor_types import *  # noqa: F401,F403  (gradlab.FloatTensor, gradlab.LongTensor, ... as in torch)
 from .creation import (arange, as_tensor, empty, empty_like, eye, from_numpy, full, full_like, linspace, ones,
                        ones_like, tensor, zeros, zeros_like)
 from .random import (Generator, initial_seed, manual_seed, multinomial, normal, rand, rand_like, randint, randn,

@@ -14,7 +14,6 @@ from . import dtypes as dt
 from .backends.device import resolve_device
 from .tensor import Tensor, as_backend_array
 
-_NUMPY_DTYPES = {np.dtype(name) for name in ("bool", "int32", "int64", "float16", "float32", "float64")}
 
 
 def _finish(array, device, requires_grad: bool, op: str) -> Tensor:
@@ -70,10 +69,10 @@ def from_numpy(array: np.ndarray) -> Tensor:
     """A CPU tensor that shares memory with a numpy array: changes to one show in the other."""
     if not isinstance(array, np.ndarray):
         raise TypeError(f"from_numpy: expected np.ndarray (got {type(array).__name__})")
-    if array.dtype not in _NUMPY_DTYPES:
+    if array.dtype.name not in dt.NUMPY_NAMES or not array.dtype.isnative:
         raise TypeError(
             f"from_numpy: can't convert np.ndarray of type {array.dtype}. The only supported types are: "
-            "float64, float32, float16, int64, int32 and bool; convert it first, e.g. array.astype(np.float32)"
+            f"{', '.join(sorted(dt.NUMPY_NAMES))}; convert it first, e.g. array.astype(np.float32)"
         )
     return Tensor._from_array(array, resolve_device("cpu"))
 

@@ -7,6 +7,7 @@ category, and a 0-d tensor only decides the result when it is of a higher catego
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
@@ -15,18 +16,19 @@ import numpy as np
 class DType:
     """One element type: its PyTorch name, its size in bytes and its category."""
 
-    __slots__ = ("name", "itemsize", "category", "rank", "is_floating_point")
+    __slots__ = ("name", "itemsize", "category", "rank", "is_floating_point", "is_signed")
+    is_complex = False  # gradlab has no complex dtypes
 
-    def __init__(self, name: str, itemsize: int, category: int, rank: int):
+    def __init__(self, name: str, itemsize: int, category: int, rank: int, signed: bool = True):
         self.name = name
         self.itemsize = itemsize
         self.category = category  # 0 bool, 1 integer, 2 floating point
         self.rank = rank  # order within a category: the wider wins
         self.is_floating_point = category == 2  # a plain attribute: every recorded op reads it
+        self.is_signed = signed and category != 0
 
-    @property
-    def is_signed(self) -> bool:
-        return self.category != 0
+    def to_real(self) -> "DType":
+        return self
 
     def __repr__(self) -> str:
         return f"gradlab.{self.name}"
@@ -36,17 +38,42 @@ class DType:
 
 
 bool_ = DType("bool", 1, 0, 0)
+uint8 = DType("uint8", 1, 1, 0, signed=False)
+int8 = DType("int8", 1, 1, 0)
+int16 = DType("int16", 2, 1, 1)
 int32 = DType("int32", 4, 1, 2)
 int64 = DType("int64", 8, 1, 3)
+uint16 = DType("uint16", 2, 1, 1, signed=False)  # PyTorch's "shell" dtypes: storage, casts and
+uint32 = DType("uint32", 4, 1, 2, signed=False)  # printing, but no promotion with other integer types
+uint64 = DType("uint64", 8, 1, 3, signed=False)
 float16 = DType("float16", 2, 2, 0)
+bfloat16 = DType("bfloat16", 2, 2, 0)  # float32's exponent with 8 bits of mantissa (numpy's via ml_dtypes)
 float32 = DType("float32", 4, 2, 1)
 float64 = DType("float64", 8, 2, 2)
 
-ALL_DTYPES = (bool_, int32, int64, float16, float32, float64)
-FLOAT_DTYPES = (float16, float32, float64)
+ALL_DTYPES = (bool_, uint8, int8, int16, int32, int64, uint16, uint32, uint64, float16, bfloat16, float32, float64)
+FLOAT_DTYPES = (float16, bfloat16, float32, float64)
+HALF_DTYPES = (float16, bfloat16)  # computed in float32 where PyTorch accumulates: sums, products, softmax
+_SHELL_DTYPES = (uint16, uint32, uint64)
 
 _NAMES = {d.name: d for d in ALL_DTYPES}
-_NAMES.update({"float": float32, "double": float64, "half": float16, "int": int32, "long": int64})
+NUMPY_NAMES = frozenset(_NAMES)  # numpy arrays of these dtypes become tensors of the same dtype
+_NAMES.update({"float": float32, "double": float64, "half": float16, "int": int32, "long": int64, "short": int16})
+
+
+def numpy_bfloat16():
+    """numpy's bfloat16 array dtype, which the ml_dtypes package provides (imported on first use)."""
+    try:
+        import ml_dtypes
+    except ImportError:
+        raise ImportError('bfloat16 tensors need the ml_dtypes package, which gives numpy a bfloat16 type: '
+                          'pip install "gradlab[bfloat16]" (or pip install ml_dtypes)') from None
+    return np.dtype(ml_dtypes.bfloat16)
+
+
+def accumulation_dtype(dtype: DType) -> DType:
+    """The dtype a reduction or matrix product computes in: float32 for the 16-bit floats, as in PyTorch."""
+    return float32 if dtype in HALF_DTYPES else dtype
 
 
 NATIVE_TO_DTYPE: dict = {}  # every loaded backend's array dtype -> DType, read by Tensor.dtype
@@ -123,11 +150,23 @@ def scalar_dtype(value) -> DType:
 
 
 def promote(a: DType, b: DType) -> DType:
-    """The wider of two tensor dtypes: a higher category wins, then the higher rank."""
+    """The wider of two tensor dtypes: a higher category wins, then the higher rank.
+
+    Two exceptions, as in PyTorch: float16 with bfloat16 (neither holds the other) gives float32,
+    and uint8 with int8 gives int16. uint16/32/64 promote only to floating point.
+    """
     if a is b:
         return a
+    if a in _SHELL_DTYPES or b in _SHELL_DTYPES:
+        if a.category != 2 and b.category != 2:
+            raise RuntimeError(f"Promotion for uint16, uint32, uint64 types is not supported, attempted to promote "
+                               f"{a.name} and {b.name}; convert one of them first (e.g. .long() or .float())")
     if a.category != b.category:
         return a if a.category > b.category else b
+    if a.rank == b.rank and a is not b:
+        return float32 if a.category == 2 else int16  # float16 + bfloat16; uint8 + int8
+    if a is uint8 or b is uint8:
+        return b if a is uint8 else a  # uint8 with a wider signed int: the signed one holds it
     return a if a.rank >= b.rank else b
 
 
@@ -147,3 +186,71 @@ def result_dtype_with_scalar(a: DType, value) -> DType:
     if s.category > a.category:
         return get_default_dtype() if s.category == 2 else s
     return a
+
+
+def promote_types(type1, type2) -> DType:
+    """The smallest dtype that both can be converted to without losing their category (torch.promote_types)."""
+    return promote(as_dtype(type1), as_dtype(type2))
+
+
+def result_type(tensor1, tensor2) -> DType:
+    """The dtype an arithmetic op on these two operands (tensors or Python numbers) returns (torch.result_type)."""
+    def operand(x):
+        return (x.dtype, x.ndim) if hasattr(x, "dtype") and hasattr(x, "ndim") else None
+
+    a, b = operand(tensor1), operand(tensor2)
+    if a and b:
+        return result_dtype(a[0], a[1], b[0], b[1])
+    if a or b:
+        (dtype, _), scalar = (a, tensor2) if a else (b, tensor1)
+        return result_dtype_with_scalar(dtype, scalar)
+    return promote(scalar_dtype(tensor1), scalar_dtype(tensor2))
+
+
+def can_cast(from_, to) -> bool:
+    """Whether PyTorch's ops may cast from_ to ``to`` implicitly: never to a lower category (float to int)."""
+    return as_dtype(from_).category <= as_dtype(to).category
+
+
+class finfo:
+    """The limits of a floating-point dtype (torch.finfo): eps, max, min, tiny, resolution, bits."""
+
+    def __init__(self, type=None):
+        dtype = as_dtype(type) if type is not None else get_default_dtype()
+        if not dtype.is_floating_point:
+            raise TypeError(f"gradlab.finfo() requires a floating point input type, got {dtype}; "
+                            "use gradlab.iinfo for integer types")
+        if dtype is bfloat16:
+            import ml_dtypes  # numpy_bfloat16() above says how to install it
+
+            numpy_bfloat16()
+            info = ml_dtypes.finfo(ml_dtypes.bfloat16)
+        else:
+            info = np.finfo(np.dtype(dtype.name))
+        self.bits, self.dtype = dtype.itemsize * 8, dtype.name
+        self.eps, self.max, self.min = float(info.eps), float(info.max), float(info.min)
+        self.tiny = self.smallest_normal = float(info.smallest_normal)
+        self.resolution = 10.0 ** -math.floor(-math.log10(self.eps))  # 10^-(decimal digits it keeps)
+
+    def __repr__(self) -> str:
+        return (f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, eps={self.eps:g}, "
+                f"smallest_normal={self.smallest_normal:g}, tiny={self.tiny:g}, dtype={self.dtype})")
+
+
+class iinfo:
+    """The limits of an integer dtype (torch.iinfo): min, max, bits."""
+
+    def __init__(self, type):
+        dtype = as_dtype(type)
+        if dtype.is_floating_point:
+            raise TypeError(f"gradlab.iinfo() requires an integer input type, got {dtype}; "
+                            "use gradlab.finfo for floating point types")
+        if dtype is bool_:
+            self.min, self.max = 0, 1
+        else:
+            info = np.iinfo(np.dtype(dtype.name))
+            self.min, self.max = int(info.min), int(info.max)
+        self.bits, self.dtype = dtype.itemsize * 8, dtype.name
+
+    def __repr__(self) -> str:
+        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"

@@ -108,6 +108,8 @@ def format_tensor(t) -> str:
     prefix = "tensor("
     array = np.asarray(t.device.backend.to_numpy(t.array))
     dtype = t.dtype
+    if dtype.is_floating_point and array.dtype.kind != "f":  # bfloat16 (ml_dtypes): print its values as float32
+        array = array.astype(np.float32)
     fields = []
     if t.device is not default_device():
         fields.append(f"device='{t.device}'")

@@ -305,11 +305,14 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
             out = Clone.apply(self)
         return out
 
-    def type(self, dtype=None):
-        """With no argument, PyTorch's legacy type name ('gradlab.FloatTensor'); with a dtype, a cast."""
+    def type(self, dtype=None, non_blocking=False):
+        """With no argument, PyTorch's legacy type name ('gradlab.FloatTensor'); with a dtype (or one of
+        those names, or a legacy type such as gradlab.LongTensor), a cast."""
         if dtype is None:
             return f"gradlab.{_LEGACY_NAMES[self.dtype]}"
-        return self.to(dtype)
+        if isinstance(dtype, str) and dtype.startswith(("gradlab.", "torch.")) and dtype.endswith("Tensor"):
+            dtype = _LEGACY_DTYPES[dtype.split(".", 1)[1]]
+        return self.to(getattr(dtype, "dtype", dtype))
 
     def type_as(self, other) -> "Tensor":
         return self.to(other.dtype)
@@ -337,6 +340,18 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
 
     def bool(self) -> "Tensor":
         return self.to(dt.bool_)
+
+    def bfloat16(self) -> "Tensor":
+        return self.to(dt.bfloat16)
+
+    def short(self) -> "Tensor":
+        return self.to(dt.int16)
+
+    def char(self) -> "Tensor":
+        return self.to(dt.int8)
+
+    def byte(self) -> "Tensor":
+        return self.to(dt.uint8)
 
     # --- new tensors like this one ---------------------------------------------------------------
 
@@ -605,8 +620,13 @@ def _shape_arg(size) -> tuple:
     return shape
 
 
-_LEGACY_NAMES = {dt.bool_: "BoolTensor", dt.int32: "IntTensor", dt.int64: "LongTensor", dt.float16: "HalfTensor",
-                 dt.float32: "FloatTensor", dt.float64: "DoubleTensor"}
+_LEGACY_NAMES = {dt.bool_: "BoolTensor", dt.uint8: "ByteTensor", dt.int8: "CharTensor", dt.int16: "ShortTensor",
+                 dt.int32: "IntTensor", dt.int64: "LongTensor", dt.float16: "HalfTensor", dt.bfloat16: "BFloat16Tensor",
+                 dt.float32: "FloatTensor", dt.float64: "DoubleTensor", dt.uint16: "UInt16Tensor",
+                 dt.uint32: "UInt32Tensor", dt.uint64: "UInt64Tensor"}
+
+
+_LEGACY_DTYPES = {name: dtype for dtype, name in _LEGACY_NAMES.items()}
 
 
 def _rebuild(array, dtype_name, device, requires_grad):
@@ -620,15 +640,13 @@ def _infer_dtype(data) -> dt.DType:
     A numpy array (or numpy number) keeps its own dtype, widened to the nearest one gradlab has.
     """
     if isinstance(data, (np.ndarray, np.generic)):
-        kind = data.dtype.kind
-        if kind == "f":
-            return dt.as_dtype(data.dtype.name) if data.dtype.name in ("float16", "float32", "float64") else dt.float64
-        if kind in "iu":
-            return dt.int32 if data.dtype == np.int32 else dt.int64
-        if kind == "b":
-            return dt.bool_
+        name = data.dtype.name
+        if name in dt.NUMPY_NAMES:
+            return dt.as_dtype(name)
+        if data.dtype.kind == "f":  # longdouble
+            return dt.float64
         raise TypeError(f"can't convert a numpy array of dtype {data.dtype} to a gradlab tensor; "
-                        "supported: bool, int32, int64, float16, float32, float64")
+                        f"supported: {', '.join(sorted(dt.NUMPY_NAMES))}")
     kind = np.asarray(data).dtype.kind
     if kind in "uO" and _out_of_range_int(data, dt.int64) is not None:  # Python ints beyond int64
         kind = "f" if _has_float(data) else "i"  # ints alone: the conversion to int64 says which does not fit

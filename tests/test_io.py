@@ -195,8 +195,8 @@ def test_flat_safetensors_from_another_tool_loads_as_a_dict_of_tensors(tmp_path)
                                      metadata={"format": "pt"}))
     back = gl.load(path)
     assert list(back) == ["pixels", "half", "w"]
-    assert back["pixels"].tolist() == [[0, 1], [254, 255]] and back["pixels"].dtype is gl.int64  # widened from uint8
-    assert back["half"].dtype is gl.float32 and back["half"].tolist() == [1.0, -2.5, 3.140625]
+    assert back["pixels"].tolist() == [[0, 1], [254, 255]] and back["pixels"].dtype is gl.uint8
+    assert back["half"].dtype is gl.bfloat16 and back["half"].tolist() == [1.0, -2.5, 3.140625]
     assert back["w"].tolist() == [0.5, 1.5]
 
 

@@ -21,7 +21,7 @@ LAYERS = (
     ("backends", ("gradlab.dtypes", "gradlab.backends")),  # dtypes: the DType objects every backend maps
     ("autograd", ("gradlab.autograd",)),
     ("ops", ("gradlab.ops",)),
-    ("tensor", ("gradlab.tensor", "gradlab.creation", "gradlab.random", "gradlab.generator", "gradlab.printing",
+    ("tensor", ("gradlab.tensor", "gradlab.tensor_types", "gradlab.creation", "gradlab.random", "gradlab.generator", "gradlab.printing",
                 "gradlab.scalar", "gradlab.linalg", "gradlab.cuda")),
     ("nn/optim/data/io/training", ("gradlab.nn", "gradlab.optim", "gradlab.data", "gradlab.utils", "gradlab.io",
                                    "gradlab.training", "gradlab.jit")),

@@ -13,6 +13,7 @@ import itertools
 
 import numpy as np
 
+from .. import dtypes as dt
 from ..dtypes import DType
 
 PRIMITIVES = {
@@ -72,8 +73,15 @@ class Backend:
 
     # --- fused kernels with composed fallbacks -------------------------------------------------
 
+    def _in_float32(self, kernel, a, *args):
+        """A 16-bit float input computed in float32 and the result rounded back, as PyTorch does for sums."""
+        half = self.dtype_of(a)
+        return self.astype(kernel(self.astype(a, dt.float32), *args), half)
+
     def logsumexp(self, a, axis, keepdims):
         """log(sum(exp(a))) without overflow: subtract the maximum first."""
+        if self.dtype_of(a) in dt.HALF_DTYPES:
+            return self._in_float32(self.logsumexp, a, axis, keepdims)
         m = self.max(a, axis, True)
         m = self.where(self.isinf(m), self.zeros_like(m), m)
         s = self.log(self.sum(self.exp(self.sub(a, m)), axis, True))
@@ -82,11 +90,15 @@ class Backend:
 
     def softmax(self, a, axis):
         """exp(a - max) / sum(exp(a - max)): the maximum keeps exp from overflowing."""
+        if self.dtype_of(a) in dt.HALF_DTYPES:
+            return self._in_float32(self.softmax, a, axis)
         e = self.exp(self.sub(a, self.max(a, (axis,), True)))
         return self.div(e, self.sum(e, (axis,), True))
 
     def log_softmax(self, a, axis):
         """(a - max) - log(sum(exp(a - max))): shifting first keeps float32 digits for large logits."""
+        if self.dtype_of(a) in dt.HALF_DTYPES:
+            return self._in_float32(self.log_softmax, a, axis)
         shifted = self.sub(a, self.max(a, (axis,), True))
         return self.sub(shifted, self.log(self.sum(self.exp(shifted), (axis,), True)))
 

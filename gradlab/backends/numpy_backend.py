@@ -18,15 +18,23 @@ from .. import dtypes as dt
 from .contract import Backend, _taps
 from .host_memory import keep_freed_memory
 
-_NATIVE = {
-    dt.bool_: np.dtype(np.bool_),
-    dt.int32: np.dtype(np.int32),
-    dt.int64: np.dtype(np.int64),
-    dt.float16: np.dtype(np.float16),
-    dt.float32: np.dtype(np.float32),
-    dt.float64: np.dtype(np.float64),
-}
+class _Natives(dict):
+    """gradlab dtype -> numpy dtype. bfloat16's comes from ml_dtypes, imported the first time one is made."""
+
+    def __missing__(self, dtype):
+        if dtype is not dt.bfloat16:
+            raise KeyError(dtype)
+        native = dt.numpy_bfloat16()
+        self[dtype] = native
+        _FROM_NATIVE[native] = dtype
+        _HALF.add(native)
+        dt.register_native_dtypes({dtype: native})
+        return native
+
+
+_NATIVE = _Natives({d: np.dtype(d.name) for d in dt.ALL_DTYPES if d is not dt.bfloat16})
 _FROM_NATIVE = {v: k for k, v in _NATIVE.items()}
+_HALF = {np.dtype(np.float16)}  # computed in float32 where PyTorch accumulates (bfloat16 joins when loaded)
 dt.register_native_dtypes(_NATIVE)
 keep_freed_memory()  # training steps reuse freed memory instead of faulting fresh pages in each time
 
@@ -160,8 +168,8 @@ def _erf(a):
     """The error function: a fast float32-accurate kernel for float32 (and float16), exact otherwise."""
     if a.dtype == np.float32:
         return _float32_kernel(a, _erf_near, _ERF_EDGE, cdf=False)
-    if a.dtype == np.float16:
-        return _float32_kernel(a.astype(np.float32), _erf_near, _ERF_EDGE, cdf=False).astype(np.float16)
+    if a.dtype in _HALF:
+        return _float32_kernel(a.astype(np.float32), _erf_near, _ERF_EDGE, cdf=False).astype(a.dtype)
     return _erf_exact(a)
 
 
@@ -409,14 +417,26 @@ class NumpyBackend(Backend):
         return out
 
     # linear algebra
-    matmul = _ufunc(np.matmul)
+    _blas_matmul = _ufunc(np.matmul)
+
+    @staticmethod
+    def matmul(a, b):
+        if a.dtype in _HALF:  # BLAS has no 16-bit floats; PyTorch accumulates their products in float32 too
+            return np.matmul(a.astype(np.float32), b.astype(np.float32)).astype(a.dtype)
+        return NumpyBackend._blas_matmul(a, b)
 
     @staticmethod
     def matmul_into(a, b, out):  # fused kernel (see Backend.matmul_into): BLAS writes through out's strides
-        np.matmul(a, b, out=out)
+        if out.dtype in _HALF:
+            out[...] = NumpyBackend.matmul(a, b)
+        else:
+            np.matmul(a, b, out=out)
 
     @staticmethod
     def einsum(subscripts, *arrays):
+        if arrays[0].dtype in _HALF:  # as matmul: the products summed in float32
+            half = arrays[0].dtype
+            return NumpyBackend.einsum(subscripts, *(a.astype(np.float32) for a in arrays)).astype(half)
         return np.asarray(np.einsum(subscripts, *arrays, optimize=len(arrays) > 2))
 
     # fused kernels (the rest use the composed fallbacks of the contract)
@@ -424,14 +444,16 @@ class NumpyBackend(Backend):
         """Φ(a) for float32 from its own polynomial (the kernel of erf, in x rather than x/√2)."""
         if a.dtype == np.float32:
             return _float32_kernel(a, _ndtr_near, _NDTR_EDGE, cdf=True)
-        if a.dtype == np.float16:
-            return _float32_kernel(a.astype(np.float32), _ndtr_near, _NDTR_EDGE, cdf=True).astype(np.float16)
+        if a.dtype in _HALF:
+            return _float32_kernel(a.astype(np.float32), _ndtr_near, _NDTR_EDGE, cdf=True).astype(a.dtype)
         return Backend.ndtr(self, a)
 
     @staticmethod
     def softmax(a, axis):
         """exp(a - max) / sum in one new array: the shift makes it, exp and the scaling work in place.
         Along the last axis einsum sums the rows several times faster than np.sum does."""
+        if a.dtype in _HALF:  # the sum of the row in float32, as PyTorch computes a 16-bit softmax
+            return NumpyBackend.softmax(a.astype(np.float32), axis).astype(a.dtype)
         with np.errstate(invalid="ignore"):  # a row of -inf gives NaN, as the composed kernel does
             e = np.subtract(a, np.max(a, axis=axis, keepdims=True))
             np.exp(e, out=e)

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from .. import dtypes as dt
 from .reading import MAX_HEADER_BYTES, Damaged, json_header, read_exactly, remaining_bytes
 from .structure import MANIFEST, Unsupported, decode, encode, place, reference, stored_value, where
 
@@ -56,12 +57,15 @@ def to_bytes(obj) -> bytes:
             metadata[claim(path)] = value if isinstance(value, str) else json.dumps(value)
 
     root = encode(obj, (), store)
+    bfloat16_keys = set()  # their 16-bit patterns were stored as uint16: the header says BF16
+    decode(root, lambda node: bfloat16_keys.add(reference(node)) if node.get("dtype") == "bfloat16" else None)
     leaves(root, ())
     metadata[MANIFEST] = json.dumps({"format": "gradlab", "version": 1, "root": root}, allow_nan=False)
     header, chunks, offset = {"__metadata__": metadata}, [], 0
     for key, array in arrays.items():
         data = np.ascontiguousarray(array, array.dtype.newbyteorder("<")).tobytes()
-        header[key] = {"dtype": _NAMES[array.dtype.newbyteorder("=")], "shape": list(array.shape),
+        code = "BF16" if key in bfloat16_keys else _NAMES[array.dtype.newbyteorder("=")]
+        header[key] = {"dtype": code, "shape": list(array.shape),
                        "data_offsets": [offset, offset + len(data)]}
         chunks.append(data)
         offset += len(data)
@@ -146,10 +150,17 @@ def _check_tiling(entries, name: str) -> int:
 
 
 def _array(data: bytearray, code: str, shape: tuple, begin: int, end: int) -> np.ndarray:
-    """One tensor's values: a view of the data where the layout allows (little-endian on this machine)."""
+    """One tensor's values: a view of the data where the layout allows (little-endian on this machine).
+
+    BF16 becomes a bfloat16 tensor where ml_dtypes is installed, else it is widened (exactly) to float32.
+    """
     chunk = memoryview(data)[begin:end]
     if code == "BF16":
-        array = (np.frombuffer(chunk, "<u2").astype(np.uint32) << 16).view(np.float32)
+        bits = np.frombuffer(chunk, "<u2").astype(np.uint16, copy=False)
+        try:
+            array = bits.view(dt.numpy_bfloat16())
+        except ImportError:
+            array = (bits.astype(np.uint32) << 16).view(np.float32)
     else:
         array = np.frombuffer(chunk, _CODES[code])
         array = array.astype(array.dtype.newbyteorder("="), copy=False)

@@ -38,7 +38,10 @@ def encode(obj, path, store):
     if isinstance(obj, float):
         return obj if math.isfinite(obj) else {"float": repr(obj)}
     if isinstance(obj, Tensor):
-        node = {"tensor": store(obj.detach().numpy(), path), "dtype": obj.dtype.name, "device": str(obj.device)}
+        array = obj.detach().numpy()
+        if obj.dtype is dt.bfloat16:  # numpy has no bfloat16 of its own: its 16-bit patterns go to disk
+            array = array.view(np.uint16)
+        node = {"tensor": store(array, path), "dtype": obj.dtype.name, "device": str(obj.device)}
         if obj.requires_grad:
             node["requires_grad"] = True
         return node
@@ -77,6 +80,8 @@ def place(array, node, map_location):
     """A tensor holding ``array`` with the dtype, device and requires_grad the node recorded."""
     saved = node.get("device", "cpu")
     dtype = dt.as_dtype(node["dtype"]) if "dtype" in node else None
+    if dtype is dt.bfloat16 and array.dtype == np.uint16:
+        array = array.view(dt.numpy_bfloat16())
     if callable(map_location):
         moved = map_location(as_tensor(array, dtype, "cpu"), saved)
         t = moved if moved is not None else place(array, node, None)

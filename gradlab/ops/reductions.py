@@ -71,8 +71,8 @@ def _data_as(x, dtype):
 
 
 def _summing_dtype(dtype):
-    """float16 sums run in float32 (as PyTorch's do): 2048 + 1 is already 2048 in float16."""
-    return dt.float32 if dtype is dt.float16 else dtype
+    """16-bit float sums run in float32 (as PyTorch's do): 2048 + 1 is already 2048 in float16."""
+    return dt.accumulation_dtype(dtype)
 
 
 def _empty_error(op: str, x, dim, unspecified=RuntimeError):
