@@ -4,12 +4,13 @@ The names follow PyTorch: ``gradlab.tensor``, ``gradlab.zeros``, ``x.backward()`
 Importing gradlab needs numpy alone; the optional backends and the lab load when first used.
 """
 
-from . import autograd
+from . import autograd, return_types
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .backends.device import Device as device
 from .backends.device import set_default_device
 from .creation import (arange, as_tensor, empty, empty_like, eye, from_numpy, full, full_like, linspace, ones,
                        ones_like, tensor, zeros, zeros_like)
+from .creation import tril_indices, triu_indices
 from .dtypes import (DType as dtype, bool_ as bool, float16, float32, float64, get_default_dtype, int32, int64,
                      set_default_dtype)
 from .dtypes import float16 as half, float32 as float, float64 as double, int32 as int, int64 as long
