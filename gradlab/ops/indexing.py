@@ -125,24 +125,23 @@ class ScatterReduce(Function):
     def backward(ctx, grad):
         x, src, out = ctx.saved_tensors
         index, reduce, include_self = ctx.index, ctx.reduce, ctx.include_self
-        untouched_only = None if include_self else grad._wrap(ctx.touched)
+        touched = None if include_self else grad._wrap(ctx.touched)
         if reduce in ("sum", "mean"):
             if reduce == "mean":
                 grad = grad / grad._wrap(ctx.count).to(grad.dtype)
-            grad_x = grad if include_self else grad.masked_fill(untouched_only, 0.0)
+            grad_x = grad if include_self else grad.masked_fill(touched, 0.0)
             grad_src = GetItem.apply(grad, index)
         elif reduce == "prod":
             grad_x, grad_src = _prod_grads(grad, x, src, out, index, include_self)
         else:
-            self_is = x == out
-            if not include_self:
-                self_is = self_is.logical_and(untouched_only.logical_not())
-            src_is = src == GetItem.apply(out, index)
+            # PyTorch's tie rule: g is shared by every element equal to the result, x's own value counted
+            # among them even with include_self=False (where x then gets none of it)
+            self_is, src_is = x == out, src == GetItem.apply(out, index)
             ties = ScatterReduce.apply(self_is.to(grad.dtype), index, src_is.to(grad.dtype), "sum", True)
             shared = grad / ties
             grad_x, grad_src = shared * self_is, GetItem.apply(shared, index) * src_is
-        if not include_self and reduce == "prod":
-            grad_x = grad_x.masked_fill(untouched_only, 0.0)
+        if not include_self and reduce in ("prod", "amax", "amin"):
+            grad_x = grad_x.masked_fill(touched, 0.0)
         return grad_x, None, grad_src, None, None
 
 
@@ -497,6 +496,8 @@ def scatter(input, dim, index, src=None, *, value=None, reduce=None):
         raise RuntimeError(f"scatter(): reduce argument must be either add or multiply, got {reduce!r}")
     full, src = _gather_scatter_args("scatter", input, dim, index, src)
     if reduce is not None:
+        if not isinstance(src, TrackedTensor):  # one value for every index
+            src = input.new_full(index.shape, src)
         return _apply("scatter", ScatterReduce, input, full, src, _SCATTER_REDUCE[reduce], True)
     return _apply("scatter", IndexPut, input, full, src)
 
