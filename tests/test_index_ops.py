@@ -32,6 +32,7 @@ FORWARD = [
                                                                       np.array([5.0, 6.0]))),
     ("index_put accumulate", lambda m, x, i, v: x.index_put((i,), v, accumulate=True), (A, np.array([1, 1, 0]),
                                                                                        SRC[:3])),
+    ("torch.index_put_", lambda m, x, i, v: m.index_put_(x, (i,), v), (A, np.array([1, 1]), SRC[:2])),
     ("index_put mask", lambda m, x, mask: x.index_put((mask,), m.tensor(0.0, dtype=m.float64)), (A, A > 0)),
     ("scatter reduce=add", lambda m, x, i, s: m.scatter(x, 0, i, s, reduce="add"), (A, SCATTER_INDEX, SRC)),
     ("scatter reduce=multiply", lambda m, x, i, s: x.scatter(0, i, s, reduce="multiply"), (A, SCATTER_INDEX, SRC)),

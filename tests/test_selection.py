@@ -74,6 +74,12 @@ FORWARD = [
     ("fill_diagonal_ wrap", lambda m, x: x.fill_diagonal_(1.0, wrap=True), (np.zeros((7, 3)),)),
     ("fill_diagonal_ wide", lambda m, x: x.fill_diagonal_(2.0), (np.zeros((2, 4)),)),
     ("fill_diagonal_ cube", lambda m, x: x.fill_diagonal_(3.0), (np.zeros((3, 3, 3)),)),
+    ("select_copy", lambda m, x: m.select_copy(x, 1, -1), (A,)),
+    ("slice_copy", lambda m, x: m.slice_copy(x, 1, 1, 4, 2), (A,)),
+    ("diagonal_copy", lambda m, x: m.diagonal_copy(x, 1, 2, 0), (B,)),
+    ("unravel_index", lambda m, i: m.unravel_index(i, (2, 3)), (np.array([4, 1, 5]),)),
+    ("unravel_index 0-d, 4 dims", lambda m, i: m.unravel_index(i, (10, 10, 10, 10)), (np.array([[1234], [5678]]),)),
+    ("unravel_index int shape", lambda m, i: m.unravel_index(i, 6), (np.array(5),)),
     ("tril_indices", lambda m: m.tril_indices(3, 4, 1), ()),
     ("triu_indices", lambda m: m.triu_indices(4, 3, -1), ()),
     ("tril_indices empty", lambda m: m.tril_indices(0, 3), ()),
@@ -97,6 +103,19 @@ def test_against_numpy():
     rows, cols = gl.triu_indices(4, 5, 1)
     assert_close(rows, np.triu_indices(4, 1, 5)[0])
     assert_close(cols, np.triu_indices(4, 1, 5)[1])
+
+
+def test_the_copy_forms_are_not_views():
+    x = gl.tensor(A)
+    for copy in (gl.select_copy(x, 0, 1), gl.slice_copy(x, 1, 0, 2), gl.diagonal_copy(x)):
+        copy.fill_(0.0)
+    assert_close(x, A)
+
+
+def test_unravel_index_against_numpy():
+    flat = np.array([[0, 7], [23, 11]])
+    for ours, expected in zip(gl.unravel_index(gl.tensor(flat), (2, 3, 4)), np.unravel_index(flat, (2, 3, 4))):
+        assert_close(ours, expected)
 
 
 def test_diagonal_is_a_view():
@@ -211,6 +230,12 @@ def test_in_place_forms_write_into_the_tensor():
      r"fill_diagonal_\(\): all dimensions of input must be of equal length"),
     (lambda: gl.zeros(3).fill_diagonal_(1.0), RuntimeError, r"fill_diagonal_\(\): dimensions must larger than 1"),
     (lambda: gl.tril_indices(-1, 3), RuntimeError, r"tril_indices: row must be non-negative, got -1"),
+    (lambda: gl.unravel_index(gl.tensor([6]), (2, 3)), IndexError,
+     r"unravel_index\(\): index 6 is out of bounds for a tensor of shape \(2, 3\) \(6 elements\); indices must be in \[0, 5\]"),
+    (lambda: gl.unravel_index(gl.tensor([-1]), (2, 3)), IndexError, r"unravel_index\(\): index -1 is out of bounds"),
+    (lambda: gl.unravel_index(gl.tensor([1.0]), (2, 3)), TypeError, r"expected 'indices' to be integer dtype"),
+    (lambda: gl.unravel_index(gl.tensor([1]), (2, -3)), RuntimeError, r"'shape' cannot have negative values"),
+    (lambda: gl.slice_copy(gl.tensor(A), 0, 0, 2, 0), RuntimeError, r"slice_copy\(\): slice step must be positive"),
 ])
 def test_errors(call, error, message):
     with pytest.raises(error, match=message):

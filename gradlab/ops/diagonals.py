@@ -65,6 +65,11 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
     return Diagonal.apply(input, offset, d1, d2)
 
 
+def diagonal_copy(input, offset=0, dim1=0, dim2=1):
+    """diagonal, copied out: a tensor of its own rather than a view."""
+    return diagonal(input, offset, dim1, dim2).clone()
+
+
 def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
     """A copy of input with src on its offset-th diagonal of dims dim1 and dim2 (src shaped like that diagonal)."""
     d1, d2 = _dims("diagonal_scatter", input, dim1, dim2)

@@ -582,6 +582,11 @@ def index_put(input, indices, values, accumulate=False):
     return _apply("index_put", IndexAdd if accumulate else IndexPut, input, key, values)
 
 
+def index_put_(input, indices, values, accumulate=False):
+    """index_put written into input itself (torch.index_put_)."""
+    return input.index_put_(indices, values, accumulate)
+
+
 def _tensor_arg(op, name, value):
     if not isinstance(value, TrackedTensor):
         raise TypeError(f"{op}(): argument '{name}' must be a Tensor, not {type(value).__name__}")
