@@ -449,15 +449,18 @@ def _index_along_args(op, input, dim, index, source=None, negative_ok=False):
             raise RuntimeError(f"{op}(): self ({input.dtype.name}) and source ({source.dtype.name}) must have the same "
                                f"scalar type; convert source with .to(gradlab.{input.dtype.name})")
         wanted = input.shape[:dim] + (data.shape[0],) + input.shape[dim + 1:]
-        if input.ndim == 0:
-            wanted = ()
-        if tuple(source.shape) != tuple(wanted) and not (source.ndim == 0 and data.shape[0] == 1 and not input.ndim):
+        if tuple(source.shape) != tuple(wanted):
             raise RuntimeError(f"{op}(): source {describe(source)} does not fit: it needs shape {shape_str(wanted)}, "
                                f"self's shape with dimension {dim} of size {data.shape[0]} (the number of indices)")
-    _check_bounds(op, input, data, dim, input.shape[dim] if input.ndim else 1, negative_ok)
-    if input.ndim == 0:
-        return (backend.reshape(data, ()),) if data.shape[0] == 1 else (data,)
+    _check_bounds(op, input, data, dim, input.shape[dim], negative_ok)
     return (slice(None),) * dim + (data,)
+
+
+def _one_element(function, input, dim, index, source, *rest, **options):
+    """function on a 0-d input, which PyTorch indexes as one element along dim 0: run it on shape (1,)."""
+    normalize_dim(function.__name__, dim, 0)
+    source = source.reshape(-1) if isinstance(source, TrackedTensor) and function is not index_fill else source
+    return function(input.reshape(1), 0, index.reshape(-1), source, *rest, **options).reshape(())
 
 
 # --- the functional forms ----------------------------------------------------------------------
@@ -465,13 +468,15 @@ def _index_along_args(op, input, dim, index, source=None, negative_ok=False):
 
 def index_select(input, dim, index):
     """The slices input[..., i, ...] along dim for each i in the 1-D index, in that order."""
+    if input.ndim == 0 and isinstance(index, TrackedTensor):
+        return index_select(input.reshape(1), normalize_dim("index_select", dim, 0), index.reshape(-1)).reshape(())
     dim = normalize_dim("index_select", dim, input.ndim)
     data = _index_data("index_select", input, index)
     if index.ndim > 1:
         raise IndexError(f"index_select(): Index is supposed to be a vector, got {describe(index)}")
     if index.ndim == 0:
         data = input.device.backend.reshape(data, (1,))
-    _check_bounds("index_select", input, data, dim, input.shape[dim] if input.ndim else 1)
+    _check_bounds("index_select", input, data, dim, input.shape[dim])
     return _apply("index_select", GetItem, input, (slice(None),) * dim + (data,))
 
 
@@ -544,12 +549,16 @@ def take_along_dim(input, indices, dim=None):
 
 def index_add(input, dim, index, source, *, alpha=1):
     """A copy of input with alpha * source[..., i, ...] added at input[..., index[i], ...]; repeats add up."""
+    if input.ndim == 0:
+        return _one_element(index_add, input, dim, index, source, alpha=alpha)
     full = _index_along_args("index_add", input, dim, index, _tensor_arg("index_add", "source", source))
     return _apply("index_add", IndexAdd, input, full, source if alpha == 1 else source * alpha)
 
 
 def index_copy(input, dim, index, source):
     """A copy of input with input[..., index[i], ...] = source[..., i, ...]."""
+    if input.ndim == 0:
+        return _one_element(index_copy, input, dim, index, source)
     full = _index_along_args("index_copy", input, dim, index, _tensor_arg("index_copy", "source", source))
     return _apply("index_copy", IndexPut, input, full, source)
 
@@ -558,6 +567,8 @@ def index_fill(input, dim, index, value):
     """A copy of input with value (a number or 0-d tensor) in the slices index picks along dim."""
     if isinstance(value, TrackedTensor) and value.ndim != 0:
         raise RuntimeError(f"index_fill(): only supports a 0-dimensional value tensor, but got {describe(value)}")
+    if input.ndim == 0:
+        return _one_element(index_fill, input, dim, index, value)
     full = _index_along_args("index_fill", input, dim, index, negative_ok=True)
     return _apply("index_fill", IndexPut, input, full, value)
 
@@ -567,6 +578,8 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True):
     'prod', 'mean', 'amax' or 'amin'."""
     if reduce not in _REDUCTIONS[1:]:
         raise RuntimeError(f"index_reduce(): reduce argument must be one of prod, mean, amax, amin, got {reduce!r}")
+    if input.ndim == 0:
+        return _one_element(index_reduce, input, dim, index, source, reduce, include_self=include_self)
     full = _index_along_args("index_reduce", input, dim, index, _tensor_arg("index_reduce", "source", source))
     return _apply("index_reduce", ScatterReduce, input, full, source, reduce, include_self)
 
