@@ -85,13 +85,13 @@ def _not_nan_count(x, axis):
 # --- sort, argsort, msort, topk --------------------------------------------------------------------
 
 
-def sort(input, dim=-1, descending=False, stable=False):
+def sort(input, dim=-1, descending=False, *, stable=False):
     """(values, indices): input sorted along dim and where each value came from; always stable."""
     x, axis, scalar = _rows("sort", input, dim)
     return _result(return_types.sort, x, axis, _order(x, axis, descending), scalar)
 
 
-def argsort(input, dim=-1, descending=False, stable=False):
+def argsort(input, dim=-1, descending=False, *, stable=False):
     """The positions that sort input along dim (sort(...).indices); equal values keep their order."""
     x, axis, scalar = _rows("argsort", input, dim)
     order = x._wrap(_order(x, axis, descending))
@@ -225,7 +225,7 @@ def _q_array(op, input, q):
             raise RuntimeError(f"{op}() q must be a scalar or 1D tensor, got {describe(q)}")
         if q.dtype is not input.dtype:
             raise RuntimeError(f"{op}() q tensor must be same dtype as the input tensor: q is {describe(q)}, "
-                               f"input is {describe(input)}; convert q with .to({input.dtype})")
+                               f"input is {describe(input)}; convert q with .to(gradlab.{input.dtype.name})")
         data = q.array
     elif isinstance(q, (int, float)) and not isinstance(q, bool):
         data = backend.asarray(q, input.dtype)
@@ -257,20 +257,20 @@ def _quantile(op, input, q, dim, keepdim, interpolation, ignore_nan):
     rank = backend.copy(backend.broadcast_to(rank, many.shape[:1] + kept))
     if interpolation == "nearest":
         rank = backend.round(rank)  # half to even, as torch.round
-    below = backend.maximum(backend.floor(rank), 0)
-    above = backend.minimum(backend.ceil(rank), n - 1)
+    below = backend.maximum(backend.floor(rank), 0)  # an all-NaN slice (nanquantile) has rank -q
+    above = backend.maximum(backend.minimum(backend.ceil(rank), n - 1), 0)
     values = values.unsqueeze(0).expand((many.shape[0],) + values.shape)
     low = _pick(values, axis + 1, backend.astype(below, int64))
     if interpolation in ("lower", "nearest"):
         out = low
     else:
-        high = _pick(values, axis + 1, backend.astype(backend.maximum(above, 0), int64))
+        high = _pick(values, axis + 1, backend.astype(above, int64))
         if interpolation == "higher":
             out = high
         else:
             weight = 0.5 if interpolation == "midpoint" else x._wrap(backend.astype(backend.sub(rank, below), x.dtype))
             out = low + (high - low) * weight
-    if not ignore_nan and x.dtype.is_floating_point:  # one NaN makes the slice's quantiles NaN
+    if not ignore_nan:  # one NaN makes the slice's quantiles NaN
         has_nan = backend.any(backend.isnan(x.array), (axis,), True)
         out = out.masked_fill(x._wrap(backend.broadcast_to(has_nan, out.shape)), float("nan"))
     if dim is None:
