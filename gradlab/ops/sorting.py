@@ -268,8 +268,9 @@ def _quantile(op, input, q, dim, keepdim, interpolation, ignore_nan):
         if interpolation == "higher":
             out = high
         else:
-            weight = 0.5 if interpolation == "midpoint" else x._wrap(backend.astype(backend.sub(rank, below), x.dtype))
-            out = low + (high - low) * weight
+            weight = backend.full(rank.shape, 0.5, x.dtype) if interpolation == "midpoint" else \
+                backend.astype(backend.sub(rank, below), x.dtype)
+            out = low + (high - low) * x._wrap(weight)
     if not ignore_nan:  # one NaN makes the slice's quantiles NaN
         has_nan = backend.any(backend.isnan(x.array), (axis,), True)
         out = out.masked_fill(x._wrap(backend.broadcast_to(has_nan, out.shape)), float("nan"))
