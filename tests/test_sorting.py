@@ -366,7 +366,7 @@ def test_stable_sort_matches_numpy_and_torch(data, descending):
         np.testing.assert_array_equal(result.values.numpy(), expected.values.numpy())
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(FLOATS_WITH_TIES_AND_NAN)
 def test_order_statistics_match_torch_values(data):
     x, n = gl.tensor(data), data.shape[1]
