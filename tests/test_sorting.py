@@ -3,6 +3,9 @@ nanquantile, cummax, cummin, unique, unique_consecutive, searchsorted, bucketize
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
 from helpers import assert_close, leaf, randn, requires_torch, torch
 
 import gradlab as gl
@@ -345,10 +348,6 @@ def test_searchsorted_and_bucketize_errors():
 
 
 # --- properties on random inputs -----------------------------------------------------------------
-
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-from hypothesis.extra.numpy import arrays  # noqa: E402
 
 FLOATS_WITH_TIES_AND_NAN = arrays(np.float64, st.tuples(st.integers(1, 4), st.integers(1, 8)),
                                   elements=st.sampled_from([-1.0, 0.0, 0.5, 2.0, NAN]))

@@ -60,7 +60,7 @@ def nonzero_static(input, *, size, fill_value=-1):
     """nonzero with exactly size rows: cut off, or padded with fill_value."""
     found = nonzero(input)
     backend = input.device.backend
-    rows = found.array[:size]
+    rows = backend.getitem(found.array, (slice(0, size),))
     if rows.shape[0] < size:
         padding = backend.full((size - rows.shape[0], rows.shape[1]), fill_value, int64)
         rows = backend.concatenate([rows, padding], 0)

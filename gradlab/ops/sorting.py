@@ -322,7 +322,8 @@ def _unique(op, input, sort_rows, return_inverse, return_counts, dim):
     order = _lexsort_rows(backend, rows) if sort_rows else backend.arange(0, n, 1, int64)
     ordered = backend.getitem(rows, (order,))
     # a new group starts where a row differs from the row before it (NaN != NaN: NaNs stay apart)
-    differs = backend.any(backend.ne(ordered[1:], ordered[:-1]), (1,), False)
+    differs = backend.any(backend.ne(backend.getitem(ordered, (slice(1, None),)),
+                                     backend.getitem(ordered, (slice(0, -1),))), (1,), False)
     starts = backend.concatenate([backend.full((min(n, 1),), True, bool_), differs], 0)
     kept = backend.getitem(ordered, (starts,))
     if dim is None:
@@ -338,7 +339,7 @@ def _unique(op, input, sort_rows, return_inverse, return_counts, dim):
         results.append(input._wrap(backend.reshape(inverse, input.shape if dim is None else (n,))))
     if return_counts:
         first = backend.getitem(backend.arange(0, n, 1, int64), (starts,))
-        ends = backend.concatenate([first[1:], backend.full((min(n, 1),), n, int64)], 0)
+        ends = backend.concatenate([backend.getitem(first, (slice(1, None),)), backend.full((min(n, 1),), n, int64)], 0)
         results.append(input._wrap(backend.sub(ends, first)))
     return results[0] if len(results) == 1 else tuple(results)
 
