@@ -304,11 +304,13 @@ def test_kthvalue_k_out_of_range():
         gl.kthvalue(gl.tensor([1.0, 2, 3]), 0)
 
 
-def test_median_and_mode_of_an_empty_dim():
+def test_median_mode_and_kthvalue_of_an_empty_dim():
     with pytest.raises(IndexError, match=r"median\(\): Expected reduction dim 1 to have non-zero size"):
         gl.median(gl.zeros(2, 0), 1)
     with pytest.raises(IndexError, match=r"mode\(\): Expected reduction dim 1 to have non-zero size"):
         gl.mode(gl.zeros(2, 0), 1)
+    with pytest.raises(IndexError, match=r"kthvalue\(\): Expected reduction dim -1 to have non-zero size"):
+        gl.kthvalue(gl.zeros(0), 1)
 
 
 def test_dim_must_be_an_int():

@@ -121,6 +121,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
 def kthvalue(input, k, dim=-1, keepdim=False):
     """(values, indices) of the k-th smallest element along dim (k counts from 1)."""
     x, axis, scalar = _rows("kthvalue", input, dim)
+    _nonempty("kthvalue", x, axis, dim)
     n = x.shape[axis]
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= n:
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {dim}: k={k!r} but "
