@@ -385,20 +385,18 @@ def _out_of_bounds(op, index, dim, size):
     return IndexOutOfBoundsError(f"{op}: index {index} is out of bounds for dimension {dim} with size {size}")
 
 
-def _check_bounds(op, x, data, dim, size, negative_ok=False):
-    """Raise PyTorch's error for an index outside [0, size) ([-size, size) where negatives count from the end).
+def _refuse_negative(op, x, data, dim, size):
+    """Raise PyTorch's error for a negative index where PyTorch does not count from the end.
 
-    numpy would wrap a negative index around silently, so the check comes before any value is read or written.
+    numpy would wrap it around silently, so this comes before any value is read or written; an index
+    that is too large the backend refuses itself, and ``_apply`` says which one it was.
     """
     backend = x.device.backend
-    if 0 in data.shape:
-        return
-    low = -size if negative_ok else 0
-    for end in (backend.min(data), backend.max(data)):
-        value = int(backend.to_numpy(end))
-        if not low <= value < size:
-            hint = "" if negative_ok or value >= 0 else "; negative indices are not counted from the end here"
-            raise IndexOutOfBoundsError(f"{op}: index {value} is out of bounds for dimension {dim} with size {size}{hint}")
+    if 0 not in data.shape:
+        low = int(backend.to_numpy(backend.min(data)))
+        if low < 0:
+            raise IndexOutOfBoundsError(f"{op}: index {low} is out of bounds for dimension {dim} with size {size}; "
+                                        "negative indices are not counted from the end here")
 
 
 def _along(x, sizes, dim, index) -> tuple:
@@ -432,7 +430,7 @@ def _gather_scatter_args(op, input, dim, index, src=None):
     elif not fits:
         raise RuntimeError(f"{op}(): Expected index {list(index.shape)} to be no larger than self "
                            f"{list(input.shape)} apart from dimension {dim}")
-    _check_bounds(op, input, data, dim, input.shape[dim] if input.ndim else 1)
+    _refuse_negative(op, input, data, dim, input.shape[dim] if input.ndim else 1)
     return _along(input, index.shape, dim, data), src
 
 
@@ -452,7 +450,8 @@ def _index_along_args(op, input, dim, index, source=None, negative_ok=False):
         if tuple(source.shape) != tuple(wanted):
             raise RuntimeError(f"{op}(): source {describe(source)} does not fit: it needs shape {shape_str(wanted)}, "
                                f"self's shape with dimension {dim} of size {data.shape[0]} (the number of indices)")
-    _check_bounds(op, input, data, dim, input.shape[dim], negative_ok)
+    if not negative_ok:
+        _refuse_negative(op, input, data, dim, input.shape[dim])
     return (slice(None),) * dim + (data,)
 
 
@@ -476,7 +475,7 @@ def index_select(input, dim, index):
         raise IndexError(f"index_select(): Index is supposed to be a vector, got {describe(index)}")
     if index.ndim == 0:
         data = input.device.backend.reshape(data, (1,))
-    _check_bounds("index_select", input, data, dim, input.shape[dim])
+    _refuse_negative("index_select", input, data, dim, input.shape[dim])
     return _apply("index_select", GetItem, input, (slice(None),) * dim + (data,))
 
 
@@ -543,7 +542,7 @@ def take_along_dim(input, indices, dim=None):
         broadcast_shapes(input.shape[:dim] + input.shape[dim + 1:], indices.shape[:dim] + indices.shape[dim + 1:])
     except ShapeError as error:
         raise ShapeError(f"{op}: input and indices must broadcast apart from dimension {dim}: {error}") from None
-    _check_bounds(op, input, data, dim, input.shape[dim])
+    _refuse_negative(op, input, data, dim, input.shape[dim])
     return _apply(op, GetItem, input, _along(input, input.shape, dim, data))
 
 
