@@ -12,13 +12,14 @@ from .dtypes import (DType as dtype, bfloat16, bool_ as bool, can_cast, finfo, f
 from .dtypes import float16 as half, float32 as float, float64 as double, int16 as short, int32 as int, int64 as long
 from .backends.device import Device as device
 from .backends.device import set_default_device
+from . import return_types
 from . import autograd
 from .autograd import enable_grad, gradcheck as _gradcheck, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .ops.functional import *  # noqa: F401,F403  (gradlab.exp, gradlab.matmul, ... as in torch)
 from .tensor import Tensor, is_floating_point, is_tensor, numel
 from .tensor_types import *  # noqa: F401,F403  (gradlab.FloatTensor, gradlab.LongTensor, ... as in torch)
 from .creation import (arange, as_tensor, empty, empty_like, eye, from_numpy, full, full_like, linspace, ones,
-                       ones_like, tensor, zeros, zeros_like)
+                       ones_like, tensor, tril_indices, triu_indices, zeros, zeros_like)
 from .random import (Generator, initial_seed, manual_seed, multinomial, normal, rand, rand_like, randint, randn,
                      randn_like, randperm, seed)
 from .scalar import Scalar

@@ -21,6 +21,7 @@ from .generator import generator_rng, multinomial
 from .ops._common import describe, normalize_dim, shape_str
 from .ops.activations import ActivationMethods
 from .ops.arithmetic import ArithmeticMethods
+from .ops.diagonals import DiagonalMethods
 from .ops.conversion import Cast, Clone, Fill, ToDevice
 from .ops.elementwise import ElementwiseMethods
 from .ops.indexing import IndexingMethods
@@ -28,6 +29,8 @@ from .ops.linalg import LinalgMethods
 from .ops.reductions import ReductionMethods
 from .ops.repeat import RepeatMethods
 from .ops.shape import ShapeMethods
+from .ops.selection import SelectionMethods
+from .ops.sorting import SortingMethods
 from .printing import format_tensor
 
 _new = object.__new__
@@ -35,7 +38,7 @@ _NATIVE_TO_DTYPE = dt.NATIVE_TO_DTYPE
 
 
 class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMethods, ReductionMethods, ShapeMethods,
-             IndexingMethods, LinalgMethods, RepeatMethods):
+             IndexingMethods, LinalgMethods, RepeatMethods, SortingMethods, SelectionMethods, DiagonalMethods):
     """A multi-dimensional array that can remember how it was computed.
 
     ``array`` is the backend's array (a numpy ndarray on 'cpu'); ``device`` says which backend.

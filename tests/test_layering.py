@@ -18,7 +18,7 @@ GRADLAB = pathlib.Path(__file__).resolve().parent.parent / "gradlab"
 
 # Bottom first. A module belongs to the layer of the longest prefix below that names it.
 LAYERS = (
-    ("backends", ("gradlab.dtypes", "gradlab.backends")),  # dtypes: the DType objects every backend maps
+    ("backends", ("gradlab.dtypes", "gradlab.return_types", "gradlab.backends")),  # dtypes: the DType objects every backend maps
     ("autograd", ("gradlab.autograd",)),
     ("ops", ("gradlab.ops",)),
     ("tensor", ("gradlab.tensor", "gradlab.tensor_types", "gradlab.creation", "gradlab.random", "gradlab.generator", "gradlab.printing",

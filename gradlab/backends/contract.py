@@ -41,6 +41,8 @@ PRIMITIVES = {
     "sum prod max min all any": "reductions",
     "argmax argmin": "index of the largest/smallest value along one axis (or of the flattened array)",
     "cumsum cumprod": "running sum/product along one axis",
+    "cummax cummin": "running max/min along one axis (a NaN, once met, stays)",
+    "argsort": "the positions that sort one axis ascending: stable (equal values keep their order), NaN last",
     # movement: views where the array type allows them
     "reshape": "same data, new shape (a view when the layout allows)",
     "permute": "axes reordered (a view)",
@@ -49,6 +51,8 @@ PRIMITIVES = {
     "setitem": "write values into an indexed region, in place",
     "add_at": "a[index] += values, in place, adding repeated indices (the gradient of indexing)",
     "positions_in_base": "for each element of a view, the row-major index of the base element it shares memory with",
+    "multiply_at maximum_at minimum_at": "a[index] *= / max= / min= values, in place, each repeated index in turn",
+    "diagonal": "the diagonal of two axes as a writable view, its length the last axis",
     "concatenate stack": "join arrays along an existing / a new axis",
     "flip roll pad": "reverse, rotate and pad along axes",
     "take_along_axis": "gather values along one axis by an index array",

@@ -295,6 +295,18 @@ class NumpyBackend(Backend):
     def cumprod(a, axis):
         return np.cumprod(a, axis=axis)
 
+    @staticmethod
+    def cummax(a, axis):
+        return np.maximum.accumulate(a, axis=axis)
+
+    @staticmethod
+    def cummin(a, axis):
+        return np.minimum.accumulate(a, axis=axis)
+
+    @staticmethod
+    def argsort(a, axis):
+        return np.argsort(a, axis=axis, kind="stable")
+
     # movement
     @staticmethod
     def reshape(a, shape):
@@ -344,6 +356,30 @@ class NumpyBackend(Backend):
 
         through(base)[...] = np.arange(base.size).reshape(base.shape)
         return through(view).copy()
+
+    @staticmethod
+    def multiply_at(a, index, values):
+        np.multiply.at(a, index, values)
+
+    @staticmethod
+    def maximum_at(a, index, values):
+        np.maximum.at(a, index, values)
+
+    @staticmethod
+    def minimum_at(a, index, values):
+        np.minimum.at(a, index, values)
+
+    @staticmethod
+    def diagonal(a, offset, axis1, axis2):
+        # np.diagonal's view is read-only; the same strides through as_strided give a writable one
+        start = [slice(None)] * a.ndim
+        start[axis2 if offset >= 0 else axis1] = slice(abs(offset), None)
+        a = a[tuple(start)]
+        length = max(0, min(a.shape[axis1], a.shape[axis2]))
+        keep = [i for i in range(a.ndim) if i not in (axis1, axis2)]
+        shape = tuple(a.shape[i] for i in keep) + (length,)
+        strides = tuple(a.strides[i] for i in keep) + (a.strides[axis1] + a.strides[axis2],)
+        return np.lib.stride_tricks.as_strided(a, shape, strides, writeable=a.flags.writeable)
 
     @staticmethod
     def isub(a, b):  # fused kernel (see Backend.isub): no temporary, no copy

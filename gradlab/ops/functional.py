@@ -3,10 +3,16 @@
 from .arithmetic import add, div, mul, neg, pow, sub
 from .indexing import (gather, index_select, masked_fill, one_hot, scatter, scatter_add, take_along_dim, tril,
                        triu)
+from .indexing import index_add, index_copy, index_fill, index_put, index_put_, index_reduce, scatter_reduce
 from .linalg import bmm, dot, einsum, ger, matmul, mm, mv, outer
 from .reductions import (all, amax, amin, any, argmax, argmin, cumprod, cumsum, logsumexp, max, mean, min, norm, prod,
                          std, sum, var)
 from .repeat import repeat_interleave
+from .sorting import (argsort, bucketize, cummax, cummin, kthvalue, median, mode, msort, nanmedian, nanquantile,
+                      quantile, searchsorted, sort, topk, unique, unique_consecutive)
+from .diagonals import diag, diag_embed, diagflat, diagonal, diagonal_copy, diagonal_scatter, trace
+from .selection import (argwhere, masked_scatter, masked_select, nonzero, nonzero_static, put, select, select_copy,
+                        select_scatter, slice_copy, slice_scatter, take, unravel_index)
 from .shape import (broadcast_to, cat, chunk, concat, concatenate, flatten, flip, meshgrid, movedim, moveaxis, narrow, pad,
                     permute, reshape, roll, split, squeeze, stack, swapaxes, swapdims, t, tile, transpose, unbind,
                     unflatten, unsqueeze)
@@ -29,3 +35,9 @@ __all__ += ["abs", "ceil", "clamp", "clamp_max", "clamp_min", "clip", "cos", "er
             "isinf", "isnan", "log", "log1p", "logical_not", "maximum", "minimum", "reciprocal", "round", "rsqrt", "sign",
             "sin", "sqrt", "square", "tan", "tanh", "trunc", "where"]
 __all__ += ["repeat_interleave"]
+__all__ += ["argsort", "bucketize", "cummax", "cummin", "kthvalue", "median", "mode", "msort", "nanmedian", "nanquantile",
+            "quantile", "searchsorted", "sort", "topk", "unique", "unique_consecutive"]
+__all__ += ["index_add", "index_copy", "index_fill", "index_put", "index_put_", "index_reduce", "scatter_reduce"]
+__all__ += ["diag", "diag_embed", "diagflat", "diagonal", "diagonal_copy", "diagonal_scatter", "trace"]
+__all__ += ["argwhere", "masked_scatter", "masked_select", "nonzero", "nonzero_static", "put", "select", "select_copy",
+            "select_scatter", "slice_copy", "slice_scatter", "take", "unravel_index"]

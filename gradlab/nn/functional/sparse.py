@@ -104,22 +104,14 @@ def _embedding(who, input, weight, padding_idx, max_norm, norm_type, scale_grad_
     rows = weight.shape[0]
     padding_idx = _padding_index(who, padding_idx, rows)
     backend = input.device.backend
-    if input.numel() and int(backend.to_numpy(backend.min(input.array))) < 0:  # numpy would wrap negatives around
-        _out_of_range(who, input, rows)
+    if input.numel():  # checked before max_norm rescales any row; numpy would wrap negatives around
+        low, high = (int(backend.to_numpy(f(input.array))) for f in (backend.min, backend.max))
+        if low < 0 or high >= rows:
+            raise IndexError(f"{who}: index out of range in self: index {low if low < 0 else high} for a table of "
+                             f"{rows} embeddings (valid indices are 0 to {rows - 1})")
     if max_norm is not None:
         _renorm_(weight, input, max_norm, norm_type)
-    try:
-        return EmbeddingLookup.apply(weight, input, padding_idx, scale_grad_by_freq)
-    except IndexError:
-        _out_of_range(who, input, rows)
-
-
-def _out_of_range(who, input, rows):
-    backend = input.device.backend
-    low, high = (int(backend.to_numpy(f(input.array))) for f in (backend.min, backend.max))
-    bad = low if low < 0 else high
-    raise IndexError(f"{who}: index out of range in self: index {bad} for a table of {rows} embeddings "
-                     f"(valid indices are 0 to {rows - 1})") from None
+    return EmbeddingLookup.apply(weight, input, padding_idx, scale_grad_by_freq)
 
 
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False):
