@@ -310,4 +310,4 @@ def test_a_module_belongs_to_the_layer_of_its_longest_prefix(module, layer):
 
 
 def test_a_new_top_level_module_has_no_layer_until_it_is_given_one():
-    assert layer_of("gradlab.return_types") is None
+    assert layer_of("gradlab.a_module_nobody_placed") is None
