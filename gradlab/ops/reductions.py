@@ -13,7 +13,7 @@ from collections import namedtuple
 
 from .. import dtypes as dt
 from ..autograd.function import Function
-from ._common import TrackedTensor, describe, normalize_dim, normalize_dims
+from ._common import TrackedTensor, array_in, data_in, describe, normalize_dim, normalize_dims
 
 max_result = namedtuple("max", ("values", "indices"))
 min_result = namedtuple("min", ("values", "indices"))
@@ -54,20 +54,11 @@ def _reduced_shape(shape, axes, keepdim) -> tuple:
     return tuple(1 if i in axes else n for i, n in enumerate(shape) if keepdim or i not in axes)
 
 
-def _exactly(backend, array, dtype):
-    """The array in dtype (numpy, for one, sums int32 into int64 on its own)."""
-    return array if backend.dtype_of(array) is dtype else backend.astype(array, dtype)
-
-
 def _accumulate_dtype(x, dtype):
     """The dtype a sum/prod/cumsum computes in: dtype= if given, int64 for bool and integer inputs."""
     if dtype is not None:
         return dt.as_dtype(dtype)
     return x.dtype if x.dtype.is_floating_point else dt.int64
-
-
-def _data_as(x, dtype):
-    return x.array if x.dtype is dtype else x.device.backend.astype(x.array, dtype)
 
 
 def _summing_dtype(dtype):
@@ -110,8 +101,8 @@ class Sum(Function):
         axes = _axes("sum", x, dim)
         _remember(ctx, x, axes, keepdim)
         ctx.dtype, target, backend = x.dtype, _accumulate_dtype(x, dtype), x.device.backend
-        total = backend.sum(_data_as(x, _summing_dtype(target)), axes, keepdim)
-        return x._wrap(_exactly(backend, total, target))
+        total = backend.sum(data_in(x, _summing_dtype(target)), axes, keepdim)
+        return x._wrap(array_in(backend, total, target))
 
     @staticmethod
     def backward(ctx, grad):
@@ -135,8 +126,8 @@ class Mean(Function):
         _remember(ctx, x, axes, keepdim)
         ctx.dtype, ctx.count = x.dtype, _count(x.shape, axes)
         backend = x.device.backend
-        total = backend.sum(_data_as(x, _summing_dtype(target)), axes, keepdim)
-        return x._wrap(_exactly(backend, backend.div(total, ctx.count), target))
+        total = backend.sum(data_in(x, _summing_dtype(target)), axes, keepdim)
+        return x._wrap(array_in(backend, backend.div(total, ctx.count), target))
 
     @staticmethod
     def backward(ctx, grad):
@@ -158,7 +149,7 @@ class Prod(Function):
         axes = _axes("prod", x, dim)
         _remember(ctx, x, axes, keepdim)
         ctx.dtype, target, backend = x.dtype, _accumulate_dtype(x, dtype), x.device.backend
-        out = x._wrap(_exactly(backend, backend.prod(_data_as(x, target), axes, keepdim), target))
+        out = x._wrap(array_in(backend, backend.prod(data_in(x, target), axes, keepdim), target))
         ctx.save_for_backward(x, out)
         return out
 
@@ -226,7 +217,7 @@ class MaxDim(Function):
         backend = x.device.backend
         data = x.array if x.ndim else backend.reshape(x.array, (1,))
         try:
-            index = _exactly(backend, getattr(backend, ctx.function.arg)(data, axis, True), dt.int64)
+            index = array_in(backend, getattr(backend, ctx.function.arg)(data, axis, True), dt.int64)
         except ValueError:
             raise _empty_error(op, x, dim) from None
         values = backend.take_along_axis(data, index, axis)
@@ -273,7 +264,7 @@ class Argmax(Function):
             index = getattr(backend, ctx.function.arg)(data, axis, keepdim and x.ndim > 0)
         except ValueError:
             raise _empty_error(op, x, dim, IndexError) from None
-        index = _exactly(backend, index, dt.int64)
+        index = array_in(backend, index, dt.int64)
         return x._wrap(index if x.ndim else backend.reshape(index, ()))
 
     @staticmethod
@@ -433,8 +424,8 @@ def _cumulative(ctx, op, x, dim, dtype):
     axis = normalize_dim(op, dim, x.ndim)
     ctx.axis, ctx.dtype = (axis if x.ndim else None), x.dtype
     backend, target = x.device.backend, _accumulate_dtype(x, dtype)
-    data = _data_as(x, target) if x.ndim else backend.reshape(_data_as(x, target), (1,))
-    out = _exactly(backend, getattr(backend, op)(data, axis), target)
+    data = data_in(x, target) if x.ndim else backend.reshape(data_in(x, target), (1,))
+    out = array_in(backend, getattr(backend, op)(data, axis), target)
     return x._wrap(out if x.ndim else backend.reshape(out, ()))
 
 
@@ -634,13 +625,13 @@ class ReductionMethods:
     __slots__ = ()
 
     def sum(self, dim=None, keepdim=False, *, dtype=None):
-        return Sum.apply(self, dim, keepdim, dtype)
+        return sum(self, dim, keepdim, dtype=dtype)
 
     def mean(self, dim=None, keepdim=False, *, dtype=None):
-        return Mean.apply(self, dim, keepdim, dtype)
+        return mean(self, dim, keepdim, dtype=dtype)
 
     def prod(self, dim=None, keepdim=False, *, dtype=None):
-        return Prod.apply(self, dim, keepdim, dtype)
+        return prod(self, dim, keepdim, dtype=dtype)
 
     def max(self, dim=None, keepdim=False):
         return max(self, dim, keepdim)
@@ -649,16 +640,16 @@ class ReductionMethods:
         return min(self, dim, keepdim)
 
     def amax(self, dim=None, keepdim=False):
-        return Amax.apply(self, dim, keepdim, "amax")
+        return amax(self, dim, keepdim)
 
     def amin(self, dim=None, keepdim=False):
-        return Amin.apply(self, dim, keepdim, "amin")
+        return amin(self, dim, keepdim)
 
     def argmax(self, dim=None, keepdim=False):
-        return Argmax.apply(self, dim, keepdim, "argmax")
+        return argmax(self, dim, keepdim)
 
     def argmin(self, dim=None, keepdim=False):
-        return Argmin.apply(self, dim, keepdim, "argmin")
+        return argmin(self, dim, keepdim)
 
     def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
         return var(self, dim, unbiased, keepdim, correction=correction)
@@ -673,19 +664,19 @@ class ReductionMethods:
         return norm(self, p, dim, keepdim, dtype)
 
     def cumsum(self, dim, *, dtype=None):
-        return Cumsum.apply(self, dim, dtype)
+        return cumsum(self, dim, dtype=dtype)
 
     def cumprod(self, dim, *, dtype=None):
-        return Cumprod.apply(self, dim, dtype)
+        return cumprod(self, dim, dtype=dtype)
 
     def cumsum_(self, dim, *, dtype=None):
-        return self._inplace("cumsum_", lambda x: Cumsum.apply(x, dim, dtype))
+        return self._inplace("cumsum_", lambda x: cumsum(x, dim, dtype=dtype))
 
     def cumprod_(self, dim, *, dtype=None):
-        return self._inplace("cumprod_", lambda x: Cumprod.apply(x, dim, dtype))
+        return self._inplace("cumprod_", lambda x: cumprod(x, dim, dtype=dtype))
 
     def all(self, dim=None, keepdim=False):
-        return All.apply(self, dim, keepdim)
+        return all(self, dim, keepdim)
 
     def any(self, dim=None, keepdim=False):
-        return Any.apply(self, dim, keepdim)
+        return any(self, dim, keepdim)
