@@ -1,4 +1,7 @@
-"""Joining tensors: cat along an existing dim, stack along a new one, meshgrid of coordinates.
+"""Joining tensors: cat along an existing dim, stack along a new one, and what is built from them.
+
+numpy's hstack/vstack/dstack/column_stack, block_diag, meshgrid, cartesian_prod, combinations and
+vander all assemble one tensor from pieces with cat, stack, expand or indexing.
 
 Joined tensors of different dtypes promote as in PyTorch. The gradient of a join cuts the
 output's gradient back into the pieces (narrow for cat, unbind for stack), each in its input's dtype.
@@ -6,9 +9,14 @@ output's gradient back into the pieces (narrow for cat, unbind for stack), each 
 
 from __future__ import annotations
 
+import builtins
+import itertools
+import operator
+
 from ..autograd.function import Function
-from ..dtypes import promote
+from ..dtypes import int64, promote
 from ._common import TrackedTensor, data_in, describe, normalize_dim, shape_str
+from .views import atleast_1d, atleast_2d, atleast_3d
 
 
 def _join_operands(op: str, tensors: tuple):
@@ -165,3 +173,97 @@ def meshgrid(*tensors, indexing="ij"):
         view[order[i]] = -1
         grids.append(t.reshape(view).expand(shape))
     return tuple(grids)
+
+
+# --- stacking in numpy's ways, and tensors built from pieces -------------------------------------
+
+def hstack(tensors):
+    """Join side by side: along dim 1, or dim 0 for 1-d tensors (0-d tensors count as 1-d)."""
+    tensors = atleast_1d(_tensor_list("hstack", tensors))
+    return cat(tensors, 0 if tensors[0].ndim == 1 else 1)
+
+
+def vstack(tensors):
+    """Join on top of each other: along dim 0, after making every tensor at least 2-d ((n,) is a row)."""
+    return cat(atleast_2d(_tensor_list("vstack", tensors)), 0)
+
+
+row_stack = vstack
+
+
+def dstack(tensors):
+    """Join along the depth, dim 2, after making every tensor at least 3-d ((n,) is (1, n, 1))."""
+    return cat(atleast_3d(_tensor_list("dstack", tensors)), 2)
+
+
+def column_stack(tensors):
+    """Join as columns: 0-d and 1-d tensors become (n, 1) columns, then everything is joined along dim 1."""
+    tensors = _tensor_list("column_stack", tensors)
+    return cat([t.reshape(t.numel(), 1) if t.ndim <= 1 else t for t in tensors], 1)
+
+
+def block_diag(*tensors):
+    """The tensors as blocks on the diagonal of one matrix, zeros elsewhere (0-d is 1×1, (n,) is a 1×n row)."""
+    tensors = _tensor_list("block_diag", tensors)
+    for i, t in enumerate(tensors):
+        if t.ndim > 2:
+            raise RuntimeError(f"torch.block_diag: Input tensors must have 2 or fewer dimensions. Input {i} has "
+                               f"{t.ndim} dimensions ({describe(t)})")
+    dtype = tensors[0].dtype
+    for t in tensors[1:]:
+        dtype = promote(dtype, t.dtype)
+    blocks = [t.reshape(1, -1) if t.ndim < 2 else t for t in tensors]
+    width, left, rows = builtins.sum(b.shape[1] for b in blocks), 0, []
+    for b in blocks:
+        n, m = b.shape
+        rows.append(cat([b.new_zeros((n, left), dtype=dtype), b.to(dtype), b.new_zeros((n, width - left - m), dtype=dtype)], 1))
+        left += m
+    return cat(rows, 0)
+
+
+def cartesian_prod(*tensors):
+    """Every combination of one element from each 1-d tensor, as rows of an (N, k) tensor (itertools.product)."""
+    tensors = _tensor_list("cartesian_prod", tensors)
+    if len(tensors) == 1:
+        return tensors[0]
+    for t in tensors[1:]:
+        if t.dtype is not tensors[0].dtype:
+            raise RuntimeError(f"cartesian_prod: expects all tensors to have the same dtype, but got {describe(tensors[0])} "
+                               f"and {describe(t)}; convert them with .to(dtype)")
+    return stack([g.reshape(-1) for g in meshgrid(*tensors, indexing="ij")], 1)
+
+
+def combinations(input, r=2, with_replacement=False):
+    """Every r-element combination of a 1-d tensor's elements, as rows (itertools.combinations; with
+    with_replacement=True, combinations_with_replacement). The rows are gathered by index, so the
+    gradient adds back to each element once per time it was picked."""
+    if input.ndim != 1:
+        raise RuntimeError(f"combinations: Expect a 1D vector, but got shape {list(input.shape)}")
+    if r < 0:
+        raise RuntimeError(f"combinations: Expect a non-negative number, but got {r}")
+    if r == 0:
+        return input[:0]
+    pick = itertools.combinations_with_replacement if with_replacement else itertools.combinations
+    rows = list(pick(range(input.shape[0]), r))
+    backend = input.device.backend
+    index = input._wrap(backend.asarray(rows if rows else [[0] * r][:0], int64))
+    return input[index.reshape(-1)].reshape(len(rows), r)
+
+
+def vander(x, N=None, increasing=False):
+    """The Vandermonde matrix: column j is x ** (N - 1 - j), or x ** j with increasing=True (numpy's vander).
+
+    The powers are running products of x along each row, so x = 0 has the right gradient too.
+    """
+    if x.ndim != 1:
+        raise RuntimeError(f"vander: x must be a one-dimensional tensor, but got {describe(x)}")
+    n = x.shape[0] if N is None else operator.index(N)
+    if n < 0:
+        raise RuntimeError(f"vander: N must be non-negative, got {n}")
+    if not x.dtype.is_floating_point:
+        x = x.to(int64)  # integer and bool inputs give int64 powers, as in PyTorch
+    if n == 0:
+        return x.new_zeros((x.shape[0], 0))
+    columns = cat([x.new_ones((x.shape[0], 1)), x.unsqueeze(1).expand(x.shape[0], n - 1)], 1)
+    powers = columns.cumprod(1)
+    return powers if increasing else powers.flip(1)

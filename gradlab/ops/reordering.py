@@ -1,4 +1,4 @@
-"""Reordering elements: flip (reverse along dims) and roll (rotate along dims).
+"""Reordering elements: flip (reverse along dims), roll (rotate along dims), rot90, fliplr, flipud.
 
 Both are permutations of the elements, so each gradient is the inverse permutation applied to
 the gradient: flipped back, or rolled back by the opposite shift.
@@ -9,7 +9,7 @@ from __future__ import annotations
 import operator
 
 from ..autograd.function import Function
-from ._common import int_tuple, normalize_dim, normalize_dims
+from ._common import describe, int_tuple, normalize_dim, normalize_dims
 
 
 class Flip(Function):
@@ -68,13 +68,59 @@ def roll(input, shifts, dims=None):
 
 
 
+def fliplr(input):
+    """Columns in reverse order: flip along dim 1 (the tensor needs at least two dims)."""
+    if input.ndim < 2:
+        raise RuntimeError(f"fliplr: Input must be >= 2-d, but got {describe(input)}; use flip(x, (0,)) for a vector")
+    return Flip.apply(input, (1,))
+
+
+def flipud(input):
+    """Rows in reverse order: flip along dim 0 (the tensor needs at least one dim)."""
+    if input.ndim < 1:
+        raise RuntimeError(f"flipud: Input must be >= 1-d, but got {describe(input)}")
+    return Flip.apply(input, (0,))
+
+
+def rot90(input, k=1, dims=(0, 1)):
+    """Rotate by 90° k times in the plane of dims, from the first dim towards the second (numpy's rot90).
+
+    One turn is a flip of the second dim and a swap of the two; two turns flip both.
+    """
+    dims = int_tuple("rot90", (dims,))
+    if len(dims) != 2:
+        raise RuntimeError(f"rot90: expected total rotation dims == 2, but got dims = {len(dims)} ({list(dims)})")
+    if input.ndim < 2:
+        raise RuntimeError(f"rot90: expected total dims >= 2, but got total dims = {input.ndim} ({describe(input)})")
+    a, b = (normalize_dim("rot90", d, input.ndim) for d in dims)
+    if a == b:
+        raise RuntimeError(f"rot90: expected rotation dims to be different, but got dim0 = {dims[0]} and dim1 = {dims[1]}")
+    k = operator.index(k) % 4
+    if k == 1:
+        return Flip.apply(input, (b,)).transpose(a, b)
+    if k == 2:
+        return Flip.apply(input, tuple(sorted((a, b))))
+    if k == 3:
+        return Flip.apply(input, (a,)).transpose(a, b)
+    return input.clone()
+
+
 class ReorderingMethods:
     """Tensor's flip and roll (mixed into gradlab.Tensor through ShapeMethods)."""
 
     __slots__ = ()
 
-    def flip(self, *dims):
-        return flip(self, dims)
+    def flip(self, *args, dims=None):
+        return flip(self, args if dims is None else dims)
 
     def roll(self, shifts, dims=None):
         return roll(self, shifts, dims)
+
+    def fliplr(self):
+        return fliplr(self)
+
+    def flipud(self):
+        return flipud(self)
+
+    def rot90(self, k=1, dims=(0, 1)):
+        return rot90(self, k, dims)

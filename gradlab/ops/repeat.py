@@ -130,11 +130,11 @@ class RepeatMethods:
 
     __slots__ = ()
 
-    def repeat(self, *sizes):
-        return repeat(self, sizes)
+    def repeat(self, *args, repeats=None):
+        return repeat(self, args if repeats is None else repeats)
 
-    def tile(self, *dims):
-        return tile(self, dims)
+    def tile(self, *args, dims=None):
+        return tile(self, args if dims is None else dims)
 
     def repeat_interleave(self, repeats, dim=None, *, output_size=None):
         return repeat_interleave(self, repeats, dim, output_size=output_size)

@@ -1,4 +1,4 @@
-"""Cutting a tensor into pieces along a dim: narrow, split, chunk, unbind — each piece a view.
+"""Cutting a tensor into pieces along a dim: narrow, split, chunk, unbind, tensor_split — each piece a view.
 
 Cutting is the adjoint of joining: the gradients of the pieces are joined back with cat (or
 stack, for unbind), and one piece alone gets its gradient zero-padded back to the full size.
@@ -6,10 +6,11 @@ stack, for unbind), and one piece alone gets its gradient zero-padded back to th
 
 from __future__ import annotations
 
+import builtins
 import operator
 
 from ..autograd.function import Function
-from ._common import normalize_dim, shape_str
+from ._common import TrackedTensor, describe, normalize_dim, shape_str
 from .joining import cat, stack
 from .padding import Pad
 
@@ -120,6 +121,74 @@ def unbind(input, dim=0):
     return Unbind.apply(input, normalize_dim("unbind", dim, input.ndim))
 
 
+def split_with_sizes(input, split_sizes, dim=0):
+    """Pieces of exactly the listed sizes along dim (they must add up to its size); views."""
+    return split(input, list(split_sizes), dim)
+
+
+unsafe_split, unsafe_chunk, unsafe_split_with_sizes = split, chunk, split_with_sizes  # (PyTorch: no view checks)
+
+
+def _clamped(i, size):
+    """A Python-style split index (negative counts from the end) clamped into [0, size], as numpy's."""
+    return min(builtins.max(i + size if i < 0 else i, 0), size)
+
+
+def tensor_split(input, indices_or_sections, dim=0):
+    """numpy's array_split: ``n`` pieces as equal as can be (the first size % n one longer), or the pieces
+    between the listed indices (clamped to the dim, possibly empty); every piece a view."""
+    axis = normalize_dim("tensor_split", dim, input.ndim)
+    size = input.shape[axis]
+    if isinstance(indices_or_sections, TrackedTensor):
+        if indices_or_sections.dtype.is_floating_point or indices_or_sections.ndim > 1:
+            raise RuntimeError(
+                f"tensor_split expected tensor_indices_or_sections to be a zero-dimensional or one-dimensional tensor "
+                f"of integers, but got {describe(indices_or_sections)}"
+            )
+        indices_or_sections = indices_or_sections.tolist()
+    if hasattr(indices_or_sections, "__index__"):
+        n = operator.index(indices_or_sections)
+        if n <= 0:
+            raise RuntimeError(f"tensor_split: number of sections must be larger than 0, got {n}")
+        small, extra = divmod(size, n)
+        bounds = [0]
+        for j in range(n):
+            bounds.append(bounds[-1] + small + (j < extra))
+        starts, ends = bounds[:-1], bounds[1:]
+    else:
+        cuts = [_clamped(operator.index(i), size) for i in indices_or_sections]
+        starts, ends = [0] + cuts, cuts + [size]
+    return tuple(Narrow.apply(input, axis, a, builtins.max(b - a, 0)) for a, b in zip(starts, ends))
+
+
+def _split_along(op, input, indices_or_sections, dim, min_ndim):
+    """hsplit / vsplit / dsplit: tensor_split along one dim, whose size an int must divide exactly."""
+    if input.ndim < min_ndim:
+        raise RuntimeError(f"torch.{op} requires a tensor with at least {min_ndim} dimension, but got a tensor with "
+                           f"{input.ndim} dimensions! ({describe(input)})")
+    if hasattr(indices_or_sections, "__index__"):
+        n, size = operator.index(indices_or_sections), input.shape[dim]
+        if n == 0 or size % n:
+            raise RuntimeError(f"torch.{op} attempted to split along dimension {dim}, but the size of the dimension "
+                               f"{size} is not divisible by the split_size {n}!")
+    return tensor_split(input, indices_or_sections, dim)
+
+
+def hsplit(input, indices_or_sections):
+    """Split into columns: along dim 1 (dim 0 for a 1-d tensor)."""
+    return _split_along("hsplit", input, indices_or_sections, 1 if input.ndim >= 2 else 0, 1)
+
+
+def vsplit(input, indices_or_sections):
+    """Split into rows: along dim 0 of a tensor with at least two dims."""
+    return _split_along("vsplit", input, indices_or_sections, 0, 2)
+
+
+def dsplit(input, indices_or_sections):
+    """Split along the depth, dim 2 of a tensor with at least three dims."""
+    return _split_along("dsplit", input, indices_or_sections, 2, 3)
+
+
 class SplittingMethods:
     """Tensor's narrow, split, chunk and unbind (mixed into gradlab.Tensor through ShapeMethods)."""
 
@@ -136,3 +205,20 @@ class SplittingMethods:
 
     def unbind(self, dim=0):
         return unbind(self, dim)
+
+    def split_with_sizes(self, split_sizes, dim=0):
+        return split_with_sizes(self, split_sizes, dim)
+
+    def tensor_split(self, indices_or_sections, dim=0):
+        return tensor_split(self, indices_or_sections, dim)
+
+    def hsplit(self, indices_or_sections):
+        return hsplit(self, indices_or_sections)
+
+    def vsplit(self, indices_or_sections):
+        return vsplit(self, indices_or_sections)
+
+    def dsplit(self, indices_or_sections):
+        return dsplit(self, indices_or_sections)
+
+    unsafe_split, unsafe_chunk, unsafe_split_with_sizes = split, chunk, split_with_sizes

@@ -8,9 +8,13 @@ reshape it back, permute it back by the inverse order, sum over what expand stre
 from __future__ import annotations
 
 import math
+import operator
 
 from ..autograd.function import Function
-from ._common import int_tuple, normalize_dim, normalize_dims, shape_str, sum_to_shape
+from ..autograd.grad_mode import grad_state
+from ..dtypes import bool_, int64
+from ._common import broadcast_shapes as _broadcast_shapes
+from ._common import data_in, describe, int_tuple, normalize_dim, normalize_dims, shape_str, sum_to_shape
 
 
 # --- arguments ------------------------------------------------------------------------------------
@@ -124,9 +128,9 @@ def reshape(input, shape):
     return Reshape.apply(input, _new_shape("reshape", input, (shape,)))
 
 
-def view(input, shape):
+def view(input, size):
     """The same memory in a new shape (one size may be -1); an error if the strides cannot express it."""
-    return View.apply(input, _new_shape("view", input, (shape,)))
+    return View.apply(input, _new_shape("view", input, (size,)))
 
 
 def flatten(input, start_dim=0, end_dim=-1):
@@ -305,9 +309,9 @@ def _check_expand(shape, sizes) -> None:
             )
 
 
-def expand(input, sizes):
+def expand(input, size):
     """Stretch size-1 dims to the given sizes (-1 keeps a size; new dims may be added in front)."""
-    sizes = int_tuple("expand", (sizes,))
+    sizes = int_tuple("expand", (size,))
     lead = len(sizes) - input.ndim
     if -1 in sizes and lead >= 0:
         sizes = tuple(input.shape[i - lead] if n == -1 and i >= lead else n for i, n in enumerate(sizes))
@@ -317,18 +321,277 @@ def expand(input, sizes):
 broadcast_to = expand
 
 
+# --- more views: ravel, atleast_nd, broadcasting, windows, strides ---------------------------------
+
+def ravel(input):
+    """The elements as one flat dim (a view when the layout allows, else a copy)."""
+    return Reshape.apply(input, (input.numel(),))
+
+
+def _tensors_or_one(tensors):
+    """f(a), f(a, b) or f([a, b]): one tensor back for one tensor given alone, else a tuple."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        return tuple(tensors[0]), False
+    return tensors, len(tensors) == 1
+
+
+def _at_least(ndim, new_shape, tensors):
+    tensors, alone = _tensors_or_one(tensors)
+    out = tuple(t if t.ndim >= ndim else Unsqueeze.apply(t, new_shape(t.shape)) for t in tensors)
+    return out[0] if alone else out
+
+
+def atleast_1d(*tensors):
+    """Each tensor with at least one dim: a 0-d tensor becomes shape (1,); others come back as they are."""
+    return _at_least(1, lambda shape: (1,), tensors)
+
+
+def atleast_2d(*tensors):
+    """Each tensor with at least two dims: (n,) becomes (1, n), a 0-d tensor (1, 1)."""
+    return _at_least(2, lambda shape: (1,) * (2 - len(shape)) + shape, tensors)
+
+
+def atleast_3d(*tensors):
+    """Each tensor with at least three dims: (n,) becomes (1, n, 1) and (m, n) becomes (m, n, 1), as numpy's."""
+    return _at_least(3, lambda shape: {0: (1, 1, 1), 1: (1,) + shape + (1,), 2: shape + (1,)}[len(shape)], tensors)
+
+
+def broadcast_shapes(*shapes):
+    """The shape that tensors of these shapes broadcast to (an int counts as a 1-d shape), without any tensor."""
+    shapes = tuple((operator.index(s),) if hasattr(s, "__index__") else int_tuple("broadcast_shapes", (s,))
+                   for s in shapes)
+    return _broadcast_shapes(*shapes, op="broadcast_shapes")
+
+
+def broadcast_tensors(*tensors):
+    """All tensors expanded to their common broadcast shape (views, as in arithmetic between them)."""
+    tensors, _ = _tensors_or_one(tensors)
+    shape = _broadcast_shapes(*(t.shape for t in tensors), op="broadcast_tensors")
+    return tuple(Expand.apply(t, shape) for t in tensors)
+
+
+class Unfold(Function):
+    """Every window of ``size`` elements along dim, ``step`` apart, as a new last dim (a read-only view).
+
+    Windows may overlap, so the gradient adds each window's gradient back where it was read:
+    the adjoint, ``FoldWindows``, whose own gradient is this op again.
+    """
+
+    derivative = "∂L/∂x = the window gradients added back where each window was read (overlaps summed)"
+
+    @staticmethod
+    def forward(ctx, x, axis, size, step):
+        ctx.shape, ctx.geometry = x.shape, (axis, size, step)
+        return x._view_of(x.device.backend.sliding_windows(x.array, (size,), (axis,), (step,), (1,)))
+
+    @staticmethod
+    def backward(ctx, grad):
+        return FoldWindows.apply(grad, ctx.shape, *ctx.geometry), None, None, None
+
+
+class FoldWindows(Function):
+    """Windows (a new last dim) summed back onto a tensor of ``shape``: unfold's adjoint; its gradient is unfold."""
+
+    derivative = "∂L/∂windows = g.unfold(dim, size, step): each window element reads g where it was added"
+
+    @staticmethod
+    def forward(ctx, windows, shape, axis, size, step):
+        ctx.geometry = (axis, size, step)
+        return windows._wrap(windows.device.backend.fold_windows(windows.array, shape, (axis,), (step,), (1,)))
+
+    @staticmethod
+    def backward(ctx, grad):
+        return Unfold.apply(grad, *ctx.geometry), None, None, None, None
+
+
+def unfold(input, dimension, size, step):
+    """Tensor.unfold: windows of ``size`` along ``dimension`` every ``step`` elements, as a new last dim (a view)."""
+    x = input if input.ndim else Reshape.apply(input, (1,))
+    axis = normalize_dim("unfold", dimension, x.ndim)
+    n = x.shape[axis]
+    if size < 0 or size > n:
+        raise RuntimeError(
+            f"unfold: maximum size for tensor at dimension {dimension} is {n} but size is {size} (tensor of shape "
+            f"{shape_str(input.shape)}); choose 0 <= size <= {n}"
+        )
+    if step <= 0:
+        raise RuntimeError(f"unfold: step is {step} but must be > 0")
+    out = Unfold.apply(x, axis, size, step)
+    return Reshape.apply(out, (size,)) if not input.ndim else out
+
+
+def as_strided(input, size, stride, storage_offset=None):
+    """A view reading the tensor's memory through the given sizes and strides (in elements), from storage_offset.
+
+    gradlab reads the memory of a tensor that owns it, contiguous (a view or a non-contiguous tensor
+    is refused: .clone() it first). It is built from windows of windows: each window of a flat view
+    of the memory steps by one stride and its taps are another stride apart. The gradient adds the
+    output's gradient back onto every element it read, so overlapping reads are summed.
+    """
+    size, stride = int_tuple("as_strided", (size,)), int_tuple("as_strided", (stride,))
+    offset = 0 if storage_offset is None else operator.index(storage_offset)
+    if len(size) != len(stride):
+        raise RuntimeError(f"as_strided: mismatch in length of strides and shape: size {list(size)} has {len(size)} "
+                           f"entries but stride {list(stride)} has {len(stride)}; give one stride per size")
+    if any(s < 0 for s in stride) or any(n < 0 for n in size) or offset < 0:
+        raise RuntimeError(f"as_strided: Negative strides, sizes or offsets are not supported, got size {list(size)}, "
+                           f"strides {list(stride)} and storage offset {offset}")
+    if input._base is not None or not input.is_contiguous():
+        raise RuntimeError(
+            f"as_strided: gradlab reads the memory of a contiguous tensor that owns it, but got a "
+            f"{'view' if input._base is not None else 'non-contiguous tensor'} ({describe(input)}); "
+            "call .clone() first"
+        )
+    needed = offset + sum((n - 1) * s for n, s in zip(size, stride)) + 1 if 0 not in size else 0
+    if needed > input.numel():
+        raise RuntimeError(
+            f"as_strided: sizes {list(size)}, strides {list(stride)} and storage offset {offset} reach element "
+            f"{needed - 1}, out of bounds for a tensor of {input.numel()} elements ({describe(input)})"
+        )
+    return AsStrided.apply(input, size, stride, offset)
+
+
+class AsStrided(Function):
+    """Elements of x's memory read through sizes and strides (a read-only view); read elements receive the gradient.
+
+    The flat index that output position (i₀, i₁, …) reads is offset + Σ iₖ · strideₖ; the gradient is
+    scatter-added there, so an element read twice gets both gradients.
+    """
+
+    derivative = "∂L/∂x_j = Σ g over the output positions that read element j"
+
+    @staticmethod
+    def forward(ctx, x, size, stride, offset):
+        ctx.shape, ctx.geometry = x.shape, (size, stride, offset)
+        backend = x.device.backend
+        flat = backend.reshape(x.array, (x.numel(),))
+        if 0 in size or not size:
+            return x._view_of(backend.reshape(backend.getitem(flat, (slice(offset, offset + (not size)),)), size))
+        # windows of windows: one window axis per dim, from the last to the first
+        view = backend.getitem(flat, (slice(offset, None),))
+        for n, s in zip(reversed(size[1:]), reversed(stride[1:])):
+            view = backend.sliding_windows(view, (n,), (0,), (1,), (s,))
+        view = backend.sliding_windows(view, (1,), (0,), (stride[0] or 1,), (1,))  # dim 0 steps by its stride
+        view = backend.getitem(view, (slice(0, size[0]),))
+        if stride[0] == 0:
+            view = backend.broadcast_to(backend.getitem(view, (slice(0, 1),)), view.shape[:0] + (size[0],) + view.shape[1:])
+        # the window axes came out last-dim-first after dim 0: put them back in order, drop the tap of dim 0
+        order = (0,) + tuple(range(view.ndim - 2, 0, -1))
+        view = backend.reshape(backend.permute(view, order + (view.ndim - 1,)), size)
+        return x._view_of(view)
+
+    @staticmethod
+    def backward(ctx, grad):
+        size, stride, offset = ctx.geometry
+        index = _strided_index(grad, size, stride, offset)
+        numel = math.prod(ctx.shape)
+        flat = grad.new_zeros((numel,)).scatter_add(0, index.reshape(-1), grad.reshape(-1))
+        return flat.reshape(ctx.shape), None, None, None
+
+
+def _strided_index(like, size, stride, offset):
+    """The flat memory index each position of an as_strided view reads, as an int64 tensor of shape size."""
+    backend = like.device.backend
+    index = backend.full(size, offset, int64)
+    for axis, (n, s) in enumerate(zip(size, stride)):
+        along = backend.reshape(backend.arange(0, n * s, s, int64) if s else backend.zeros((n,), int64),
+                                tuple(n if i == axis else 1 for i in range(len(size))))
+        index = backend.add(index, along)
+    return like._wrap(index)
+
+
+def unravel_index(indices, shape):
+    """Flat indices into a tensor of ``shape`` as a tuple of coordinate tensors, one per dim (numpy's unravel_index)."""
+    shape = int_tuple("unravel_index", (shape,))
+    if indices.dtype.is_floating_point or indices.dtype is bool_:
+        raise TypeError(f"unravel_index: expected 'indices' to be an integer tensor, but got {describe(indices)}")
+    if any(n < 0 for n in shape):
+        raise ValueError(f"unravel_index: 'shape' cannot have negative values, but got {list(shape)}")
+    numel = math.prod(shape)
+    backend = indices.device.backend
+    flat = data_in(indices, int64)
+    if indices.numel() and (bool(backend.any(backend.ge(flat, numel))) or bool(backend.any(backend.lt(flat, -numel)))):
+        raise RuntimeError(f"unravel_index: 'indices' must be in range [{-numel}, {numel - 1}] for shape "
+                           f"{list(shape)}, but got {indices.tolist()}")
+    flat = backend.remainder(flat, numel) if numel else flat
+    coords = []
+    for n in reversed(shape):
+        coords.append(indices._wrap(backend.remainder(flat, n)))
+        flat = backend.floor_divide(flat, n)
+    return tuple(reversed(coords))
+
+
 # --- the Tensor methods ---------------------------------------------------------------------------
+
+def _change_in_place(x, op: str, view):
+    """x.t_(), x.squeeze_() and the like: x itself takes the sizes and strides of ``view``, a view of x.
+
+    Its values stay, so only its history moves on to the view's node; the version goes up, as any
+    in-place change's does, so backward notices if x was saved before (PyTorch does the same).
+    """
+    if grad_state.enabled and x.requires_grad and x.grad_fn is None:
+        raise RuntimeError(
+            f"{op}: a leaf Variable that requires grad is being used in an in-place operation. Use the out-of-place "
+            f"form ({op[:-1]}), or change the shape inside `with gradlab.no_grad():`"
+        )
+    x.array = view.array
+    if view.grad_fn is not None:
+        x.grad_fn, x._output_nr = view.grad_fn, view._output_nr
+    x._version[0] += 1
+    if x._base is not None:
+        x._view_version = x._version[0]  # its new history describes its values as they are now
+    return x
+
+
+def _sizes(op, args, keyword):
+    """Sizes given as f(2, 3), f((2, 3)) or by keyword, f(size=(2, 3)), as PyTorch's methods take them."""
+    if keyword is not None:
+        if args:
+            raise TypeError(f"{op}(): got sizes both as arguments {args} and by keyword ({keyword!r}); give one")
+        return (keyword,)
+    return args
+
 
 class ViewMethods:
     """Tensor's view methods (mixed into gradlab.Tensor through ShapeMethods)."""
 
     __slots__ = ()
 
-    def reshape(self, *shape):
-        return reshape(self, shape)
+    def reshape(self, *args, shape=None):
+        return reshape(self, _sizes("reshape", args, shape))
 
-    def view(self, *shape):
-        return view(self, shape)
+    def view(self, *args, size=None):
+        return view(self, _sizes("view", args, size))
+
+    def ravel(self):
+        return ravel(self)
+
+    def ndimension(self) -> int:
+        """The number of dims (an old name for dim())."""
+        return self.ndim
+
+    def unfold(self, dimension, size, step):
+        return unfold(self, dimension, size, step)
+
+    def as_strided(self, size, stride, storage_offset=None):
+        return as_strided(self, size, stride, storage_offset)
+
+    def as_strided_(self, size, stride, storage_offset=None):
+        return _change_in_place(self, "as_strided_", as_strided(self, size, stride, storage_offset))
+
+    def squeeze_(self, dim=None):
+        return _change_in_place(self, "squeeze_", squeeze(self, dim))
+
+    def unsqueeze_(self, dim):
+        return _change_in_place(self, "unsqueeze_", unsqueeze(self, dim))
+
+    def t_(self):
+        return _change_in_place(self, "t_", t(self))
+
+    def transpose_(self, dim0, dim1):
+        return _change_in_place(self, "transpose_", transpose(self, dim0, dim1))
+
+    swapaxes_ = swapdims_ = transpose_
 
     def view_as(self, other):
         return View.apply(self, _new_shape("view_as", self, (other.shape,)))
@@ -348,8 +611,8 @@ class ViewMethods:
     def unsqueeze(self, dim):
         return unsqueeze(self, dim)
 
-    def permute(self, *dims):
-        return permute(self, dims)
+    def permute(self, *args, dims=None):
+        return permute(self, _sizes("permute", args, dims))
 
     def transpose(self, dim0, dim1):
         return transpose(self, dim0, dim1)
@@ -378,8 +641,8 @@ class ViewMethods:
 
     moveaxis = movedim
 
-    def expand(self, *sizes):
-        return expand(self, sizes)
+    def expand(self, *args, size=None):
+        return expand(self, _sizes("expand", args, size))
 
     def expand_as(self, other):
         return expand(self, other.shape)
