@@ -28,6 +28,7 @@ from .ops.linalg import LinalgMethods
 from .ops.reductions import ReductionMethods
 from .ops.repeat import RepeatMethods
 from .ops.shape import ShapeMethods
+from .ops.statistics import StatisticsMethods
 from .printing import format_tensor
 
 _new = object.__new__
@@ -35,7 +36,7 @@ _NATIVE_TO_DTYPE = dt.NATIVE_TO_DTYPE
 
 
 class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMethods, ReductionMethods, ShapeMethods,
-             IndexingMethods, LinalgMethods, RepeatMethods):
+             IndexingMethods, LinalgMethods, RepeatMethods, StatisticsMethods):
     """A multi-dimensional array that can remember how it was computed.
 
     ``array`` is the backend's array (a numpy ndarray on 'cpu'); ``device`` says which backend.

@@ -41,3 +41,10 @@ __all__ += ["as_strided", "atleast_1d", "atleast_2d", "atleast_3d", "block_diag"
             "broadcast_tensors", "cartesian_prod", "column_stack", "combinations", "dsplit", "dstack", "fliplr",
             "flipud", "hsplit", "hstack", "ravel", "rot90", "row_stack", "split_with_sizes", "tensor_split",
             "unravel_index", "unsafe_chunk", "unsafe_split", "unsafe_split_with_sizes", "vander", "vsplit", "vstack"]
+from .differences import cumulative_trapezoid, diff, trapezoid, trapz  # noqa: E402
+from .reductions import logcumsumexp  # noqa: E402
+from .statistics import (aminmax, bincount, corrcoef, count_nonzero, cov, dist, histc, histogram,  # noqa: E402
+                         nanmean, nansum, renorm, std_mean, var_mean)
+
+__all__ += ["cumulative_trapezoid", "diff", "trapezoid", "trapz", "logcumsumexp", "aminmax", "bincount", "corrcoef",
+            "count_nonzero", "cov", "dist", "histc", "histogram", "nanmean", "nansum", "renorm", "std_mean", "var_mean"]

@@ -13,7 +13,8 @@ from collections import namedtuple
 
 from .. import dtypes as dt
 from ..autograd.function import Function
-from ._common import TrackedTensor, array_in, data_in, describe, normalize_dim, normalize_dims
+from ._common import (TrackedTensor, array_in, data_in, describe, int_tuple, normalize_dim, normalize_dims,
+                      sum_to_shape)
 
 max_result = namedtuple("max", ("values", "indices"))
 min_result = namedtuple("min", ("values", "indices"))
@@ -475,6 +476,62 @@ class Cumprod(Function):
         return _cast_grad(grad_x, ctx), None, None
 
 
+def _logaddexp(backend, a, b):
+    """log(exp(a) + exp(b)) without overflow: the larger plus log1p(exp(−|a − b|)); ±inf stays itself."""
+    larger = backend.maximum(a, b)
+    finite = backend.where(backend.isinf(larger), 0, larger)
+    rest = backend.log(backend.add(backend.exp(backend.sub(a, finite)), backend.exp(backend.sub(b, finite))))
+    return backend.where(backend.isinf(larger), larger, backend.add(finite, rest))
+
+
+class LogCumSumExp(Function):
+    """out_j = log Σ_{i≤j} exp(x_i), so x_i receives Σ_{j≥i} g_j · exp(x_i − out_j), a softmax-weighted reverse sum.
+
+    That sum is taken in log space too, for the positive and the negative part of g separately:
+    exp(x + reversed logcumsumexp(log g⁺ − out)) − exp(x + reversed logcumsumexp(log g⁻ − out)).
+    """
+
+    derivative = "∂L/∂x_i = Σ_{j ≥ i} g_j · exp(x_i − out_j) along dim"
+
+    @staticmethod
+    def forward(ctx, x, axis):
+        backend = x.device.backend
+        data = x.array if x.ndim else backend.reshape(x.array, (1,))
+        head = (slice(None),) * axis
+        out = backend.copy(data)
+        running = backend.getitem(data, head + (slice(0, 1),))
+        for i in range(1, data.shape[axis]):  # one pass along dim, every other dim at once
+            running = _logaddexp(backend, running, backend.getitem(data, head + (slice(i, i + 1),)))
+            backend.setitem(out, head + (slice(i, i + 1),), running)
+        out = x._wrap(out if x.ndim else backend.reshape(out, ()))
+        ctx.axis = axis if x.ndim else None
+        ctx.save_for_backward(x, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, out = ctx.saved_tensors
+        if ctx.axis is None:
+            return grad, None
+        axis = ctx.axis
+
+        def reverse_lcse(t):
+            return LogCumSumExp.apply(t.flip(axis), axis).flip(axis)
+
+        grad_x = 0
+        for sign, part in ((1, grad), (-1, -grad)):
+            if bool((part > 0).any()):  # a part that is all zero adds nothing (and its log would be -inf)
+                grad_x = grad_x + sign * (x + reverse_lcse(part.clamp_min(0).log() - out)).exp()
+        return (grad_x if isinstance(grad_x, TrackedTensor) else x * 0), None
+
+
+def logcumsumexp(input, dim):
+    """Running log(sum(exp(x))) along dim, without overflow (integer tensors are converted to float)."""
+    if not input.dtype.is_floating_point:
+        input = input.to(dt.get_default_dtype())
+    return LogCumSumExp.apply(input, normalize_dim("logcumsumexp", dim, input.ndim))
+
+
 # --- all, any ------------------------------------------------------------------------------------
 
 
@@ -619,6 +676,11 @@ def any(input, dim=None, keepdim=False):
     return Any.apply(input, dim, keepdim)
 
 
+def _broadcasts_to(shape, target) -> bool:
+    lead = len(target) - len(shape)
+    return lead >= 0 and builtins.all(n == 1 or n == target[lead + i] for i, n in enumerate(shape))
+
+
 class ReductionMethods:
     """Tensor's reduction methods (mixed into gradlab.Tensor)."""
 
@@ -668,6 +730,17 @@ class ReductionMethods:
 
     def cumprod(self, dim, *, dtype=None):
         return cumprod(self, dim, dtype=dtype)
+
+    def logcumsumexp(self, dim):
+        return logcumsumexp(self, dim)
+
+    def sum_to_size(self, *size):
+        """The tensor summed down to ``size``, which must broadcast to this tensor's shape (expand's adjoint)."""
+        size = int_tuple("sum_to_size", size)
+        if _broadcasts_to(size, self.shape):
+            return sum_to_shape(self, size)
+        raise RuntimeError(f"sum_to_size: size {list(size)} is not expandable to size {list(self.shape)}; each "
+                           "size must be 1 or equal the tensor's size in the same place, counting from the last")
 
     def cumsum_(self, dim, *, dtype=None):
         return self._inplace("cumsum_", lambda x: cumsum(x, dim, dtype=dtype))
