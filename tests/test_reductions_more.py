@@ -49,6 +49,8 @@ CASES = [
      lambda a: (a.min(), a.max()), None),
     ("logcumsumexp", lambda L, x: L.logcumsumexp(x, 1), [(3, 4)], lambda a: _np_logcumsumexp(a, 1), None),
     ("logcumsumexp_dim0", lambda L, x: x.logcumsumexp(dim=0), [(4, 2)], lambda a: _np_logcumsumexp(a, 0), None),
+    ("cummax", lambda L, x: L.cummax(x, 1).values, [(3, 4)], lambda a: np.maximum.accumulate(a, 1), None),
+    ("cummin", lambda L, x: x.cummin(dim=0)[0], [(4, 3)], lambda a: np.minimum.accumulate(a, 0), None),
     ("cov", lambda L, x: L.cov(x), [(3, 5)], np.cov, None),
     ("cov_1d", lambda L, x: x.cov(correction=0), [(5,)], lambda a: np.cov(a, ddof=0), None),
     ("cov_aweights", lambda L, x, w: L.cov(x, aweights=w.abs() + 0.5), [(2, 5), (5,)],
@@ -168,6 +170,26 @@ def test_logcumsumexp_gradient_where_the_weights_change_sign():
     expected = [sum(g[j] * np.exp(x.detach().numpy()[i] - out.detach().numpy()[j]) for j in range(i, 6))
                 for i in range(6)]
     assert_close(x.grad, expected)
+
+
+def test_cummax_cummin_indices_ties_and_nan_as_in_torch():
+    nan = float("nan")
+    values, indices = gl.cummax(gl.tensor([1.0, 1.0, 0.0, 2.0, nan, 3.0, nan, 5.0]), 0)
+    assert indices.tolist() == [0, 1, 1, 3, 4, 4, 6, 6] and indices.dtype is gl.int64
+    assert values.tolist()[:4] == [1.0, 1.0, 1.0, 2.0] and np.isnan(values.tolist()[4:]).all()
+    result = gl.tensor([[1, 3], [2, 0]]).cummin(1)
+    assert result.values.tolist() == [[1, 1], [2, 0]] and result.indices.tolist() == [[0, 0], [0, 1]]
+    assert gl.cummax(gl.tensor(3.0), 0).indices.item() == 0
+    if torch is not None:
+        t = torch.cummin(torch.tensor([1.0, 1.0, 2.0, 0.0, nan, 3.0]), 0)
+        ours = gl.cummin(gl.tensor([1.0, 1.0, 2.0, 0.0, nan, 3.0]), 0)
+        assert ours.indices.tolist() == t.indices.tolist()
+
+
+def test_cummax_gradient_goes_to_the_element_that_was_taken():
+    x = leaf([1.0, 3.0, 2.0, 3.0])
+    gl.cummax(x, 0).values.sum().backward()
+    assert x.grad.tolist() == [1.0, 2.0, 0.0, 1.0]  # indices [0, 1, 1, 3]: the tie at 3 goes to the later index
 
 
 # --- counts and bins: no gradient ------------------------------------------------------------------

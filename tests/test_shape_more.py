@@ -60,6 +60,8 @@ CASES = [
     ("fliplr", lambda L, x: L.fliplr(x), [(2, 3)], np.fliplr),
     ("flipud", lambda L, x: x.flipud(), [(2, 3)], np.flipud),
     ("ravel", lambda L, x: L.ravel(x), [(2, 3)], np.ravel),
+    ("constant_pad_nd", lambda L, x: L.constant_pad_nd(x, (1, 2, -1, 0), value=1.5), [(3, 4)],
+     lambda a: np.pad(a[1:], ((0, 0), (1, 2)), constant_values=1.5)),
     ("ravel_transposed", lambda L, x: x.t().ravel(), [(2, 3)], lambda a: a.T.ravel()),
     ("block_diag", lambda L, x, y, z: L.block_diag(x, y, z), [(2, 2), (), (3,)],
      lambda a, b, c: _block_diag([a, b.reshape(1, 1), c.reshape(1, -1)])),
@@ -252,6 +254,11 @@ def test_unravel_index_matches_numpy_and_torch():
 
 def test_ndimension_is_dim():
     assert gl.ones(2, 3, 4).ndimension() == 3
+
+
+def test_is_same_size():
+    assert gl.is_same_size(gl.ones(2, 3), gl.zeros(2, 3, dtype=gl.int64))
+    assert not gl.ones(2, 3).is_same_size(gl.ones(3, 2))
 
 
 def test_keyword_forms_of_the_size_methods():

@@ -29,22 +29,24 @@ __all__ += ["abs", "ceil", "clamp", "clamp_max", "clamp_min", "clip", "cos", "er
             "isinf", "isnan", "log", "log1p", "logical_not", "maximum", "minimum", "reciprocal", "round", "rsqrt", "sign",
             "sin", "sqrt", "square", "tan", "tanh", "trunc", "where"]
 __all__ += ["repeat_interleave"]
+# (imported below __all__, so that each helper's names stay together)
 from .copies import *  # noqa: E402,F401,F403  (view_copy, permute_copy, ..., made from one table)
 from .copies import __all__ as _copy_names  # noqa: E402
-from .shape import (as_strided, atleast_1d, atleast_2d, atleast_3d, block_diag, broadcast_shapes,  # noqa: E402
-                    broadcast_tensors, cartesian_prod, column_stack, combinations, dsplit, dstack, fliplr, flipud,
-                    hsplit, hstack, ravel, rot90, row_stack, split_with_sizes, tensor_split, unravel_index,
-                    unsafe_chunk, unsafe_split, unsafe_split_with_sizes, vander, vsplit, vstack)
+from .differences import cumulative_trapezoid, diff, trapezoid, trapz  # noqa: E402
+from .reductions import cummax, cummin, logcumsumexp  # noqa: E402
+from .shape import (as_strided, atleast_1d, atleast_2d, atleast_3d, block_diag, broadcast_shapes, broadcast_tensors,
+                    cartesian_prod, column_stack, combinations, constant_pad_nd, dsplit, dstack, fliplr, flipud,
+                    hsplit, hstack, is_same_size, ravel, rot90, row_stack, split_with_sizes, tensor_split,
+                    unravel_index, unsafe_chunk, unsafe_split, unsafe_split_with_sizes, vander, vsplit, vstack)
+from .statistics import (aminmax, bincount, corrcoef, count_nonzero, cov, dist, histc, histogram, nanmean, nansum,
+                         renorm, std_mean, var_mean)
 
 __all__ += _copy_names
+__all__ += ["cumulative_trapezoid", "diff", "trapezoid", "trapz", "cummax", "cummin", "logcumsumexp"]
 __all__ += ["as_strided", "atleast_1d", "atleast_2d", "atleast_3d", "block_diag", "broadcast_shapes",
-            "broadcast_tensors", "cartesian_prod", "column_stack", "combinations", "dsplit", "dstack", "fliplr",
-            "flipud", "hsplit", "hstack", "ravel", "rot90", "row_stack", "split_with_sizes", "tensor_split",
-            "unravel_index", "unsafe_chunk", "unsafe_split", "unsafe_split_with_sizes", "vander", "vsplit", "vstack"]
-from .differences import cumulative_trapezoid, diff, trapezoid, trapz  # noqa: E402
-from .reductions import logcumsumexp  # noqa: E402
-from .statistics import (aminmax, bincount, corrcoef, count_nonzero, cov, dist, histc, histogram,  # noqa: E402
-                         nanmean, nansum, renorm, std_mean, var_mean)
-
-__all__ += ["cumulative_trapezoid", "diff", "trapezoid", "trapz", "logcumsumexp", "aminmax", "bincount", "corrcoef",
-            "count_nonzero", "cov", "dist", "histc", "histogram", "nanmean", "nansum", "renorm", "std_mean", "var_mean"]
+            "broadcast_tensors", "cartesian_prod", "column_stack", "combinations", "constant_pad_nd", "dsplit",
+            "dstack", "fliplr", "flipud", "hsplit", "hstack", "is_same_size", "ravel", "rot90", "row_stack",
+            "split_with_sizes", "tensor_split", "unravel_index", "unsafe_chunk", "unsafe_split",
+            "unsafe_split_with_sizes", "vander", "vsplit", "vstack"]
+__all__ += ["aminmax", "bincount", "corrcoef", "count_nonzero", "cov", "dist", "histc", "histogram", "nanmean",
+            "nansum", "renorm", "std_mean", "var_mean"]

@@ -216,7 +216,8 @@ def block_diag(*tensors):
     width, left, rows = builtins.sum(b.shape[1] for b in blocks), 0, []
     for b in blocks:
         n, m = b.shape
-        rows.append(cat([b.new_zeros((n, left), dtype=dtype), b.to(dtype), b.new_zeros((n, width - left - m), dtype=dtype)], 1))
+        before, after = b.new_zeros((n, left), dtype=dtype), b.new_zeros((n, width - left - m), dtype=dtype)
+        rows.append(cat([before, b.to(dtype), after], 1))
         left += m
     return cat(rows, 0)
 
@@ -228,8 +229,8 @@ def cartesian_prod(*tensors):
         return tensors[0]
     for t in tensors[1:]:
         if t.dtype is not tensors[0].dtype:
-            raise RuntimeError(f"cartesian_prod: expects all tensors to have the same dtype, but got {describe(tensors[0])} "
-                               f"and {describe(t)}; convert them with .to(dtype)")
+            raise RuntimeError(f"cartesian_prod: expects all tensors to have the same dtype, but got "
+                               f"{describe(tensors[0])} and {describe(t)}; convert them with .to(dtype)")
     return stack([g.reshape(-1) for g in meshgrid(*tensors, indexing="ij")], 1)
 
 

@@ -111,3 +111,11 @@ def _pad_from_self(x, axis, lo, hi, mode, input_shape):
     if lo < 0 or hi < 0:
         out = out.narrow(axis, -min(lo, 0), out.shape[axis] + min(lo, 0) + min(hi, 0))
     return out
+
+
+_pad = pad  # inside constant_pad_nd the argument ``pad`` hides the function
+
+
+def constant_pad_nd(input, pad, value=0):
+    """pad(input, pad, mode='constant', value=value): PyTorch's name for the constant case."""
+    return _pad(input, pad, "constant", value)

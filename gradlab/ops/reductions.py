@@ -485,7 +485,7 @@ def _logaddexp(backend, a, b):
 
 
 class LogCumSumExp(Function):
-    """out_j = log Σ_{i≤j} exp(x_i), so x_i receives Σ_{j≥i} g_j · exp(x_i − out_j), a softmax-weighted reverse sum.
+    """out_j = log Σ_{i≤j} exp(x_i), so x_i receives Σ_{j≥i} g_j · exp(x_i − out_j), a reverse softmax-weighted sum.
 
     That sum is taken in log space too, for the positive and the negative part of g separately:
     exp(x + reversed logcumsumexp(log g⁺ − out)) − exp(x + reversed logcumsumexp(log g⁻ − out)).
@@ -530,6 +530,72 @@ def logcumsumexp(input, dim):
     if not input.dtype.is_floating_point:
         input = input.to(dt.get_default_dtype())
     return LogCumSumExp.apply(input, normalize_dim("logcumsumexp", dim, input.ndim))
+
+
+class CumMax(Function):
+    """The running maximum along dim and where it was found; each input element receives the gradients of
+    the outputs that took it.
+
+    A later element takes over when it is >= the maximum so far (ties go to the later index) or NaN,
+    as in PyTorch; the gradient is scattered back to those indices.
+    """
+
+    derivative = "∂L/∂x_i = Σ g_j over the positions j whose running max (or min) is x_i (indices: no gradient)"
+    takes_over = "ge"
+
+    @staticmethod
+    def forward(ctx, x, axis):
+        backend = x.device.backend
+        data = x.array if x.ndim else backend.reshape(x.array, (1,))
+        head = (slice(None),) * axis
+        values, index = backend.copy(data), backend.zeros(data.shape, dt.int64)
+        best = backend.getitem(data, head + (slice(0, 1),))
+        best_at = backend.zeros(best.shape, dt.int64)
+        compare = getattr(backend, ctx.function.takes_over)
+        for i in range(1, data.shape[axis]):  # one pass along dim, every other dim at once
+            here = head + (slice(i, i + 1),)
+            current = backend.getitem(data, here)
+            take = compare(current, best)
+            if x.dtype.is_floating_point:
+                take = backend.logical_or(take, backend.isnan(current))
+            best, best_at = backend.where(take, current, best), backend.where(take, i, best_at)
+            backend.setitem(values, here, best)
+            backend.setitem(index, here, best_at)
+        if not x.ndim:
+            values, index = backend.reshape(values, ()), backend.reshape(index, ())
+        index = x._wrap(index)
+        ctx.axis, ctx.shape = (axis if x.ndim else None), x.shape
+        ctx.save_for_backward(index)
+        ctx.mark_non_differentiable(index)
+        return x._wrap(values), index
+
+    @staticmethod
+    def backward(ctx, grad, grad_index):
+        (index,) = ctx.saved_tensors
+        if ctx.axis is None:
+            return grad, None
+        return grad.new_zeros(ctx.shape).scatter_add(ctx.axis, index, grad), None
+
+
+class CumMin(CumMax):
+    """The running minimum along dim and where it was found; each input element receives the gradients of
+    the outputs that took it (ties go to the later index, NaN takes over)."""
+
+    takes_over = "le"
+
+
+cummax_result = namedtuple("cummax", ("values", "indices"))
+cummin_result = namedtuple("cummin", ("values", "indices"))
+
+
+def cummax(input, dim):
+    """namedtuple (values, indices): the largest element so far along dim, and its index."""
+    return cummax_result(*CumMax.apply(input, normalize_dim("cummax", dim, input.ndim)))
+
+
+def cummin(input, dim):
+    """namedtuple (values, indices): the smallest element so far along dim, and its index."""
+    return cummin_result(*CumMin.apply(input, normalize_dim("cummin", dim, input.ndim)))
 
 
 # --- all, any ------------------------------------------------------------------------------------
@@ -733,6 +799,12 @@ class ReductionMethods:
 
     def logcumsumexp(self, dim):
         return logcumsumexp(self, dim)
+
+    def cummax(self, dim):
+        return cummax(self, dim)
+
+    def cummin(self, dim):
+        return cummin(self, dim)
 
     def sum_to_size(self, *size):
         """The tensor summed down to ``size``, which must broadcast to this tensor's shape (expand's adjoint)."""

@@ -94,7 +94,9 @@ def rot90(input, k=1, dims=(0, 1)):
         raise RuntimeError(f"rot90: expected total dims >= 2, but got total dims = {input.ndim} ({describe(input)})")
     a, b = (normalize_dim("rot90", d, input.ndim) for d in dims)
     if a == b:
-        raise RuntimeError(f"rot90: expected rotation dims to be different, but got dim0 = {dims[0]} and dim1 = {dims[1]}")
+        raise RuntimeError(
+            f"rot90: expected rotation dims to be different, but got dim0 = {dims[0]} and dim1 = {dims[1]}"
+        )
     k = operator.index(k) % 4
     if k == 1:
         return Flip.apply(input, (b,)).transpose(a, b)

@@ -11,14 +11,14 @@ from __future__ import annotations
 from .copies import COPIES, CopyMethods
 from .joining import (Cat, Stack, block_diag, cartesian_prod, cat, column_stack, combinations, concat, concatenate,
                       dstack, hstack, meshgrid, row_stack, stack, vander, vstack)
-from .padding import Pad, pad
+from .padding import Pad, constant_pad_nd, pad
 from .reordering import Flip, ReorderingMethods, Roll, flip, fliplr, flipud, roll, rot90
 from .splitting import (Narrow, Split, SplittingMethods, Unbind, chunk, dsplit, hsplit, narrow, split,
                         split_with_sizes, tensor_split, unbind, unsafe_chunk, unsafe_split, unsafe_split_with_sizes,
                         vsplit)
 from .views import (AsStrided, Expand, Permute, Reshape, Squeeze, Transpose, Unfold, Unsqueeze, View, ViewMethods,
-                    as_strided, atleast_1d, atleast_2d, atleast_3d, broadcast_shapes, broadcast_tensors,
-                    broadcast_to, expand, flatten, movedim, moveaxis, permute, ravel, reshape, squeeze, swapaxes,
+                    as_strided, atleast_1d, atleast_2d, atleast_3d, broadcast_shapes, broadcast_tensors, broadcast_to,
+                    expand, flatten, is_same_size, movedim, moveaxis, permute, ravel, reshape, squeeze, swapaxes,
                     swapdims, t, transpose, unflatten, unravel_index, unsqueeze, view)
 from .repeat import Repeat, repeat, tile
 

@@ -13,7 +13,7 @@ import math
 from collections import namedtuple
 
 from .. import dtypes as dt
-from ._common import TrackedTensor, data_in, describe, shape_str
+from ._common import TrackedTensor, data_in, describe, normalize_dim, shape_str
 from .differences import diff
 from .reductions import _correction, amax, amin, mean, norm, std, sum, var
 
@@ -140,17 +140,16 @@ def dist(input, other, p=2):
 def renorm(input, p, dim, maxnorm):
     """Each slice along dim whose p-norm exceeds maxnorm scaled down to norm maxnorm (the others kept as they are)."""
     if not input.dtype.is_floating_point:
-        raise RuntimeError(f"renorm: expected a floating point tensor but got {describe(input)}; convert it with .float()")
+        raise RuntimeError(f"renorm: expected a floating point tensor but got {describe(input)}; "
+                           "convert it with .float()")
     if p <= 0:
         raise RuntimeError(f"renorm: non-positive-norm not supported, got p={p}")
     if maxnorm < 0:
         raise RuntimeError(f"renorm: non-negative maxnorm expected, got maxnorm={maxnorm}")
     if input.ndim <= 1:
-        raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {input.ndim} dimensions ({describe(input)})")
-    axis = dim % input.ndim if -input.ndim <= dim < input.ndim else dim
-    if not 0 <= axis < input.ndim:
-        raise IndexError(f"renorm: Dimension out of range (expected to be in range of [{-input.ndim}, "
-                         f"{input.ndim - 1}], but got {dim})")
+        raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {input.ndim} dimensions "
+                           f"({describe(input)})")
+    axis = normalize_dim("renorm", dim, input.ndim)
     others = tuple(a for a in range(input.ndim) if a != axis)
     norms = norm(input, p, others, keepdim=True)
     factor = (maxnorm / (norms + 1e-7)).where(norms > maxnorm, norms.new_ones(()))
@@ -194,11 +193,18 @@ def _bin_index(backend, data, edges_low, width, bins):
     return backend.minimum(backend.maximum(backend.astype(position, dt.int64), 0), bins - 1)
 
 
+def _data_range(backend, data):
+    """The smallest and the largest value of a non-empty array, as Python floats."""
+    return (float(backend.to_numpy(backend.min(data, None, False))),
+            float(backend.to_numpy(backend.max(data, None, False))))
+
+
 def histc(input, bins=100, min=0, max=0):
     """Counts in ``bins`` equal-width bins between min and max (min = max: the data's own range); values
     outside are ignored. The counts have the input's dtype."""
     if not input.dtype.is_floating_point:
-        raise RuntimeError(f"histc: expected a floating point tensor but got {describe(input)}; convert it with .float()")
+        raise RuntimeError(f"histc: expected a floating point tensor but got {describe(input)}; "
+                           "convert it with .float()")
     if bins <= 0:
         raise RuntimeError(f"histc: bins must be > 0, but got {bins}")
     lo, hi = float(min), float(max)
@@ -207,7 +213,7 @@ def histc(input, bins=100, min=0, max=0):
     backend = input.device.backend
     data = backend.reshape(input.array, (input.numel(),))
     if lo == hi and input.numel():
-        lo, hi = float(backend.to_numpy(backend.min(data, None, False))), float(backend.to_numpy(backend.max(data, None, False)))
+        lo, hi = _data_range(backend, data)
     if lo == hi:
         lo, hi = lo - 1, hi + 1
     if not (math.isfinite(lo) and math.isfinite(hi)):
@@ -244,8 +250,7 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False):
             if lo > hi:
                 raise RuntimeError(f"histogram: min should not exceed max, but got min {lo} max {hi}")
         elif input.numel():
-            lo = float(backend.to_numpy(backend.min(data, None, False)))
-            hi = float(backend.to_numpy(backend.max(data, None, False)))
+            lo, hi = _data_range(backend, data)
         else:
             lo, hi = 0.0, 0.0
         if lo == hi:

@@ -474,7 +474,7 @@ class AsStrided(Function):
         view = backend.sliding_windows(view, (1,), (0,), (stride[0] or 1,), (1,))  # dim 0 steps by its stride
         view = backend.getitem(view, (slice(0, size[0]),))
         if stride[0] == 0:
-            view = backend.broadcast_to(backend.getitem(view, (slice(0, 1),)), view.shape[:0] + (size[0],) + view.shape[1:])
+            view = backend.broadcast_to(backend.getitem(view, (slice(0, 1),)), (size[0],) + view.shape[1:])
         # the window axes came out last-dim-first after dim 0: put them back in order, drop the tap of dim 0
         order = (0,) + tuple(range(view.ndim - 2, 0, -1))
         view = backend.reshape(backend.permute(view, order + (view.ndim - 1,)), size)
@@ -498,6 +498,11 @@ def _strided_index(like, size, stride, offset):
                                 tuple(n if i == axis else 1 for i in range(len(size))))
         index = backend.add(index, along)
     return like._wrap(index)
+
+
+def is_same_size(input, other) -> bool:
+    """Whether the two tensors have the same shape."""
+    return tuple(input.shape) == tuple(other.shape)
 
 
 def unravel_index(indices, shape):
@@ -565,6 +570,9 @@ class ViewMethods:
 
     def ravel(self):
         return ravel(self)
+
+    def is_same_size(self, other) -> bool:
+        return is_same_size(self, other)
 
     def ndimension(self) -> int:
         """The number of dims (an old name for dim())."""
