@@ -1,5 +1,5 @@
-"""More reductions and statistics: nansum/nanmean, var_mean/std_mean, aminmax, logcumsumexp, cov,
-corrcoef, dist, renorm, diff, trapezoid/cumulative_trapezoid, sum_to_size (differentiable), and
+"""More reductions and statistics: nansum/nanmean, var_mean/std_mean, aminmax, logcumsumexp, cummax/cummin,
+cov, corrcoef, dist, renorm, diff, gradient, trapezoid/cumulative_trapezoid, sum_to_size (differentiable), and
 count_nonzero, bincount, histc, histogram (counts, no gradient); PyTorch's keyword forms throughout.
 
 Each differentiable case is checked against numpy, finite differences in float64 and PyTorch
@@ -66,6 +66,15 @@ CASES = [
     ("diff_prepend_append", lambda L, x, y: L.diff(x, 1, 1, prepend=y, append=y), [(3, 4), (3, 1)],
      lambda a, b: np.diff(a, 1, 1, prepend=b, append=b), None),
     ("diff_too_often", lambda L, x: x.diff(5), [(2, 3)], lambda a: np.diff(a, 5), None),
+    ("gradient", lambda L, x: L.gradient(x), [(3, 4)], np.gradient, None),
+    ("gradient_spacing_dim", lambda L, x: L.gradient(x, spacing=0.5, dim=1, edge_order=2), [(3, 4)],
+     lambda a: (np.gradient(a, 0.5, axis=1, edge_order=2),), None),
+    ("gradient_coordinates", lambda L, x, c: L.gradient(x, spacing=[c.abs().cumsum(0) + 0.1], dim=[0]), [(4, 3), (4,)],
+     lambda a, c: (np.gradient(a, np.cumsum(np.abs(c)) + 0.1, axis=0),), None),
+    ("gradient_coordinates_order_2",
+     lambda L, x, c, d: L.gradient(x, spacing=(c.abs().cumsum(0) + 0.1, d.abs().cumsum(0) + 0.1), edge_order=2),
+     [(3, 4), (3,), (4,)],
+     lambda a, c, d: np.gradient(a, np.cumsum(np.abs(c)) + 0.1, np.cumsum(np.abs(d)) + 0.1, edge_order=2), None),
     ("trapezoid", lambda L, x: L.trapezoid(x), [(3, 4)], lambda a: np.trapezoid(a), None),
     ("trapezoid_dx_dim", lambda L, x: L.trapezoid(x, dx=0.5, dim=0), [(3, 4)],
      lambda a: np.trapezoid(a, dx=0.5, axis=0), None),
@@ -138,7 +147,7 @@ def test_matches_torch(name, fn, shapes, reference, make):
         assert_close(x.grad, tx.grad)
 
 
-@pytest.mark.parametrize("name", ["var_mean", "cov_aweights", "corrcoef", "renorm", "diff",
+@pytest.mark.parametrize("name", ["var_mean", "cov_aweights", "corrcoef", "renorm", "diff", "gradient_coordinates",
                                   "trapezoid_x"])
 def test_gradgradcheck(name):
     _, fn, shapes, _, make = CASES[IDS.index(name)]
@@ -315,6 +324,13 @@ def test_diff_of_bool_is_not_equal():
     (lambda: gl.diff(gl.ones(3), -1), RuntimeError, r"diff: order must be non-negative but got -1"),
     (lambda: gl.diff(gl.ones(2, 3), prepend=gl.ones(3)), RuntimeError,
      r"diff expects prepend to have the same number of dimensions as input \(2\), got float32 tensor of shape \(3\)"),
+    (lambda: gl.gradient(gl.ones(3), edge_order=3), RuntimeError, r"gradient only supports edge_order=1 and edge_order=2"),
+    (lambda: gl.gradient(gl.ones(2), edge_order=2), RuntimeError,
+     r"gradient expected each dimension size to be at least edge_order\+1, but dim 0 .* has size 2"),
+    (lambda: gl.gradient(gl.ones(2, 3), spacing=[1.0]), RuntimeError,
+     r"gradient expected spacing to be unspecified, a scalar, or a list of length equal to the dims .* \(2\)"),
+    (lambda: gl.gradient(gl.ones(3), spacing=[gl.ones(2)]), RuntimeError,
+     r"gradient expected each tensor of coordinates to have one entry per sample: 2 coordinates for size 3"),
     (lambda: gl.trapezoid(gl.ones(3), gl.ones(2)), RuntimeError,
      r"trapezoid: There must be one `x` value for each sample point, but got 2 values for 3 samples"),
     (lambda: gl.trapezoid(gl.ones(3), gl.ones(3), dx=1.0), RuntimeError, r"trapezoid: received both x and dx"),

@@ -32,7 +32,7 @@ __all__ += ["repeat_interleave"]
 # (imported below __all__, so that each helper's names stay together)
 from .copies import *  # noqa: E402,F401,F403  (view_copy, permute_copy, ..., made from one table)
 from .copies import __all__ as _copy_names  # noqa: E402
-from .differences import cumulative_trapezoid, diff, trapezoid, trapz  # noqa: E402
+from .differences import cumulative_trapezoid, diff, gradient, trapezoid, trapz  # noqa: E402
 from .reductions import cummax, cummin, logcumsumexp  # noqa: E402
 from .shape import (as_strided, atleast_1d, atleast_2d, atleast_3d, block_diag, broadcast_shapes, broadcast_tensors,
                     cartesian_prod, column_stack, combinations, constant_pad_nd, dsplit, dstack, fliplr, flipud,
@@ -42,7 +42,7 @@ from .statistics import (aminmax, bincount, corrcoef, count_nonzero, cov, dist, 
                          renorm, std_mean, var_mean)
 
 __all__ += _copy_names
-__all__ += ["cumulative_trapezoid", "diff", "trapezoid", "trapz", "cummax", "cummin", "logcumsumexp"]
+__all__ += ["cumulative_trapezoid", "diff", "gradient", "trapezoid", "trapz", "cummax", "cummin", "logcumsumexp"]
 __all__ += ["as_strided", "atleast_1d", "atleast_2d", "atleast_3d", "block_diag", "broadcast_shapes",
             "broadcast_tensors", "cartesian_prod", "column_stack", "combinations", "constant_pad_nd", "dsplit",
             "dstack", "fliplr", "flipud", "hsplit", "hstack", "is_same_size", "ravel", "rot90", "row_stack",
