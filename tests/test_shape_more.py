@@ -321,6 +321,18 @@ def test_in_place_shape_change_on_a_leaf_that_requires_grad_is_refused():
     assert w.shape == (3, 2)
 
 
+def test_retain_grad_follows_an_in_place_shape_change():
+    # as for gradlab's other in-place ops, the retained gradient is that of the tensor as it is now
+    # (PyTorch 2.13 keeps the one of its old shape here)
+    w = leaf(randn(2, 3))
+    y = w * 2
+    y.retain_grad()
+    y.t_()
+    (y * gl.arange(6.0, dtype=gl.float64).reshape(3, 2)).sum().backward()
+    assert_close(y.grad, np.arange(6.0).reshape(3, 2))
+    assert_close(w.grad, 2 * np.arange(6.0).reshape(3, 2).T)
+
+
 def test_in_place_shape_change_of_a_view_stays_usable():
     base = gl.arange(6.0)
     v = base[1:]

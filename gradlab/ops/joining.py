@@ -247,7 +247,7 @@ def combinations(input, r=2, with_replacement=False):
     pick = itertools.combinations_with_replacement if with_replacement else itertools.combinations
     rows = list(pick(range(input.shape[0]), r))
     backend = input.device.backend
-    index = input._wrap(backend.asarray(rows if rows else [[0] * r][:0], int64))
+    index = input._wrap(backend.asarray(rows, int64))  # (combinations, r), or (0,) when there are none
     return input[index.reshape(-1)].reshape(len(rows), r)
 
 

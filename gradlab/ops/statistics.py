@@ -187,9 +187,10 @@ def bincount(input, weights=None, minlength=0):
     return input._wrap(counts)
 
 
-def _bin_index(backend, data, edges_low, width, bins):
-    """The bin of each value for equal-width bins starting at edges_low (the last bin includes its top edge)."""
-    position = backend.floor(backend.div(backend.sub(data, edges_low), width))
+def _bin_index(backend, data, lo, hi, bins):
+    """The bin of each value in [lo, hi] for equal-width bins, (x − lo) · bins / (hi − lo) rounded down
+    (the value hi itself in the last bin), as PyTorch's histc computes it."""
+    position = backend.floor(backend.div(backend.mul(backend.sub(data, lo), bins), hi - lo))
     return backend.minimum(backend.maximum(backend.astype(position, dt.int64), 0), bins - 1)
 
 
@@ -221,7 +222,7 @@ def histc(input, bins=100, min=0, max=0):
     inside = backend.logical_and(backend.ge(data, lo), backend.le(data, hi))
     kept = backend.getitem(data, (inside,))
     counts = backend.zeros((bins,), input.dtype)
-    index = _bin_index(backend, kept, lo, (hi - lo) / bins, bins)
+    index = _bin_index(backend, kept, lo, hi, bins)
     backend.add_at(counts, (index,), backend.ones(kept.shape, input.dtype))
     return input._wrap(counts)
 
@@ -264,10 +265,16 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False):
     first, last = backend.getitem(edges, (0,)), backend.getitem(edges, (n,))
     inside = backend.logical_and(backend.ge(data, first), backend.le(data, last))
     kept = backend.getitem(data, (inside,))
-    # the bin of a value: how many inner edges are <= it (comparisons against every edge at once)
-    inner = backend.getitem(edges, (slice(1, n),))
-    above = backend.ge(backend.reshape(kept, (-1, 1)), backend.reshape(inner, (1, -1)))
-    index = backend.sum(backend.astype(above, dt.int64), (1,), False)
+    if isinstance(bins, TrackedTensor):  # the bin of a value: how many inner edges are <= it
+        inner = backend.getitem(edges, (slice(1, n),))
+        above = backend.ge(backend.reshape(kept, (-1, 1)), backend.reshape(inner, (1, -1)))
+        index = backend.sum(backend.astype(above, dt.int64), (1,), False)
+    else:  # equal widths: computed, then moved by one where rounding put a value across its edge (numpy's way)
+        index = _bin_index(backend, kept, lo, hi, n)
+        index = backend.where(backend.lt(kept, backend.getitem(edges, (index,))), backend.sub(index, 1), index)
+        upper = backend.getitem(edges, (backend.add(index, 1),))
+        index = backend.where(backend.logical_and(backend.ge(kept, upper), backend.lt(index, n - 1)),
+                              backend.add(index, 1), index)
     hist = backend.zeros((n,), input.dtype)
     if weight is None:
         added = backend.ones(kept.shape, input.dtype)

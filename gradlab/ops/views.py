@@ -541,7 +541,12 @@ def _change_in_place(x, op: str, view):
         )
     x.array = view.array
     if view.grad_fn is not None:
+        old_node, old_nr = x.grad_fn, x._output_nr
         x.grad_fn, x._output_nr = view.grad_fn, view._output_nr
+        keep = getattr(x, "_retains_grad", None)
+        if keep and old_node is not None:  # retain_grad follows the tensor to its new grad_fn
+            old_node._tensor_hooks[old_nr].remove(keep)
+            x._hook_list().append(keep)
     x._version[0] += 1
     if x._base is not None:
         x._view_version = x._version[0]  # its new history describes its values as they are now
