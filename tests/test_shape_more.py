@@ -90,6 +90,8 @@ CASES = [
     ("split_with_sizes_copy", lambda L, x: L.split_with_sizes_copy(x, [1, 2], 1), [(2, 3)],
      lambda a: np.split(a, [1], 1)),
     ("alias_copy", lambda L, x: L.alias_copy(x), [(2, 3)], lambda a: a),
+    ("slice_copy", lambda L, x: L.slice_copy(x, 1, 1, 7, 2), [(2, 8)], lambda a: a[:, 1:7:2]),
+    ("slice_copy_defaults", lambda L, x: L.slice_copy(x), [(3, 2)], lambda a: a),
     ("unfold_copy", lambda L, x: L.unfold_copy(x, 1, 2, 2), [(2, 4)], lambda a: _windows(a, 1, 2, 2)),
 ]
 IDS = [c[0] for c in CASES]
@@ -331,6 +333,30 @@ def test_retain_grad_follows_an_in_place_shape_change():
     (y * gl.arange(6.0, dtype=gl.float64).reshape(3, 2)).sum().backward()
     assert_close(y.grad, np.arange(6.0).reshape(3, 2))
     assert_close(w.grad, 2 * np.arange(6.0).reshape(3, 2).T)
+
+
+def test_resize_keeps_the_first_elements_and_grows_with_zeros():
+    x = gl.arange(6.0)
+    assert x.resize_(2, 2) is x and x.tolist() == [[0.0, 1.0], [2.0, 3.0]]
+    x.resize_((3, 2))
+    assert x.shape == (3, 2) and x.tolist()[:2] == [[0.0, 1.0], [2.0, 3.0]]
+    y = gl.arange(6.0).reshape(2, 3).clone()
+    version = y._version[0]
+    assert y.resize_as_(gl.ones(3, 2)).tolist() == [[0.0, 1.0], [2.0, 3.0], [4.0, 5.0]]
+    assert y._version[0] == version + 1
+    if torch is not None:
+        t = torch.arange(6.0).reshape(2, 3)
+        assert t.resize_as_(torch.ones(3, 2)).tolist() == y.tolist()
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: gl.ones(2, requires_grad=True).resize_(3), r"resize_: cannot resize variables that require grad"),
+    (lambda: gl.ones(2, 3).t().resize_(2, 3), r"resize_: gradlab resizes only a contiguous tensor .* but got a view"),
+    (lambda: gl.ones(2).resize_(-1), r"resize_: Trying to create tensor with negative dimension: \[-1\]"),
+])
+def test_resize_errors(call, message):
+    with pytest.raises(RuntimeError, match=message):
+        call()
 
 
 def test_in_place_shape_change_of_a_view_stays_usable():

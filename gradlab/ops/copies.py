@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 
+from ._common import normalize_dim
 from .splitting import narrow, split, split_with_sizes, unbind
 from .views import as_strided, permute, squeeze, t, transpose, unfold, unsqueeze, view
 
@@ -22,6 +23,11 @@ def _alias(input):
     return input
 
 
+def _slice(input, dim=0, start=None, end=None, step=1):
+    """input[start:end:step] along dim, a view (PyTorch's aten slice)."""
+    return input[(slice(None),) * normalize_dim("slice_copy", dim, input.ndim) + (slice(start, end, step),)]
+
+
 def _detach(input):
     """The same data cut out of the graph: its copy does not require grad."""
     return input.detach()
@@ -31,7 +37,7 @@ _VIEW_OPS = {
     "view_copy": view, "permute_copy": permute, "expand_copy": _expand, "squeeze_copy": squeeze,
     "unsqueeze_copy": unsqueeze, "transpose_copy": transpose, "t_copy": t, "narrow_copy": narrow,
     "unbind_copy": unbind, "split_copy": split, "split_with_sizes_copy": split_with_sizes, "alias_copy": _alias,
-    "detach_copy": _detach, "unfold_copy": unfold, "as_strided_copy": as_strided,
+    "detach_copy": _detach, "unfold_copy": unfold, "as_strided_copy": as_strided, "slice_copy": _slice,
 }
 
 

@@ -553,6 +553,32 @@ def _change_in_place(x, op: str, view):
     return x
 
 
+def _resize(x, op: str, sizes: tuple):
+    """x.resize_(sizes): x takes a new shape; a smaller one keeps its first elements, a larger one adds zeros
+    (PyTorch leaves them uninitialised). Not recorded: PyTorch refuses tensors that require grad."""
+    if any(n < 0 for n in sizes):
+        raise RuntimeError(f"{op}: Trying to create tensor with negative dimension: {list(sizes)}")
+    if x.requires_grad:
+        raise RuntimeError(f"{op}: cannot resize variables that require grad ({describe(x)}); resize a .detach()-ed "
+                           "copy, or use .reshape(...) to keep the history")
+    if sizes == x.shape:
+        return x
+    if x._base is not None or not x.is_contiguous():
+        raise RuntimeError(f"{op}: gradlab resizes only a contiguous tensor that owns its memory, but got a "
+                           f"{'view' if x._base is not None else 'non-contiguous tensor'} ({describe(x)}); "
+                           "call .clone() first")
+    backend, n, new_n = x.device.backend, x.numel(), math.prod(sizes)
+    flat = backend.reshape(x.array, (n,))
+    if new_n <= n:
+        x.array = backend.reshape(backend.getitem(flat, (slice(0, new_n),)), sizes)
+    else:
+        grown = backend.zeros((new_n,), x.dtype)
+        backend.setitem(grown, (slice(0, n),), flat)
+        x.array = backend.reshape(grown, sizes)
+    x._version[0] += 1
+    return x
+
+
 def _sizes(op, args, keyword):
     """Sizes given as f(2, 3), f((2, 3)) or by keyword, f(size=(2, 3)), as PyTorch's methods take them."""
     if keyword is not None:
@@ -591,6 +617,12 @@ class ViewMethods:
 
     def as_strided_(self, size, stride, storage_offset=None):
         return _change_in_place(self, "as_strided_", as_strided(self, size, stride, storage_offset))
+
+    def resize_(self, *sizes, memory_format=None):
+        return _resize(self, "resize_", int_tuple("resize_", sizes))
+
+    def resize_as_(self, tensor, memory_format=None):
+        return _resize(self, "resize_as_", tuple(tensor.shape))
 
     def squeeze_(self, dim=None):
         return _change_in_place(self, "squeeze_", squeeze(self, dim))
