@@ -59,6 +59,12 @@ CASES = [
     ("dist", lambda L, x, y: L.dist(x, y), [(3, 4), (4,)], lambda a, b: np.linalg.norm((a - b).ravel()), None),
     ("dist_p", lambda L, x, y: x.dist(y, 3), [(3, 4), (3, 4)],
      lambda a, b: np.sum(np.abs(a - b) ** 3) ** (1 / 3), None),
+    ("norm_except_dim", lambda L, x: L.norm_except_dim(x, 2, 1), [(2, 3, 4)],
+     lambda a: np.sqrt((a ** 2).sum((0, 2), keepdims=True)), None),
+    ("norm_except_dim_all", lambda L, x: L.norm_except_dim(x, pow=3, dim=-1), [(2, 3)],
+     lambda a: (np.abs(a) ** 3).sum() ** (1 / 3), None),
+    ("frobenius_norm", lambda L, x: L.frobenius_norm(x, (1, 2), keepdim=True), [(2, 3, 4)],
+     lambda a: np.sqrt((a ** 2).sum((1, 2), keepdims=True)), None),
     ("renorm", lambda L, x: L.renorm(x, 2, 0, 1.5), [(3, 4)], lambda a: _np_renorm(a, 2, 0, 1.5), None),
     ("renorm_p1_dim1", lambda L, x: x.renorm(1, 1, 1.0), [(3, 4)], lambda a: _np_renorm(a, 1, 1, 1.0), None),
     ("diff", lambda L, x: L.diff(x), [(3, 4)], np.diff, None),
@@ -129,6 +135,7 @@ def test_gradcheck(name, fn, shapes, reference, make):
 
 
 @requires_torch
+@pytest.mark.filterwarnings("ignore:at::frobenius_norm is deprecated")  # PyTorch's own note on the old name
 @pytest.mark.parametrize("name, fn, shapes, reference, make", CASES, ids=IDS)
 def test_matches_torch(name, fn, shapes, reference, make):
     arrays = _arrays(shapes, make)

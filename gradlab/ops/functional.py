@@ -38,8 +38,8 @@ from .shape import (as_strided, atleast_1d, atleast_2d, atleast_3d, block_diag, 
                     cartesian_prod, column_stack, combinations, constant_pad_nd, dsplit, dstack, fliplr, flipud,
                     hsplit, hstack, is_same_size, ravel, rot90, row_stack, split_with_sizes, tensor_split,
                     unravel_index, unsafe_chunk, unsafe_split, unsafe_split_with_sizes, vander, vsplit, vstack)
-from .statistics import (aminmax, bincount, corrcoef, count_nonzero, cov, dist, histc, histogram, nanmean, nansum,
-                         renorm, std_mean, var_mean)
+from .statistics import (aminmax, bincount, corrcoef, count_nonzero, cov, dist, frobenius_norm, histc, histogram,
+                         nanmean, nansum, norm_except_dim, renorm, std_mean, var_mean)
 
 __all__ += _copy_names
 __all__ += ["cumulative_trapezoid", "diff", "gradient", "trapezoid", "trapz", "cummax", "cummin", "logcumsumexp"]
@@ -48,5 +48,5 @@ __all__ += ["as_strided", "atleast_1d", "atleast_2d", "atleast_3d", "block_diag"
             "dstack", "fliplr", "flipud", "hsplit", "hstack", "is_same_size", "ravel", "rot90", "row_stack",
             "split_with_sizes", "tensor_split", "unravel_index", "unsafe_chunk", "unsafe_split",
             "unsafe_split_with_sizes", "vander", "vsplit", "vstack"]
-__all__ += ["aminmax", "bincount", "corrcoef", "count_nonzero", "cov", "dist", "histc", "histogram", "nanmean",
-            "nansum", "renorm", "std_mean", "var_mean"]
+__all__ += ["aminmax", "bincount", "corrcoef", "count_nonzero", "cov", "dist", "frobenius_norm", "histc", "histogram",
+            "nanmean", "nansum", "norm_except_dim", "renorm", "std_mean", "var_mean"]

@@ -137,6 +137,20 @@ def dist(input, other, p=2):
     return norm(input - other, p)
 
 
+def norm_except_dim(v, pow=2, dim=0):
+    """The pow-norm of each slice along dim, kept as a size-1-elsewhere tensor (weight_norm's g); dim=-1:
+    the norm of everything, as a 0-d tensor."""
+    if dim == -1:
+        return norm(v, pow)
+    axis = normalize_dim("norm_except_dim", dim, v.ndim)
+    return norm(v, pow, tuple(a for a in range(v.ndim) if a != axis), keepdim=True)
+
+
+def frobenius_norm(input, dim, keepdim=False):
+    """The 2-norm over dim (PyTorch keeps this name for old code; linalg.vector_norm is the new one)."""
+    return norm(input, 2, dim, keepdim)
+
+
 def renorm(input, p, dim, maxnorm):
     """Each slice along dim whose p-norm exceeds maxnorm scaled down to norm maxnorm (the others kept as they are)."""
     if not input.dtype.is_floating_point:
