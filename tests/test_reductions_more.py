@@ -135,7 +135,7 @@ def test_gradcheck(name, fn, shapes, reference, make):
 
 
 @requires_torch
-@pytest.mark.filterwarnings("ignore:at::frobenius_norm is deprecated")  # PyTorch's own note on the old name
+@pytest.mark.filterwarnings("ignore:at..frobenius_norm is deprecated:UserWarning")  # PyTorch on its old name
 @pytest.mark.parametrize("name, fn, shapes, reference, make", CASES, ids=IDS)
 def test_matches_torch(name, fn, shapes, reference, make):
     arrays = _arrays(shapes, make)
