@@ -31,6 +31,7 @@ from .ops.repeat import RepeatMethods
 from .ops.shape import ShapeMethods
 from .ops.selection import SelectionMethods
 from .ops.sorting import SortingMethods
+from .ops.statistics import StatisticsMethods
 from .printing import format_tensor
 
 _new = object.__new__
@@ -38,7 +39,8 @@ _NATIVE_TO_DTYPE = dt.NATIVE_TO_DTYPE
 
 
 class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMethods, ReductionMethods, ShapeMethods,
-             IndexingMethods, LinalgMethods, RepeatMethods, SortingMethods, SelectionMethods, DiagonalMethods):
+             IndexingMethods, LinalgMethods, RepeatMethods, SortingMethods, SelectionMethods, DiagonalMethods,
+             StatisticsMethods):
     """A multi-dimensional array that can remember how it was computed.
 
     ``array`` is the backend's array (a numpy ndarray on 'cpu'); ``device`` says which backend.

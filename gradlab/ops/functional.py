@@ -12,7 +12,7 @@ from .sorting import (argsort, bucketize, cummax, cummin, kthvalue, median, mode
                       quantile, searchsorted, sort, topk, unique, unique_consecutive)
 from .diagonals import diag, diag_embed, diagflat, diagonal, diagonal_copy, diagonal_scatter, trace
 from .selection import (argwhere, masked_scatter, masked_select, nonzero, nonzero_static, put, select, select_copy,
-                        select_scatter, slice_copy, slice_scatter, take, unravel_index)
+                        select_scatter, slice_copy, slice_scatter, take)
 from .shape import (broadcast_to, cat, chunk, concat, concatenate, flatten, flip, meshgrid, movedim, moveaxis, narrow, pad,
                     permute, reshape, roll, split, squeeze, stack, swapaxes, swapdims, t, tile, transpose, unbind,
                     unflatten, unsqueeze)
@@ -40,4 +40,25 @@ __all__ += ["argsort", "bucketize", "cummax", "cummin", "kthvalue", "median", "m
 __all__ += ["index_add", "index_copy", "index_fill", "index_put", "index_put_", "index_reduce", "scatter_reduce"]
 __all__ += ["diag", "diag_embed", "diagflat", "diagonal", "diagonal_copy", "diagonal_scatter", "trace"]
 __all__ += ["argwhere", "masked_scatter", "masked_select", "nonzero", "nonzero_static", "put", "select", "select_copy",
-            "select_scatter", "slice_copy", "slice_scatter", "take", "unravel_index"]
+            "select_scatter", "slice_copy", "slice_scatter", "take"]
+# (imported below __all__, so that each helper's names stay together)
+from .copies import *  # noqa: E402,F401,F403  (view_copy, permute_copy, ..., made from one table)
+from .copies import __all__ as _copy_names  # noqa: E402
+from .differences import cumulative_trapezoid, diff, gradient, trapezoid, trapz  # noqa: E402
+from .reductions import logcumsumexp  # noqa: E402
+from .shape import (as_strided, atleast_1d, atleast_2d, atleast_3d, block_diag, broadcast_shapes, broadcast_tensors,
+                    cartesian_prod, column_stack, combinations, constant_pad_nd, dsplit, dstack, fliplr, flipud,
+                    hsplit, hstack, is_same_size, ravel, rot90, row_stack, split_with_sizes, tensor_split,
+                    unravel_index, unsafe_chunk, unsafe_split, unsafe_split_with_sizes, vander, vsplit, vstack)
+from .statistics import (aminmax, bincount, corrcoef, count_nonzero, cov, dist, frobenius_norm, histc, histogram,
+                         nanmean, nansum, norm_except_dim, renorm, std_mean, var_mean)
+
+__all__ += _copy_names
+__all__ += ["cumulative_trapezoid", "diff", "gradient", "trapezoid", "trapz", "logcumsumexp"]
+__all__ += ["as_strided", "atleast_1d", "atleast_2d", "atleast_3d", "block_diag", "broadcast_shapes",
+            "broadcast_tensors", "cartesian_prod", "column_stack", "combinations", "constant_pad_nd", "dsplit",
+            "dstack", "fliplr", "flipud", "hsplit", "hstack", "is_same_size", "ravel", "rot90", "row_stack",
+            "split_with_sizes", "tensor_split", "unravel_index", "unsafe_chunk", "unsafe_split",
+            "unsafe_split_with_sizes", "vander", "vsplit", "vstack"]
+__all__ += ["aminmax", "bincount", "corrcoef", "count_nonzero", "cov", "dist", "frobenius_norm", "histc", "histogram",
+            "nanmean", "nansum", "norm_except_dim", "renorm", "std_mean", "var_mean"]

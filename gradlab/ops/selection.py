@@ -193,31 +193,6 @@ def slice_copy(input, dim=0, start=None, end=None, step=1):
     return GetItem.apply(input, (slice(None),) * dim + (slice(start, end, step), Ellipsis)).clone()
 
 
-def unravel_index(indices, shape):
-    """The coordinates (one tensor per dim of shape) of flat indices into a tensor of that shape, row-major."""
-    _tensor("unravel_index", "indices", indices)
-    if indices.dtype.category != 1:
-        raise TypeError(f"unravel_index(): expected 'indices' to be integer dtype, but got {describe(indices)}")
-    shape = (shape,) if isinstance(shape, int) else tuple(shape)
-    if any(n < 0 for n in shape):
-        raise RuntimeError(f"unravel_index(): 'shape' cannot have negative values, but got {shape}")
-    backend, total = indices.device.backend, 1
-    for n in shape:
-        total *= n
-    flat = backend.astype(indices.array, int64)
-    if 0 not in flat.shape:
-        low, high = (int(backend.to_numpy(f(flat))) for f in (backend.min, backend.max))
-        if low < 0 or high >= total:
-            raise IndexOutOfBoundsError(f"unravel_index(): index {low if low < 0 else high} is out of bounds for a "
-                                        f"tensor of shape {shape} ({total} elements); indices must be in "
-                                        f"[0, {total - 1}]")
-    coordinates = []
-    for n in reversed(shape):  # the last dim varies fastest
-        coordinates.append(indices._wrap(backend.remainder(flat, n)))
-        flat = backend.floor_divide(flat, n)
-    return tuple(reversed(coordinates))
-
-
 class SelectionMethods:
     """Tensor's selection methods (mixed into gradlab.Tensor): the functional forms, the tensor first."""
 
