@@ -14,6 +14,7 @@ import itertools
 import numpy as np
 
 from ..dtypes import DType
+from .linalg_kernels import LinalgKernels
 
 PRIMITIVES = {
     # dtypes and transfer
@@ -58,9 +59,11 @@ PRIMITIVES = {
     "matmul": "matrix product with batch broadcasting",
     "einsum": "Einstein summation over explicit subscripts",
 }
+# Factorizations and solvers (lu_factor, solve, cholesky, qr, svd, eigh, ...) are not in this list: every
+# backend inherits host versions of them from LinalgKernels (linalg_kernels.py) and may override them.
 
 
-class Backend:
+class Backend(LinalgKernels):
     """Base class of every backend: fused kernels composed from the primitives above.
 
     Subclasses implement each primitive in ``PRIMITIVES``; the methods below are the optional fused

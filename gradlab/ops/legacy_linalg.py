@@ -1,0 +1,122 @@
+"""The torch-level linear-algebra names (``torch.svd``, ``torch.qr``, ``torch.lu``, ...), built on ``linalg``.
+
+They predate ``torch.linalg`` and differ from it in small ways kept here on purpose: ``torch.svd``
+returns V (not Vᵀ) and takes ``some=``, ``triangular_solve(b, A)`` puts b first and also returns a
+copy of A, ``lu`` returns pivots with optional infos.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import namedtuple
+
+from ._linalg_common import check_matrix, eye_like, raise_on_info
+from .decompositions import permutation_matrix
+from .linalg_api import (cholesky, det, inv, lu_factor_ex, lu_solve as _linalg_lu_solve, matrix_exp, matrix_power,
+                         pinv, qr as _linalg_qr, slogdet, solve_triangular, svd as _linalg_svd)
+
+svd_result = namedtuple("svd", ("U", "S", "V"))
+qr_result = namedtuple("qr", ("Q", "R"))
+triangular_solve_result = namedtuple("triangular_solve", ("solution", "cloned_coefficient"))
+lu_unpack_result = namedtuple("lu_unpack", ("P", "L", "U"))
+
+
+def logdet(input):
+    """log(det A): nan for a negative determinant, -inf for a singular matrix."""
+    sign, logabsdet = slogdet(check_matrix("logdet", input))
+    return logabsdet.masked_fill(sign < 0, math.nan)
+
+
+def inverse(input):
+    """torch.inverse: linalg.inv."""
+    return inv(input)
+
+
+def pinverse(input, rcond=1e-15):
+    """torch.pinverse: linalg.pinv with the relative tolerance rcond."""
+    return pinv(input, rtol=rcond)
+
+
+def svd(input, some=True, compute_uv=True):
+    """(U, S, V) with A = U diag(S) Vᵀ — V itself, unlike linalg.svd's Vh. some=False: full square U and V.
+
+    compute_uv=False returns zero-filled U (m x m) and V (n x n) beside the singular values.
+    """
+    check_matrix("svd", input, square=False)
+    if not compute_uv:
+        m, n = input.shape[-2:]
+        S = _linalg_svd(input, full_matrices=False).S
+        return svd_result(input.new_zeros(input.shape[:-2] + (m, m)), S, input.new_zeros(input.shape[:-2] + (n, n)))
+    U, S, Vh = _linalg_svd(input, full_matrices=not some)
+    return svd_result(U, S, Vh.transpose(-2, -1))
+
+
+def qr(input, some=True):
+    """(Q, R): some=True the reduced decomposition, some=False the complete one."""
+    return qr_result(*_linalg_qr(input, "reduced" if some else "complete"))
+
+
+def cholesky_solve(input, input2, upper=False):
+    """X with A X = B, given B (input) and A's Cholesky factor L (input2, or U = Lᵀ when upper)."""
+    L = input2.transpose(-2, -1) if upper else input2
+    y = solve_triangular(L, input, upper=False)
+    return solve_triangular(L.transpose(-2, -1), y, upper=True)
+
+
+def cholesky_inverse(input, upper=False):
+    """A⁻¹ from A's Cholesky factor: (L Lᵀ)⁻¹ = L⁻ᵀ L⁻¹."""
+    check_matrix("cholesky_inverse", input)
+    return cholesky_solve(eye_like(input, input.shape[-1]).expand(input.shape), input, upper)
+
+
+def triangular_solve(input, A, upper=True, transpose=False, unitriangular=False):
+    """(solution, cloned_coefficient): X with A X = b (Aᵀ X = b when transpose) and a copy of A. Note b first."""
+    coefficient = A.transpose(-2, -1) if transpose else A
+    solution = solve_triangular(coefficient, input, upper=upper != transpose, unitriangular=unitriangular)
+    return triangular_solve_result(solution, A.clone())
+
+
+def lu(A, pivot=True, get_infos=False):
+    """(A_LU, pivots) or (A_LU, pivots, infos) with get_infos: linalg.lu_factor_ex without its checks."""
+    LU, pivots, info = lu_factor_ex(A, pivot=pivot)
+    if not get_infos:
+        raise_on_info("torch.lu", info, lambda k: f"U[{k},{k}] is zero and using it on lu_solve would result in a "
+                      "division by zero. Pass get_infos=True to get the infos instead of an error")
+    return (LU, pivots, info) if get_infos else (LU, pivots)
+
+
+def lu_solve(b, LU_data, LU_pivots):
+    """torch.lu_solve(b, LU, pivots): linalg.lu_solve with b first."""
+    return _linalg_lu_solve(LU_data, LU_pivots, b)
+
+
+def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
+    """(P, L, U) from the packed LU and its pivots; a part not unpacked is returned empty."""
+    m, n = LU_data.shape[-2:]
+    k = min(m, n)
+    empty = LU_data.new_zeros((0,))
+    P = permutation_matrix(LU_data, LU_pivots, m) if unpack_pivots else empty
+    if not unpack_data:
+        return lu_unpack_result(P, empty, empty)
+    L = LU_data[..., :, :k].tril(-1) + eye_like(LU_data, m, k)
+    return lu_unpack_result(P, L, LU_data[..., :k, :].triu())
+
+
+class LegacyLinalgMethods:
+    """Tensor's linear-algebra methods (mixed into gradlab.Tensor): x.det(), x.inverse(), x.svd(), ..."""
+
+    __slots__ = ()
+
+    det, logdet, inverse, pinverse, svd, qr = det, logdet, inverse, pinverse, svd, qr
+    cholesky_solve, cholesky_inverse, triangular_solve = cholesky_solve, cholesky_inverse, triangular_solve
+    lu, lu_solve, matrix_power, matrix_exp = lu, lu_solve, matrix_power, matrix_exp
+
+    def slogdet(self):
+        return slogdet(self)
+
+    def cholesky(self, upper=False):
+        return cholesky(self, upper=upper)
+
+
+__all__ = ["cholesky", "cholesky_inverse", "cholesky_solve", "det", "inverse", "logdet", "lu", "lu_solve",
+           "lu_unpack", "matrix_exp", "matrix_power", "pinverse", "qr", "slogdet", "svd", "triangular_solve"]
