@@ -14,17 +14,18 @@ import math
 from .ops._common import describe, normalize_dim
 from .ops._linalg_common import check_matrix, eps, eye_like, matrix_diagonal
 from .ops.linalg import matmul
-from .ops.linalg_api import (LinAlgError, cholesky, cholesky_ex, det, eig, eigh, eigvals, eigvalsh, inv, inv_ex,
-                             lstsq, lu, lu_factor, lu_factor_ex, lu_solve, matrix_exp, matrix_power, pinv, qr, slogdet, solve,
-                             solve_ex, solve_triangular, svd, svdvals)
+from .ops.linalg_api import (LinAlgError, cholesky, cholesky_ex, det, eig, eigh, eigvals, eigvalsh, householder_product,
+                             inv, inv_ex, ldl_factor, ldl_factor_ex, ldl_solve, lstsq, lu, lu_factor, lu_factor_ex,
+                             lu_solve, matrix_exp, matrix_power, pinv, qr, slogdet, solve, solve_ex, solve_triangular,
+                             svd, svdvals)
 from .ops.products import linalg_cross as cross, vecdot
 from .ops.shape import cat
 
 __all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eig", "eigh", "eigvals",
-           "eigvalsh", "householder_product", "inv", "inv_ex", "lstsq", "lu", "lu_factor", "lu_factor_ex", "lu_solve",
-           "matmul", "matrix_exp", "matrix_norm", "matrix_power", "matrix_rank", "multi_dot", "norm", "pinv", "qr",
-           "slogdet", "solve", "solve_ex", "solve_triangular", "svd", "svdvals", "tensorinv", "tensorsolve", "vander",
-           "vecdot", "vector_norm"]
+           "eigvalsh", "householder_product", "inv", "inv_ex", "ldl_factor", "ldl_factor_ex", "ldl_solve", "lstsq",
+           "lu", "lu_factor", "lu_factor_ex", "lu_solve", "matmul", "matrix_exp", "matrix_norm", "matrix_power",
+           "matrix_rank", "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "solve_ex", "solve_triangular", "svd",
+           "svdvals", "tensorinv", "tensorsolve", "vander", "vecdot", "vector_norm"]
 
 _MATRIX_ORDS = ("fro", "nuc", 2, -2, 1, -1, math.inf, -math.inf)
 
@@ -181,24 +182,6 @@ def tensorsolve(A, B, dims=None):
                            f" == prod(self.shape[:other.ndim]), but got {math.prod(x_shape)} != {B.numel()} "
                            f"(A of shape {tuple(A.shape)}, B of shape {tuple(B.shape)})")
     return solve(A.reshape(B.numel(), B.numel()), B.reshape(B.numel())).reshape(x_shape)
-
-
-def householder_product(A, tau):
-    """Q = H₁ H₂ ⋯ H_k, the first n columns, with H_i = I − τ_i v_i v_iᵀ and v_i the i-th column of A
-    below its diagonal (with a 1 on it): how geqrf stores Q."""
-    A = _floating("linalg.householder_product", A, None)
-    m, n = A.shape[-2:]
-    k = tau.shape[-1]
-    if A.ndim < 2 or m < n or k > n or tau.shape[:-1] != A.shape[:-2]:
-        raise RuntimeError(f"linalg.householder_product: expected A (..., m, n) with m >= n and tau (..., k) with "
-                           f"k <= n and A's batch shape, but got A of shape {tuple(A.shape)} and tau of shape "
-                           f"{tuple(tau.shape)}")
-    reflectors = A.tril(-1) + eye_like(A, m, n)
-    Q = eye_like(A, m).expand(A.shape[:-2] + (m, m))
-    for i in range(k):
-        v = reflectors[..., :, i:i + 1]
-        Q = Q - (Q @ v) * tau[..., i:i + 1].unsqueeze(-1) @ v.transpose(-2, -1)
-    return Q[..., :, :n]
 
 
 def diagonal(A, *, offset=0, dim1=-2, dim2=-1):

@@ -496,3 +496,109 @@ PRODUCT_ERRORS = [
 def test_product_errors(call, message):
     with pytest.raises(RuntimeError, match=message):
         call()
+
+
+# --- LDLᵀ, LAPACK's compact QR, and the rest of the torch-level names ------------------------------------
+
+
+def _indefinite(n, seed):
+    x = randn(n, n, seed=seed)
+    s = x + x.T
+    s[0, 0] = 0.0  # a zero first pivot forces a 2 x 2 block
+    return s
+
+
+@requires_torch
+@pytest.mark.parametrize("seed", range(4))
+def test_ldl_factor_and_solve_match_torch_pivots_included(seed):
+    s, b = _indefinite(5, seed), randn(5, 2, seed=seed + 10)
+    ours, theirs = gl.linalg.ldl_factor_ex(leaf(s, False)), torch.linalg.ldl_factor_ex(_t(s))
+    assert_close(ours.LD, theirs.LD, rtol=1e-10)
+    assert ours.pivots.tolist() == theirs.pivots.tolist()
+    assert ours.info.item() == theirs.info.item() == 0
+    x = gl.linalg.ldl_solve(ours.LD, ours.pivots, leaf(b, False))
+    assert_close(x, np.linalg.solve(s, b), rtol=1e-9)
+    assert_close(x, torch.linalg.ldl_solve(theirs.LD, theirs.pivots, _t(b)), rtol=1e-9)
+
+
+def test_ldl_factor_uses_two_by_two_blocks_and_reports_a_singular_matrix():
+    LD, pivots = gl.linalg.ldl_factor(leaf(np.array([[0.0, 1.0], [1.0, 0.0]]), False))
+    assert pivots.tolist() == [-2, -2]  # one 2 x 2 block: no 1 x 1 pivot can be zero
+    assert gl.linalg.ldl_factor_ex(gl.zeros(2, 3, 3)).info.tolist() == [1, 1]
+    with pytest.raises(gl.linalg.LinAlgError, match=r"torch.linalg.ldl_factor: \(Batch element 0\): D\[1,1\] is "
+                                                     r"exactly zero"):
+        gl.linalg.ldl_factor(gl.zeros(2, 3, 3))
+    with pytest.raises(RuntimeError, match=r"Incompatible matrix sizes for torch.linalg.ldl_solve: each A matrix is 2 "
+                                           r"by 2"):
+        gl.linalg.ldl_solve(LD, pivots, gl.ones(3, 1, dtype=gl.float64))
+
+
+def test_ldl_solve_differentiates_in_b_and_ldl_factor_refuses_as_torch_does():
+    s = _indefinite(4, 1)
+    LD, pivots = gl.linalg.ldl_factor(leaf(s, False))
+    assert gradcheck(lambda B: gl.linalg.ldl_solve(LD, pivots, B), (leaf(randn(4, 2)),))
+    A = leaf(s)
+    with pytest.raises(RuntimeError, match=r"derivative for linalg.ldl_factor is not implemented \(in PyTorch neither\)"):
+        gl.linalg.ldl_factor(A).LD.sum().backward()
+
+
+@requires_torch
+def test_geqrf_orgqr_ormqr_match_torch():
+    a, c = randn(4, 3), randn(4, 2, seed=1)
+    ours, theirs = gl.geqrf(leaf(a, False)), torch.geqrf(_t(a))
+    assert type(ours).__name__ == "geqrf"
+    assert_close(ours.a, theirs.a, rtol=1e-10)
+    assert_close(ours.tau, theirs.tau, rtol=1e-10)
+    assert_close(gl.orgqr(*ours), torch.orgqr(*theirs), rtol=1e-10)
+    assert_close(ours.a.orgqr(ours.tau), np.linalg.qr(a)[0], rtol=1e-10)
+    for left, transpose in ((True, False), (True, True), (False, False), (False, True)):
+        other = c if left else c.T
+        assert_close(gl.ormqr(*ours, leaf(other, False), left, transpose),
+                     torch.ormqr(*theirs, _t(other), left, transpose), rtol=1e-10)
+    assert gradcheck(lambda a, tau, c: gl.ormqr(a, tau, c, left=True, transpose=True), (
+        leaf(ours.a.numpy()), leaf(ours.tau.numpy()), leaf(c)))
+
+
+@requires_torch
+def test_vander_adjoint_and_addmv_in_place_match_torch():
+    x = randn(4)
+    assert_close(gl.vander(leaf(x, False)), torch.vander(_t(x)))
+    assert_close(gl.vander(leaf(x, False), N=3, increasing=True), torch.vander(_t(x), N=3, increasing=True))
+    assert gl.vander(gl.tensor([1, 2, 3])).tolist() == torch.vander(torch.tensor([1, 2, 3])).tolist()
+    assert gradcheck(lambda x: gl.vander(x, N=5), (leaf(x),))
+    a = randn(2, 3, 4)
+    assert_close(gl.adjoint(leaf(a, False)), torch.adjoint(_t(a)))
+    v, m, w = randn(2), randn(2, 3, seed=1), randn(3, seed=2)
+    ours, theirs = leaf(v, False), _t(v)
+    assert gl.addmv_(ours, leaf(m, False), leaf(w, False), beta=2, alpha=3) is ours
+    torch.addmv_(theirs, _t(m), _t(w), beta=2, alpha=3)
+    assert_close(ours, theirs)
+
+
+@pytest.mark.parametrize("name, replacement", [("solve", "torch.linalg.solve"), ("lstsq", "torch.linalg.lstsq"),
+                                               ("symeig", "torch.linalg.eigh"), ("eig", "torch.linalg.eig"),
+                                               ("matrix_rank", "torch.linalg.matrix_rank")])
+def test_functions_pytorch_removed_raise_its_error_naming_the_replacement(name, replacement):
+    with pytest.raises(RuntimeError, match=rf"deprecated since version 1.9 and is now removed. `torch.{name}` is "
+                                           rf"deprecated in favor of `{replacement}"):
+        getattr(gl, name)(gl.eye(2), gl.eye(2))
+    if name != "matrix_rank":
+        with pytest.raises(RuntimeError, match="is now removed"):
+            getattr(gl.eye(2), name)()
+
+
+def test_matrix_exp_of_a_large_matrix_squares_and_keeps_its_gradient():
+    scipy_linalg = pytest.importorskip("scipy.linalg")
+    a = randn(3, 3) * 4  # ‖A‖ > 1/2: scaling and squaring
+    assert_close(gl.linalg.matrix_exp(leaf(a)), scipy_linalg.expm(a), rtol=1e-9)
+    assert gradcheck(gl.linalg.matrix_exp, (leaf(a),), atol=1e-4)
+
+
+def test_svd_full_matrices_gradient_uses_the_determined_columns():
+    A = leaf(randn(4, 3))
+    assert gradcheck(lambda A: _svd_full_invariant(A), (A,))
+
+
+def _svd_full_invariant(A):
+    U, S, Vh = gl.linalg.svd(A, full_matrices=True)
+    return S, U[:, :3] @ Vh

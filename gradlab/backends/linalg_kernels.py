@@ -83,6 +83,16 @@ class LinalgKernels:
             lu, pivots, info = _lu_factor(host_a)
             return self._back(_lu_solve(lu, pivots, host_b), b), self._info(info)
 
+    def ldl_factor(self, a):
+        """(LD, pivots, info): A = L D Lᵀ with Bunch–Kaufman pivoting, L and D packed in A's lower triangle
+        (LAPACK's sytrf); info is the 1-based index of the first zero on D's diagonal (0: none)."""
+        ld, pivots, info = _ldl_factor(self._host(a))
+        return self._back(ld, a), self._info(pivots), self._info(info)
+
+    def ldl_solve(self, ld, pivots, b):
+        """X with A X = B from ldl_factor's (LD, pivots)."""
+        return self._back(_ldl_solve(self._host(ld), self._host(pivots), self._host(b)), b)
+
     def cholesky(self, a):
         """(L, info) with A = L Lᵀ from A's lower triangle; info is the order of the first leading minor
         that is not positive-definite (L is then zero from that column on)."""
@@ -122,6 +132,11 @@ class LinalgKernels:
             return self._back(np.zeros((0,), host.dtype), a), self._back(np.linalg.qr(host, mode="r"), a)
         q, r = np.linalg.qr(host, mode=mode)
         return self._back(q, a), self._back(r, a)
+
+    def geqrf(self, a):
+        """(a, tau): R on and above the diagonal, the Householder vectors below it, and their scales (LAPACK's geqrf)."""
+        h, tau = np.linalg.qr(self._host(a), mode="raw")  # numpy hands LAPACK's column-major result back transposed
+        return self._back(np.swapaxes(h, -1, -2), a), self._back(tau, a)
 
     def svd(self, a, full_matrices):
         """(U, S, Vh) with A = U diag(S) Vh, S descending (LAPACK gesdd)."""
@@ -207,3 +222,113 @@ def _solve_triangular(a, b, upper, unitriangular):
             if not unitriangular:
                 x[..., i, :] /= a[..., i, i, None]
     return x
+
+
+_BUNCH_KAUFMAN_ALPHA = (1 + math.sqrt(17)) / 8  # the pivot threshold that bounds element growth best
+
+
+def _ldl_factor(a):
+    """A = L D Lᵀ with symmetric pivoting (Bunch–Kaufman), LAPACK's unblocked sytf2 on the lower triangle.
+
+    D is block diagonal with 1 x 1 and 2 x 2 blocks. pivots[k] > 0: rows and columns k and pivots[k]
+    were swapped and D[k, k] is a 1 x 1 block; pivots[k] = pivots[k+1] < 0: rows k+1 and −pivots[k]
+    were swapped and D[k:k+2, k:k+2] is a 2 x 2 block (all 1-based).
+    """
+    *batch, n, _ = a.shape
+    flat = np.tril(np.array(a, dtype=np.result_type(a.dtype, np.float32))).reshape(-1, n, n)
+    pivots = np.zeros((flat.shape[0], n), np.int32)
+    info = np.zeros(flat.shape[0], np.int32)
+    for A, piv, b in zip(flat, pivots, range(flat.shape[0])):
+        info[b] = _sytf2_lower(A, piv)
+    return flat.reshape(*batch, n, n), pivots.reshape(*batch, n), info.reshape(batch)
+
+
+def _sytf2_lower(A, piv):
+    """Factor one matrix in place (0-based indices here; pivots are written 1-based); returns info."""
+    n, info, k = A.shape[0], 0, 0
+    while k < n:
+        step, absakk = 1, abs(A[k, k])
+        imax = k + 1 + int(np.argmax(np.abs(A[k + 1:, k]))) if k < n - 1 else k
+        colmax = abs(A[imax, k]) if k < n - 1 else 0.0
+        if max(absakk, colmax) == 0 or np.isnan(absakk):
+            info, kp = info or k + 1, k
+        else:
+            if absakk >= _BUNCH_KAUFMAN_ALPHA * colmax:
+                kp = k
+            else:
+                rowmax = np.abs(A[imax, k:imax]).max()
+                if imax < n - 1:
+                    rowmax = max(rowmax, np.abs(A[imax + 1:, imax]).max())
+                if absakk >= _BUNCH_KAUFMAN_ALPHA * colmax * (colmax / rowmax):
+                    kp = k
+                elif abs(A[imax, imax]) >= _BUNCH_KAUFMAN_ALPHA * rowmax:
+                    kp = imax
+                else:
+                    kp, step = imax, 2
+            kk = k + step - 1
+            if kp != kk:  # swap rows and columns kk and kp of the trailing lower triangle
+                A[kp + 1:, [kk, kp]] = A[kp + 1:, [kp, kk]]
+                column, row = A[kk + 1:kp, kk].copy(), A[kp, kk + 1:kp].copy()
+                A[kk + 1:kp, kk], A[kp, kk + 1:kp] = row, column
+                A[kk, kk], A[kp, kp] = A[kp, kp], A[kk, kk]
+                if step == 2:
+                    A[k + 1, k], A[kp, k] = A[kp, k], A[k + 1, k]
+            if step == 1 and k < n - 1:
+                x = A[k + 1:, k].copy()
+                A[k + 1:, k + 1:] -= np.tril(np.outer(x, x)) / A[k, k]
+                A[k + 1:, k] = x / A[k, k]
+            elif step == 2 and k < n - 2:
+                d21 = A[k + 1, k]
+                d11, d22 = A[k + 1, k + 1] / d21, A[k, k] / d21
+                d21 = (1 / (d11 * d22 - 1)) / d21
+                wk = d21 * (d11 * A[k + 2:, k] - A[k + 2:, k + 1])
+                wkp1 = d21 * (d22 * A[k + 2:, k + 1] - A[k + 2:, k])
+                A[k + 2:, k + 2:] -= np.tril(np.outer(A[k + 2:, k], wk) + np.outer(A[k + 2:, k + 1], wkp1))
+                A[k + 2:, k], A[k + 2:, k + 1] = wk, wkp1
+        if step == 1:
+            piv[k] = kp + 1
+        else:
+            piv[k] = piv[k + 1] = -(kp + 1)
+        k += step
+    return info
+
+
+def _ldl_solve(ld, pivots, b):
+    """X with A X = B from sytf2's factors: undo L and D (with the swaps), then Lᵀ (LAPACK's sytrs)."""
+    shape = np.broadcast_shapes(ld.shape[:-2], b.shape[:-2], pivots.shape[:-1])
+    n = ld.shape[-1]
+    lds = np.broadcast_to(ld, shape + (n, n)).reshape(-1, n, n)
+    pivs = np.broadcast_to(pivots, shape + (n,)).reshape(-1, n)
+    x = np.array(np.broadcast_to(b, shape + b.shape[-2:]), dtype=np.result_type(ld, b)).reshape(-1, *b.shape[-2:])
+    for A, piv, B in zip(lds, pivs, x):
+        k = 0
+        while k < n:  # L D Y = P B
+            if piv[k] > 0:
+                kp = piv[k] - 1
+                B[[k, kp]] = B[[kp, k]]
+                B[k + 1:] -= np.outer(A[k + 1:, k], B[k])
+                B[k] /= A[k, k]
+                k += 1
+            else:
+                kp = -piv[k] - 1
+                B[[k + 1, kp]] = B[[kp, k + 1]]
+                B[k + 2:] -= np.outer(A[k + 2:, k], B[k]) + np.outer(A[k + 2:, k + 1], B[k + 1])
+                akm1k = A[k + 1, k]
+                akm1, ak = A[k, k] / akm1k, A[k + 1, k + 1] / akm1k
+                bkm1, bk = B[k] / akm1k, B[k + 1] / akm1k
+                denom = akm1 * ak - 1
+                B[k], B[k + 1] = (ak * bkm1 - bk) / denom, (akm1 * bk - bkm1) / denom
+                k += 2
+        k = n - 1
+        while k >= 0:  # Lᵀ X = Y, then the swaps undone
+            B[k] -= A[k + 1:, k] @ B[k + 1:]
+            if piv[k] > 0:
+                kp = piv[k] - 1
+                B[[k, kp]] = B[[kp, k]]
+                k -= 1
+            else:
+                B[k - 1] -= A[k + 1:, k - 1] @ B[k + 1:]
+                kp = -piv[k] - 1
+                B[[k, kp]] = B[[kp, k]]
+                k -= 2
+    return x.reshape(shape + b.shape[-2:])

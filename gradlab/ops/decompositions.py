@@ -194,6 +194,43 @@ class Lu(Function):
         return P @ cat([grad_a1, grad_a2], -2), None
 
 
+class LdlFactor(Function):
+    """A = L D Lᵀ with symmetric pivoting: no gradient, as in PyTorch (use cholesky or solve to differentiate)."""
+
+    derivative = "no gradient (PyTorch defines none for linalg.ldl_factor; backward raises)"
+
+    @staticmethod
+    def forward(ctx, A):
+        ld, pivots, info = A.device.backend.ldl_factor(A.array)
+        pivots, info = A._wrap(pivots), A._wrap(info)
+        ctx.mark_non_differentiable(pivots, info)
+        return A._wrap(ld), pivots, info
+
+    @staticmethod
+    def backward(ctx, grad_ld, grad_pivots, grad_info):
+        raise RuntimeError("derivative for linalg.ldl_factor is not implemented (in PyTorch neither); to "
+                           "differentiate, factor with linalg.cholesky or solve with linalg.solve")
+
+
+class LdlSolve(Function):
+    """X = A⁻¹B from A's L D Lᵀ factors: B receives A⁻¹ g (A is symmetric); the factors get no gradient."""
+
+    derivative = "∂L/∂B = A⁻¹ · g  (A = L D Lᵀ symmetric);  no gradient for LD, as in PyTorch"
+
+    @staticmethod
+    def forward(ctx, LD, pivots, B):
+        ctx.save_for_backward(LD, pivots)
+        return B._wrap(B.device.backend.ldl_solve(LD.array, pivots.array, B.array))
+
+    @staticmethod
+    def backward(ctx, grad):
+        LD, pivots = ctx.saved_tensors
+        if ctx.needs_input_grad[0]:
+            raise RuntimeError("derivative for linalg.ldl_solve with respect to LD is not implemented (in PyTorch "
+                               "neither); to differentiate through A, use linalg.solve")
+        return None, None, LdlSolve.apply(LD, pivots, grad)
+
+
 def _lu_square_backward(L, U, grad_l, grad_u):
     """L⁻ᵀ (tril₋₁(Lᵀ g_L) + triu(g_U Uᵀ)) U⁻ᵀ, for the square factors of Pᵀ A = L U."""
     middle = (_mT(L) @ grad_l).tril(-1) + (grad_u @ _mT(U)).triu()
@@ -215,4 +252,4 @@ def permutation_matrix(A, pivots, m):
     return A._wrap(A.device.backend.lu_permutation(pivots.array, m, A.dtype))
 
 
-__all__ = ["Cholesky", "Eigh", "Lu", "Qr", "Svd", "permutation_matrix"]
+__all__ = ["Cholesky", "Eigh", "LdlFactor", "LdlSolve", "Lu", "Qr", "Svd", "permutation_matrix"]

@@ -7,10 +7,11 @@ from .linalg import bmm, dot, einsum, ger, matmul, mm, mv, outer
 from .reductions import (all, amax, amin, any, argmax, argmin, cumprod, cumsum, logsumexp, max, mean, min, norm, prod,
                          std, sum, var)
 from .repeat import repeat_interleave
-from .products import (addbmm, addmm, addmv, addr, baddbmm, cdist, chain_matmul, cross, inner, kron, pdist, tensordot,
-                       vdot)
-from .legacy_linalg import (cholesky, cholesky_inverse, cholesky_solve, det, inverse, logdet, lu, lu_solve, lu_unpack,
-                            matrix_exp, matrix_power, pinverse, qr, slogdet, svd, triangular_solve)
+from .products import (addbmm, addmm, addmv, addmv_, addr, baddbmm, cdist, chain_matmul, cross, inner, kron, pdist,
+                       tensordot, vdot)
+from .legacy_linalg import (adjoint, cholesky, cholesky_inverse, cholesky_solve, det, eig, geqrf, inverse, logdet, lstsq,
+                            lu, lu_solve, lu_unpack, matrix_exp, matrix_power, matrix_rank, orgqr, ormqr, pinverse, qr,
+                            slogdet, solve, svd, symeig, triangular_solve, vander)
 from .shape import (broadcast_to, cat, chunk, concat, concatenate, flatten, flip, meshgrid, movedim, moveaxis, narrow, pad,
                     permute, reshape, roll, split, squeeze, stack, swapaxes, swapdims, t, tile, transpose, unbind,
                     unflatten, unsqueeze)
@@ -33,7 +34,8 @@ __all__ += ["abs", "ceil", "clamp", "clamp_max", "clamp_min", "clip", "cos", "er
             "isinf", "isnan", "log", "log1p", "logical_not", "maximum", "minimum", "reciprocal", "round", "rsqrt", "sign",
             "sin", "sqrt", "square", "tan", "tanh", "trunc", "where"]
 __all__ += ["repeat_interleave"]
-__all__ += ["addbmm", "addmm", "addmv", "addr", "baddbmm", "cdist", "chain_matmul", "cross", "inner", "kron", "pdist",
-            "tensordot", "vdot"]
-__all__ += ["cholesky", "cholesky_inverse", "cholesky_solve", "det", "inverse", "logdet", "lu", "lu_solve", "lu_unpack",
-            "matrix_exp", "matrix_power", "pinverse", "qr", "slogdet", "svd", "triangular_solve"]
+__all__ += ["addbmm", "addmm", "addmv", "addmv_", "addr", "baddbmm", "cdist", "chain_matmul", "cross", "inner", "kron",
+            "pdist", "tensordot", "vdot"]
+__all__ += ["adjoint", "cholesky", "cholesky_inverse", "cholesky_solve", "det", "eig", "geqrf", "inverse", "logdet",
+            "lstsq", "lu", "lu_solve", "lu_unpack", "matrix_exp", "matrix_power", "matrix_rank", "orgqr", "ormqr",
+            "pinverse", "qr", "slogdet", "solve", "svd", "symeig", "triangular_solve", "vander"]

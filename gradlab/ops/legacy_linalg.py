@@ -10,15 +10,18 @@ from __future__ import annotations
 import math
 from collections import namedtuple
 
+from ._common import describe
 from ._linalg_common import check_matrix, eye_like, raise_on_info
 from .decompositions import permutation_matrix
-from .linalg_api import (cholesky, det, inv, lu_factor_ex, lu_solve as _linalg_lu_solve, matrix_exp, matrix_power,
+from .linalg_api import (cholesky, det, householder_matrix, householder_product, inv, lu_factor_ex, lu_solve as _linalg_lu_solve, matrix_exp, matrix_power,
                          pinv, qr as _linalg_qr, slogdet, solve_triangular, svd as _linalg_svd)
+from .shape import cat
 
 svd_result = namedtuple("svd", ("U", "S", "V"))
 qr_result = namedtuple("qr", ("Q", "R"))
 triangular_solve_result = namedtuple("triangular_solve", ("solution", "cloned_coefficient"))
 lu_unpack_result = namedtuple("lu_unpack", ("P", "L", "U"))
+geqrf_result = namedtuple("geqrf", ("a", "tau"))
 
 
 def logdet(input):
@@ -102,6 +105,64 @@ def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
     return lu_unpack_result(P, L, LU_data[..., :k, :].triu())
 
 
+def geqrf(input):
+    """(a, tau), LAPACK's compact QR: R on and above a's diagonal, Householder vectors below it (no gradient)."""
+    check_matrix("geqrf", input, square=False)
+    a, tau = input.device.backend.geqrf(input.detach().array)
+    return geqrf_result(input._wrap(a), input._wrap(tau))
+
+
+def orgqr(input, tau):
+    """Q's first n columns from geqrf's (a, tau): linalg.householder_product."""
+    return householder_product(input, tau)
+
+
+def ormqr(input, input2, input3, left=True, transpose=False):
+    """Q @ C (left=False: C @ Q; transpose: with Qᵀ), Q the full product of the reflectors in (input, input2)."""
+    size = input3.shape[-2] if left else input3.shape[-1]
+    if input.shape[-2] != size:
+        raise RuntimeError(f"ormqr: input.shape[-2] must equal other.shape[{-2 if left else -1}] ({size}), but got "
+                           f"input of shape {tuple(input.shape)} and other of shape {tuple(input3.shape)}")
+    Q = householder_matrix(check_matrix("ormqr", input, square=False), input2)
+    Q = Q.transpose(-2, -1) if transpose else Q
+    return Q @ input3 if left else input3 @ Q
+
+
+def vander(x, N=None, increasing=False):
+    """torch.vander: columns x^(N−1), ..., x, 1 (increasing=True: 1, x, ..., x^(N−1)) of a 1-D x."""
+    if x.ndim != 1:
+        raise RuntimeError(f"x must be a one-dimensional tensor, got {describe(x)}")
+    N = x.shape[0] if N is None else N
+    if N < 0:
+        raise RuntimeError("N must be non-negative.")
+    if N == 0:
+        return x.new_zeros((x.shape[0], 0))
+    powers = cat([x.new_ones((x.shape[0], 1)), x.unsqueeze(-1).expand(x.shape[0], N - 1).cumprod(-1)], -1)
+    return powers if increasing else powers.flip(-1)
+
+
+def adjoint(input):
+    """The transpose of the last two dims as a view (the conjugate transpose, for real tensors)."""
+    return input.adjoint()
+
+
+def _removed(name, replacement):
+    """A function PyTorch removed in 1.9: calling it raises PyTorch's error, which names the replacement."""
+    def function(*args, **kwargs):
+        raise RuntimeError(f"This function was deprecated since version 1.9 and is now removed. `torch.{name}` is "
+                           f"deprecated in favor of `{replacement}`.")
+
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = f"Removed in PyTorch 1.9 (it raises, as there): use {replacement}."
+    return function
+
+
+REMOVED = {"solve": "torch.linalg.solve", "lstsq": "torch.linalg.lstsq", "symeig": "torch.linalg.eigh",
+           "eig": "torch.linalg.eig (complex; for a symmetric matrix torch.linalg.eigh)",
+           "matrix_rank": "torch.linalg.matrix_rank"}
+removed = {name: _removed(name, replacement) for name, replacement in REMOVED.items()}
+
+
 class LegacyLinalgMethods:
     """Tensor's linear-algebra methods (mixed into gradlab.Tensor): x.det(), x.inverse(), x.svd(), ..."""
 
@@ -110,6 +171,8 @@ class LegacyLinalgMethods:
     det, logdet, inverse, pinverse, svd, qr = det, logdet, inverse, pinverse, svd, qr
     cholesky_solve, cholesky_inverse, triangular_solve = cholesky_solve, cholesky_inverse, triangular_solve
     lu, lu_solve, matrix_power, matrix_exp = lu, lu_solve, matrix_power, matrix_exp
+    geqrf, orgqr, ormqr = geqrf, orgqr, ormqr
+    solve, lstsq, symeig, eig = (removed[name] for name in ("solve", "lstsq", "symeig", "eig"))
 
     def slogdet(self):
         return slogdet(self)
@@ -118,5 +181,8 @@ class LegacyLinalgMethods:
         return cholesky(self, upper=upper)
 
 
-__all__ = ["cholesky", "cholesky_inverse", "cholesky_solve", "det", "inverse", "logdet", "lu", "lu_solve",
-           "lu_unpack", "matrix_exp", "matrix_power", "pinverse", "qr", "slogdet", "svd", "triangular_solve"]
+solve, lstsq, symeig, eig, matrix_rank = (removed[name] for name in ("solve", "lstsq", "symeig", "eig", "matrix_rank"))
+
+__all__ = ["adjoint", "cholesky", "cholesky_inverse", "cholesky_solve", "det", "eig", "geqrf", "inverse", "logdet",
+           "lstsq", "lu", "lu_solve", "lu_unpack", "matrix_exp", "matrix_power", "matrix_rank", "orgqr", "ormqr",
+           "pinverse", "qr", "slogdet", "solve", "svd", "symeig", "triangular_solve", "vander"]

@@ -11,7 +11,7 @@ from collections import namedtuple
 
 from ._common import TrackedTensor, broadcast_shapes, describe
 from ._linalg_common import LinAlgError, check_floating, check_matrix, check_same_dtype, eps, eye_like, raise_on_info
-from .decompositions import Cholesky, Eigh, Lu, Qr, Svd, permutation_matrix
+from .decompositions import Cholesky, Eigh, LdlFactor, LdlSolve, Lu, Qr, Svd, permutation_matrix
 from .shape import cat
 from .solvers import Det, Inv, MatrixExp, Pinv, Slogdet, Solve, SolveTriangular
 
@@ -25,6 +25,8 @@ eigh_result = namedtuple("linalg_eigh", ("eigenvalues", "eigenvectors"))
 lu_result = namedtuple("linalg_lu", ("P", "L", "U"))
 lu_factor_result = namedtuple("linalg_lu_factor", ("LU", "pivots"))
 lu_factor_ex_result = namedtuple("linalg_lu_factor_ex", ("LU", "pivots", "info"))
+ldl_factor_result = namedtuple("linalg_ldl_factor", ("LD", "pivots"))
+ldl_factor_ex_result = namedtuple("linalg_ldl_factor_ex", ("LD", "pivots", "info"))
 lstsq_result = namedtuple("linalg_lstsq", ("solution", "residuals", "rank", "singular_values"))
 
 
@@ -232,6 +234,36 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False):
     return SolveTriangular.apply(LU, y, True, False)  # U X = Y
 
 
+def ldl_factor(A, *, hermitian=False):
+    """(LD, pivots): A = L D Lᵀ for symmetric (possibly indefinite) A, with Bunch–Kaufman pivoting.
+
+    L (unit lower) and the block-diagonal D (1 x 1 and 2 x 2 blocks) are packed in LD's lower
+    triangle; pivots are LAPACK's (negative for a 2 x 2 block). Only A's lower triangle is read.
+    """
+    LD, pivots, _ = ldl_factor_ex(A, hermitian=hermitian, check_errors=True)
+    return ldl_factor_result(LD, pivots)
+
+
+def ldl_factor_ex(A, *, hermitian=False, check_errors=False):
+    """(LD, pivots, info): info is the 1-based index of the first exactly-zero diagonal block of D (0: none)."""
+    LD, pivots, info = LdlFactor.apply(check_matrix("torch.linalg.ldl_factor_ex", A))
+    if check_errors:
+        raise_on_info("torch.linalg.ldl_factor", info, lambda k: f"D[{k},{k}] is exactly zero, so the matrix is "
+                      "singular and ldl_solve with these factors would divide by zero; use ldl_factor_ex to get "
+                      "info instead of this error")
+    return ldl_factor_ex_result(LD, pivots, info)
+
+
+def ldl_solve(LD, pivots, B, *, hermitian=False):
+    """X with A X = B from ldl_factor's (LD, pivots)."""
+    check_matrix("torch.linalg.ldl_solve", LD)
+    _check_b("torch.linalg.ldl_solve", LD, B)
+    if B.ndim < 2 or B.shape[-2] != LD.shape[-1]:
+        raise RuntimeError(f"Incompatible matrix sizes for torch.linalg.ldl_solve: each A matrix is {LD.shape[-2]} by "
+                           f"{LD.shape[-1]} but each b matrix is {describe(B)}")
+    return LdlSolve.apply(LD, pivots, B)
+
+
 # --- built on the decompositions ---------------------------------------------------------------------
 
 
@@ -313,6 +345,30 @@ def matrix_power(A, n):
     return result
 
 
-__all__ = ["LinAlgError", "cholesky", "cholesky_ex", "det", "eig", "eigh", "eigvals", "eigvalsh", "inv", "inv_ex",
-           "lstsq", "lu", "lu_factor", "lu_factor_ex", "lu_solve", "matrix_exp", "matrix_power", "pinv", "qr", "slogdet", "solve",
-           "solve_ex", "solve_triangular", "svd", "svdvals"]
+def householder_product(A, tau):
+    """Q = H₁ H₂ ⋯ H_k, its first n columns, with H_i = I − τ_i v_i v_iᵀ and v_i the i-th column of A
+    below its diagonal (with a 1 on it): how geqrf stores Q."""
+    check_matrix("linalg.householder_product", A, square=False)
+    m, n = A.shape[-2:]
+    if m < n or tau.ndim < 1 or tau.shape[-1] > n or tau.shape[:-1] != A.shape[:-2]:
+        raise RuntimeError(f"linalg.householder_product: expected A (..., m, n) with m >= n and tau (..., k) with "
+                           f"k <= n and A's batch shape, but got A of shape {tuple(A.shape)} and tau of shape "
+                           f"{tuple(tau.shape)}")
+    return householder_matrix(A, tau)[..., :, :n]
+
+
+def householder_matrix(A, tau):
+    """The whole m x m product of the reflectors stored in A's columns (below the diagonal) and tau."""
+    m, n = A.shape[-2:]
+    reflectors = A.tril(-1) + eye_like(A, m, n)
+    Q = eye_like(A, m).expand(A.shape[:-2] + (m, m))
+    for i in range(tau.shape[-1]):
+        v = reflectors[..., :, i:i + 1]
+        Q = Q - ((Q @ v) * tau[..., i:i + 1].unsqueeze(-1)) @ v.transpose(-2, -1)
+    return Q
+
+
+__all__ = ["LinAlgError", "cholesky", "cholesky_ex", "det", "eig", "eigh", "eigvals", "eigvalsh", "householder_product",
+           "inv", "inv_ex", "ldl_factor", "ldl_factor_ex", "ldl_solve", "lstsq", "lu", "lu_factor", "lu_factor_ex",
+           "lu_solve", "matrix_exp", "matrix_power", "pinv", "qr", "slogdet", "solve", "solve_ex", "solve_triangular",
+           "svd", "svdvals"]

@@ -229,6 +229,11 @@ def _adjoint_check(x, name):
         raise RuntimeError(f"tensor.{name} is only supported on matrices or batches of matrices. Got {x.ndim}-D tensor.")
 
 
+def addmv_(input, mat, vec, *, beta=1, alpha=1):
+    """torch.addmv_: addmv written into input."""
+    return input.addmv_(mat, vec, beta=beta, alpha=alpha)
+
+
 class ProductMethods:
     """Tensor's product methods (mixed into gradlab.Tensor); the in-place forms write the result back."""
 
