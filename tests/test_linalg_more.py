@@ -602,3 +602,18 @@ def test_svd_full_matrices_gradient_uses_the_determined_columns():
 def _svd_full_invariant(A):
     U, S, Vh = gl.linalg.svd(A, full_matrices=True)
     return S, U[:, :3] @ Vh
+
+
+@requires_torch
+def test_nuclear_and_frobenius_norms_match_torch_and_differentiate():
+    a = randn(2, 3, 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert_close(gl.nuclear_norm(leaf(a[0], False)), torch.nuclear_norm(_t(a[0])))
+        assert_close(gl.nuclear_norm(leaf(a, False), dim=(0, 2), keepdim=True),
+                     torch.nuclear_norm(_t(a), dim=(0, 2), keepdim=True))
+        assert_close(gl.frobenius_norm(leaf(a, False), dim=(0, 2)), torch.frobenius_norm(_t(a), dim=(0, 2)))
+    assert gradcheck(lambda x: gl.nuclear_norm(x, dim=(1, 2)), (leaf(a),))
+    with pytest.raises(RuntimeError, match=r"nuclear_norm: Expected a tensor with 2 dimensions, but got a tensor "
+                                           r"with 3 dimensions"):
+        gl.nuclear_norm(leaf(a))

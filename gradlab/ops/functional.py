@@ -9,9 +9,9 @@ from .reductions import (all, amax, amin, any, argmax, argmin, cumprod, cumsum, 
 from .repeat import repeat_interleave
 from .products import (addbmm, addmm, addmv, addmv_, addr, baddbmm, cdist, chain_matmul, cross, inner, kron, pdist,
                        tensordot, vdot)
-from .legacy_linalg import (adjoint, cholesky, cholesky_inverse, cholesky_solve, det, eig, geqrf, inverse, logdet, lstsq,
-                            lu, lu_solve, lu_unpack, matrix_exp, matrix_power, matrix_rank, orgqr, ormqr, pinverse, qr,
-                            slogdet, solve, svd, symeig, triangular_solve, vander)
+from .legacy_linalg import (adjoint, cholesky, cholesky_inverse, cholesky_solve, det, eig, frobenius_norm, geqrf, inverse,
+                            logdet, lstsq, lu, lu_solve, lu_unpack, matrix_exp, matrix_power, matrix_rank, nuclear_norm,
+                            orgqr, ormqr, pinverse, qr, slogdet, solve, svd, symeig, triangular_solve, vander)
 from .shape import (broadcast_to, cat, chunk, concat, concatenate, flatten, flip, meshgrid, movedim, moveaxis, narrow, pad,
                     permute, reshape, roll, split, squeeze, stack, swapaxes, swapdims, t, tile, transpose, unbind,
                     unflatten, unsqueeze)
@@ -36,6 +36,7 @@ __all__ += ["abs", "ceil", "clamp", "clamp_max", "clamp_min", "clip", "cos", "er
 __all__ += ["repeat_interleave"]
 __all__ += ["addbmm", "addmm", "addmv", "addmv_", "addr", "baddbmm", "cdist", "chain_matmul", "cross", "inner", "kron",
             "pdist", "tensordot", "vdot"]
-__all__ += ["adjoint", "cholesky", "cholesky_inverse", "cholesky_solve", "det", "eig", "geqrf", "inverse", "logdet",
-            "lstsq", "lu", "lu_solve", "lu_unpack", "matrix_exp", "matrix_power", "matrix_rank", "orgqr", "ormqr",
-            "pinverse", "qr", "slogdet", "solve", "svd", "symeig", "triangular_solve", "vander"]
+__all__ += ["adjoint", "cholesky", "cholesky_inverse", "cholesky_solve", "det", "eig", "frobenius_norm", "geqrf", "inverse",
+            "logdet", "lstsq", "lu", "lu_solve", "lu_unpack", "matrix_exp", "matrix_power", "matrix_rank",
+            "nuclear_norm", "orgqr", "ormqr", "pinverse", "qr", "slogdet", "solve", "svd", "symeig",
+            "triangular_solve", "vander"]

@@ -14,7 +14,8 @@ from ._common import describe
 from ._linalg_common import check_matrix, eye_like, raise_on_info
 from .decompositions import permutation_matrix
 from .linalg_api import (cholesky, det, householder_matrix, householder_product, inv, lu_factor_ex, lu_solve as _linalg_lu_solve, matrix_exp, matrix_power,
-                         pinv, qr as _linalg_qr, slogdet, solve_triangular, svd as _linalg_svd)
+                         pinv, qr as _linalg_qr, slogdet, solve_triangular, svd as _linalg_svd,
+                         svdvals)
 from .shape import cat
 
 svd_result = namedtuple("svd", ("U", "S", "V"))
@@ -105,6 +106,23 @@ def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
     return lu_unpack_result(P, L, LU_data[..., :k, :].triu())
 
 
+def nuclear_norm(input, dim=None, keepdim=False):
+    """The sum of the singular values of the matrices in dims ``dim`` (default: a 2-D input's two dims)."""
+    if dim is None:
+        if input.ndim != 2:
+            raise RuntimeError(f"nuclear_norm: Expected a tensor with 2 dimensions, but got a tensor with {input.ndim} "
+                               "dimensions instead; pass dim=(rows, cols) for a batch")
+        dim = (0, 1)
+    rows, cols = (d % input.ndim for d in dim)
+    norm = svdvals(input.movedim((rows, cols), (-2, -1))).sum(-1)
+    return norm.unsqueeze(-1).unsqueeze(-1).movedim((-2, -1), sorted((rows, cols))) if keepdim else norm
+
+
+def frobenius_norm(input, dim, keepdim=False):
+    """√(Σ x²) over dim: the Frobenius norm of the matrices held there."""
+    return input.norm(2.0, dim, keepdim)
+
+
 def geqrf(input):
     """(a, tau), LAPACK's compact QR: R on and above a's diagonal, Householder vectors below it (no gradient)."""
     check_matrix("geqrf", input, square=False)
@@ -183,6 +201,7 @@ class LegacyLinalgMethods:
 
 solve, lstsq, symeig, eig, matrix_rank = (removed[name] for name in ("solve", "lstsq", "symeig", "eig", "matrix_rank"))
 
-__all__ = ["adjoint", "cholesky", "cholesky_inverse", "cholesky_solve", "det", "eig", "geqrf", "inverse", "logdet",
-           "lstsq", "lu", "lu_solve", "lu_unpack", "matrix_exp", "matrix_power", "matrix_rank", "orgqr", "ormqr",
-           "pinverse", "qr", "slogdet", "solve", "svd", "symeig", "triangular_solve", "vander"]
+__all__ = ["adjoint", "cholesky", "cholesky_inverse", "cholesky_solve", "det", "eig", "frobenius_norm", "geqrf", "inverse",
+           "logdet", "lstsq", "lu", "lu_solve", "lu_unpack", "matrix_exp", "matrix_power", "matrix_rank",
+           "nuclear_norm", "orgqr", "ormqr", "pinverse", "qr", "slogdet", "solve", "svd", "symeig", "triangular_solve",
+           "vander"]

@@ -24,15 +24,15 @@ def _scaled_sum(op, input, product, beta, alpha):
     if not isinstance(input, TrackedTensor):
         raise TypeError(f"{op}: expected input to be a gradlab Tensor, got {describe(input)}")
     try:
-        broadcast_shapes(input.shape, product.shape)
-        if broadcast_shapes(input.shape, product.shape) != tuple(product.shape):
-            raise RuntimeError
+        fits = broadcast_shapes(input.shape, product.shape) == tuple(product.shape)
     except RuntimeError:
+        fits = False
+    if not fits:
         raise RuntimeError(f"{op}: input of shape {tuple(input.shape)} cannot be broadcast to the shape of the "
-                           f"product, {tuple(product.shape)}") from None
+                           f"product, {tuple(product.shape)}")
     scaled = product if alpha == 1 else product * alpha
     if beta == 0:
-        return scaled if scaled.shape == product.shape else scaled.expand(product.shape)
+        return scaled
     return scaled + (input if beta == 1 else input * beta)
 
 

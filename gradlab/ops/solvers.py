@@ -118,15 +118,14 @@ def cofactor(A, det):
     if backend.to_numpy(backend.all(backend.ne(det.array, 0), None, False)):
         inverse, _ = Inv.apply(A, False)
         return det.unsqueeze(-1).unsqueeze(-1) * _mT(inverse)
-    from .decompositions import Svd
+    from .decompositions import Svd  # here, not at the top: decompositions imports this module
 
     U, S, Vh = Svd.apply(A, False)
     orientation = A._wrap(backend.mul(backend.det(U.detach().array), backend.det(Vh.detach().array)))
-    n = S.shape[-1]
     ones = S.new_ones(S.shape[:-1] + (1,))
     before = cat([ones, S[..., :-1]], -1).cumprod(-1)  # ∏_{j<i} s_j
     after = cat([ones, S.flip(-1)[..., :-1]], -1).cumprod(-1).flip(-1)  # ∏_{j>i} s_j
-    others = before * after if n > 1 else ones
+    others = before * after
     return orientation.unsqueeze(-1).unsqueeze(-1) * ((U * others.unsqueeze(-2)) @ Vh)
 
 
