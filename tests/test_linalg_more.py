@@ -295,6 +295,10 @@ def test_det_gradient_of_a_singular_matrix_is_its_cofactor_matrix():
     cofactors = np.array([[np.linalg.det(np.delete(np.delete(a, i, 0), j, 1)) * (-1) ** (i + j) for j in range(3)]
                           for i in range(3)])
     assert_close(A.grad, cofactors, atol=1e-10)
+    if torch is not None:  # torch's SVD path gives the cofactors too (its plain backward gives zeros here)
+        t = to_torch(a, True)
+        (expected,) = torch.autograd.grad(torch.linalg.det(t), t, create_graph=True)
+        assert_close(A.grad, expected, atol=1e-10)
 
 
 @requires_torch
@@ -350,6 +354,8 @@ ERRORS = [
     (lambda: gl.linalg.eigvals(gl.eye(2)), RuntimeError, r"linalg.eigvals: .*linalg.eigh"),
     (lambda: gl.linalg.eigh(gl.ones(2, 3)), RuntimeError, r"linalg.eigh: A must be batches of square matrices"),
     (lambda: gl.linalg.eigh(gl.eye(2), UPLO="X"), RuntimeError, r"UPLO argument to be 'L' or 'U'"),
+    (lambda: gl.linalg.svd(gl.eye(2), driver="gesvd"), RuntimeError, r"linalg.svd: keyword argument `driver=` is only "
+                                                                      r"supported on CUDA"),
     (lambda: gl.linalg.qr(gl.eye(2), mode="full"), RuntimeError, r"qr received unrecognized mode 'full'"),
     (lambda: gl.linalg.lu_factor(gl.zeros(2, 2)), gl.linalg.LinAlgError,
      r"torch.linalg.lu_factor: U\[1,1\] is zero and using it on lu_solve would result in a division by zero"),

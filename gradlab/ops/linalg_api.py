@@ -141,12 +141,20 @@ def qr(A, mode="reduced"):
 
 def svd(A, full_matrices=True, *, driver=None):
     """(U, S, Vh) with A = U diag(S) Vh, S descending. full_matrices=False keeps k = min(m, n) columns."""
+    _check_driver("linalg.svd", driver)
     return svd_result(*Svd.apply(check_matrix("linalg.svd", A, square=False), bool(full_matrices)))
 
 
 def svdvals(A, *, driver=None):
     """The singular values, descending (differentiable: their gradient is U diag(g) Vᵀ)."""
+    _check_driver("linalg.svdvals", driver)
     return Svd.apply(check_matrix("linalg.svdvals", A, square=False), False)[1]
+
+
+def _check_driver(op, driver):
+    if driver is not None:
+        raise RuntimeError(f"{op}: keyword argument `driver=` is only supported on CUDA inputs with cuSOLVER "
+                           "backend.")
 
 
 def eigh(A, UPLO="L"):
