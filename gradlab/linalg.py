@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import math
 
-from .ops._common import describe, normalize_dim
-from .ops._linalg_common import check_matrix, eps, eye_like, matrix_diagonal
+from .ops._common import Tensor, describe, normalize_dim
+from .ops._linalg_common import default_tolerances, matrix_diagonal
 from .ops.linalg import matmul
 from .ops.linalg_api import (LinAlgError, cholesky, cholesky_ex, det, eig, eigh, eigvals, eigvalsh, householder_product,
                              inv, inv_ex, ldl_factor, ldl_factor_ex, ldl_solve, lstsq, lu, lu_factor, lu_factor_ex,
@@ -121,17 +121,13 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, tol=None):
     A = _floating("linalg.matrix_rank", A, None)
     if A.ndim < 2:
         raise RuntimeError(f"linalg.matrix_rank: The input tensor A must have at least 2 dimensions. Got {describe(A)}")
-    atol = tol if atol is None else atol
-    if rtol is None:
-        rtol = eps(A.dtype) * max(A.shape[-2:]) if atol is None or (not hasattr(atol, "shape") and atol == 0) else 0.0
-    atol = 0.0 if atol is None else atol
+    atol, rtol = default_tolerances(A, tol if atol is None else atol, rtol)
     values = (eigvalsh(A).abs() if hermitian else svdvals(A)).detach()
     if not values.shape[-1]:
         return values.sum(-1).long()
     largest = values.amax(-1, keepdim=True)
-    rtol = rtol.unsqueeze(-1) if hasattr(rtol, "shape") else rtol
-    atol = atol.unsqueeze(-1) if hasattr(atol, "shape") else atol
-    cutoff = (largest * rtol).maximum(largest * 0 + atol)
+    cutoff = largest * (rtol.unsqueeze(-1) if isinstance(rtol, Tensor) else rtol)
+    cutoff = cutoff.maximum(atol.unsqueeze(-1).to(cutoff.dtype)) if isinstance(atol, Tensor) else cutoff.clamp_min(atol)
     return (values > cutoff).sum(-1)
 
 

@@ -134,7 +134,7 @@ class LinalgKernels:
         return self._back(q, a), self._back(r, a)
 
     def geqrf(self, a):
-        """(a, tau): R on and above the diagonal, the Householder vectors below it, and their scales (LAPACK's geqrf)."""
+        """(a, tau), LAPACK's geqrf: R on and above the diagonal, the Householder vectors below it, their scales."""
         h, tau = np.linalg.qr(self._host(a), mode="raw")  # numpy hands LAPACK's column-major result back transposed
         return self._back(np.swapaxes(h, -1, -2), a), self._back(tau, a)
 

@@ -32,6 +32,15 @@ def eps(dtype) -> float:
     return _EPS[dtype.name]
 
 
+def default_tolerances(A, atol, rtol):
+    """(atol, rtol) by PyTorch's rule for pinv and matrix_rank: rtol defaults to eps · max(m, n), or to 0
+    when a non-zero atol is given; atol defaults to 0."""
+    atol_given = atol is not None and (isinstance(atol, TrackedTensor) or atol != 0)
+    if rtol is None:
+        rtol = 0.0 if atol_given else eps(A.dtype) * max(A.shape[-2:])
+    return (0.0 if atol is None else atol), rtol
+
+
 def check_matrix(op: str, A, square=True, name="A"):
     """A floating-point tensor of at least 2 dims (square when asked), or PyTorch's error for it."""
     if not isinstance(A, TrackedTensor):

@@ -13,9 +13,9 @@ from collections import namedtuple
 from ._common import describe
 from ._linalg_common import check_matrix, eye_like, raise_on_info
 from .decompositions import permutation_matrix
-from .linalg_api import (cholesky, det, householder_matrix, householder_product, inv, lu_factor_ex, lu_solve as _linalg_lu_solve, matrix_exp, matrix_power,
-                         pinv, qr as _linalg_qr, slogdet, solve_triangular, svd as _linalg_svd,
-                         svdvals)
+from .linalg_api import (cholesky, det, householder_matrix, householder_product, inv, lu_factor_ex, matrix_exp,
+                         matrix_power, pinv, slogdet, solve_triangular, svdvals)
+from .linalg_api import lu_solve as _linalg_lu_solve, qr as _linalg_qr, svd as _linalg_svd
 from .shape import cat
 
 svd_result = namedtuple("svd", ("U", "S", "V"))
@@ -201,7 +201,7 @@ class LegacyLinalgMethods:
 
 solve, lstsq, symeig, eig, matrix_rank = (removed[name] for name in ("solve", "lstsq", "symeig", "eig", "matrix_rank"))
 
-__all__ = ["adjoint", "cholesky", "cholesky_inverse", "cholesky_solve", "det", "eig", "frobenius_norm", "geqrf", "inverse",
-           "logdet", "lstsq", "lu", "lu_solve", "lu_unpack", "matrix_exp", "matrix_power", "matrix_rank",
+__all__ = ["adjoint", "cholesky", "cholesky_inverse", "cholesky_solve", "det", "eig", "frobenius_norm", "geqrf",
+           "inverse", "logdet", "lstsq", "lu", "lu_solve", "lu_unpack", "matrix_exp", "matrix_power", "matrix_rank",
            "nuclear_norm", "orgqr", "ormqr", "pinverse", "qr", "slogdet", "solve", "svd", "symeig", "triangular_solve",
            "vander"]

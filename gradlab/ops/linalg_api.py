@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections import namedtuple
 
 from ._common import TrackedTensor, broadcast_shapes, describe
-from ._linalg_common import LinAlgError, check_floating, check_matrix, check_same_dtype, eps, eye_like, raise_on_info
+from ._linalg_common import (LinAlgError, check_floating, check_matrix, check_same_dtype, default_tolerances, eps,
+                             eye_like, raise_on_info)
 from .decompositions import Cholesky, Eigh, LdlFactor, LdlSolve, Lu, Qr, Svd, permutation_matrix
 from .shape import cat
 from .solvers import Det, Inv, MatrixExp, Pinv, Slogdet, Solve, SolveTriangular
@@ -281,18 +282,8 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False):
     rtol defaults to eps · max(m, n), or to 0 when only atol is given (PyTorch's rule).
     """
     check_matrix("linalg.pinv", A, square=hermitian)
-    atol, rtol = _tolerances(A, atol, rtol)
+    atol, rtol = default_tolerances(A, atol, rtol)
     return Pinv.apply(A, atol, rtol, bool(hermitian))
-
-
-def _tolerances(A, atol, rtol):
-    if rtol is None:
-        rtol = eps(A.dtype) * max(A.shape[-2:]) if atol is None or _is_zero(atol) else 0.0
-    return (0.0 if atol is None else atol), rtol
-
-
-def _is_zero(tol):
-    return not isinstance(tol, TrackedTensor) and tol == 0
 
 
 def lstsq(A, B, rcond=None, *, driver=None):

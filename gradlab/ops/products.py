@@ -226,7 +226,8 @@ def chain_matmul(*matrices, out=None):
 
 def _adjoint_check(x, name):
     if x.ndim < 2:
-        raise RuntimeError(f"tensor.{name} is only supported on matrices or batches of matrices. Got {x.ndim}-D tensor.")
+        raise RuntimeError(f"tensor.{name} is only supported on matrices or batches of matrices. "
+                           f"Got {x.ndim}-D tensor.")
 
 
 def addmv_(input, mat, vec, *, beta=1, alpha=1):
