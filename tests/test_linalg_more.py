@@ -623,3 +623,77 @@ def test_nuclear_and_frobenius_norms_match_torch_and_differentiate():
     with pytest.raises(RuntimeError, match=r"nuclear_norm: Expected a tensor with 2 dimensions, but got a tensor "
                                            r"with 3 dimensions"):
         gl.nuclear_norm(leaf(a))
+
+
+@requires_torch
+@pytest.mark.parametrize("shape", [(0, 3, 3), (2, 0, 0)])
+def test_empty_batches_and_empty_matrices_give_torchs_shapes(shape):
+    cases = [lambda m, x: m.linalg.det(x), lambda m, x: m.linalg.inv(x), lambda m, x: m.linalg.cholesky(x),
+             lambda m, x: m.linalg.svd(x).S, lambda m, x: m.linalg.eigh(x).eigenvalues,
+             lambda m, x: m.linalg.lu_factor(x).LU, lambda m, x: m.linalg.lu(x).P, lambda m, x: m.linalg.pinv(x),
+             lambda m, x: m.linalg.ldl_factor(x).LD, lambda m, x: m.linalg.matrix_exp(x),
+             lambda m, x: m.linalg.matrix_rank(x), lambda m, x: m.linalg.solve(x, x)]
+    for f in cases:
+        assert_close(f(gl, gl.zeros(*shape, dtype=gl.float64)), f(torch, torch.zeros(*shape, dtype=torch.float64)))
+
+
+SQUARE_ONLY = {"det": gl.linalg.det, "slogdet": gl.linalg.slogdet, "inv": gl.linalg.inv, "inv_ex": gl.linalg.inv_ex,
+               "cholesky": gl.linalg.cholesky, "cholesky_ex": gl.linalg.cholesky_ex, "eigh": gl.linalg.eigh,
+               "eigvalsh": gl.linalg.eigvalsh, "matrix_exp": gl.linalg.matrix_exp,
+               "ldl_factor": gl.linalg.ldl_factor}
+ANY_SHAPE = {"svd": gl.linalg.svd, "svdvals": gl.linalg.svdvals, "qr": gl.linalg.qr, "pinv": gl.linalg.pinv,
+             "lu": gl.linalg.lu, "lu_factor": gl.linalg.lu_factor}
+
+
+@pytest.mark.parametrize("name", sorted(SQUARE_ONLY))
+def test_square_only_functions_refuse_rectangles_vectors_and_integers(name):
+    function = SQUARE_ONLY[name]
+    with pytest.raises(RuntimeError, match=r"A must be batches of square matrices, but they are 2 by 3 matrices"):
+        function(gl.ones(4, 2, 3))
+    with pytest.raises(RuntimeError, match=r"The input tensor A must have at least 2 dimensions"):
+        function(gl.ones(3))
+    with pytest.raises(RuntimeError, match=r"Expected a floating point or complex tensor as input. Got Long"):
+        function(gl.ones(2, 2, dtype=gl.int64))
+
+
+@pytest.mark.parametrize("name", sorted(ANY_SHAPE))
+def test_rectangular_functions_refuse_integers_and_vectors(name):
+    function = ANY_SHAPE[name]
+    with pytest.raises(RuntimeError, match=r"Expected a floating point or complex tensor as input. Got Int"):
+        function(gl.ones(2, 3, dtype=gl.int32))
+    with pytest.raises(RuntimeError, match=r"The input tensor A must have at least 2 dimensions"):
+        function(gl.ones(3))
+
+
+def test_tensor_methods_are_the_functional_forms():
+    a, s, b = randn(3, 3) + 2 * np.eye(3), _spd(3), randn(3, 2, seed=1)
+    A, S, B = leaf(a, False), leaf(s, False), leaf(b, False)
+    L = S.cholesky()
+    pairs = [
+        (A.det(), gl.det(A)), (A.slogdet()[1], gl.slogdet(A)[1]), (A.pinverse(), gl.pinverse(A)),
+        (A.svd().V, gl.svd(A).V), (A.qr().Q, gl.qr(A).Q), (S.cholesky(upper=True), gl.cholesky(S, upper=True)),
+        (B.cholesky_solve(L), gl.cholesky_solve(B, L)), (L.cholesky_inverse(), gl.cholesky_inverse(L)),
+        (B.triangular_solve(A).solution, gl.triangular_solve(B, A).solution), (A.lu()[0], gl.lu(A)[0]),
+        (B.lu_solve(*A.lu()), gl.lu_solve(B, *gl.lu(A))), (A.geqrf().a, gl.geqrf(A).a),
+        (A.geqrf().a.ormqr(A.geqrf().tau, B), gl.ormqr(*gl.geqrf(A), B)),
+        (A.addmm(A, A, beta=2), gl.addmm(A, A, A, beta=2)), (A.kron(B), gl.kron(A, B)),
+        (A.inner(B.mT), gl.inner(A, B.mT)),
+        (A[0].vdot(A[1]), gl.vdot(A[0], A[1])), (A.cross(A.flip(0), dim=0), gl.cross(A, A.flip(0), dim=0)),
+        (A[:, :2].addr(A[:, 0], A[0, :2]), gl.addr(A[:, :2], A[:, 0], A[0, :2])),
+        (A[0].addmv(A, A[1]), gl.addmv(A[0], A, A[1])),
+        (A.baddbmm(A.unsqueeze(0), A.unsqueeze(0)), gl.baddbmm(A, A.unsqueeze(0), A.unsqueeze(0))),
+        (A.addbmm(A.unsqueeze(0), A.unsqueeze(0)), gl.addbmm(A, A.unsqueeze(0), A.unsqueeze(0))),
+    ]
+    for method, function in pairs:
+        assert_close(method, function)
+
+
+def test_ldl_and_triangular_solvers_take_batches():
+    s = np.stack([_indefinite(4, seed) for seed in range(3)])
+    b = randn(3, 4, 2, seed=7)
+    LD, pivots = gl.linalg.ldl_factor(leaf(s, False))
+    assert_close(gl.linalg.ldl_solve(LD, pivots, leaf(b, False)), np.linalg.solve(s, b), rtol=1e-9)
+    L = gl.linalg.cholesky(leaf(_spd(4, (3,)), False))
+    assert_close(gl.cholesky_solve(leaf(b, False), L), np.linalg.solve(_spd(4, (3,)), b), rtol=1e-9)
+    assert_close(gl.linalg.solve_triangular(L, leaf(b[0], False), upper=False), np.linalg.solve(L.numpy(), b[0]),
+                 rtol=1e-9)

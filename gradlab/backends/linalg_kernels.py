@@ -43,7 +43,7 @@ class LinalgKernels:
         """The m x m permutation matrix P of A = P L U, from the pivots: the row swaps replayed in order."""
         swaps = self._host(pivots).astype(np.int64) - 1
         order = np.array(np.broadcast_to(np.arange(m), swaps.shape[:-1] + (m,)))
-        flat, flat_swaps = order.reshape(-1, m), swaps.reshape(-1, swaps.shape[-1])
+        flat, flat_swaps = _matrices(order, 1), _matrices(swaps, 1)
         rows = np.arange(flat.shape[0])
         for j in range(flat_swaps.shape[-1]):
             top, other = flat[rows, j].copy(), flat[rows, flat_swaps[:, j]].copy()
@@ -101,7 +101,7 @@ class LinalgKernels:
             return self._back(np.linalg.cholesky(host), a), self._info(np.zeros(host.shape[:-2], np.int32))
         except np.linalg.LinAlgError:
             pass
-        flat = host.reshape(-1, *host.shape[-2:])
+        flat = _matrices(host)
         n = flat.shape[-1]
         low = np.zeros_like(flat)
         info = np.zeros(flat.shape[0], np.int32)
@@ -173,10 +173,15 @@ class LinalgKernels:
 # --- the host algorithms themselves (numpy arrays in, numpy arrays out) -------------------------
 
 
+def _matrices(a, core=2):
+    """a with its batch dims flattened into one (kept as an explicit size, so an empty batch works too)."""
+    return a.reshape((math.prod(a.shape[:a.ndim - core]),) + a.shape[a.ndim - core:])
+
+
 def _lu_factor(a):
     """Gaussian elimination with partial pivoting (the largest |entry| of each column moves up), batched."""
     *batch, m, n = a.shape
-    lu = np.array(a, dtype=np.result_type(a.dtype, np.float32)).reshape(-1, m, n)
+    lu = _matrices(np.array(a, dtype=np.result_type(a.dtype, np.float32)))
     rows = np.arange(lu.shape[0])
     k = min(m, n)
     pivots = np.zeros((lu.shape[0], k), dtype=np.int32)
@@ -199,8 +204,8 @@ def _lu_solve(lu, pivots, b):
     """Swap B's rows as the pivots say, then solve L Y = P B and U X = Y."""
     shape = np.broadcast_shapes(lu.shape[:-2], b.shape[:-2], pivots.shape[:-1])
     x = np.array(np.broadcast_to(b, shape + b.shape[-2:]), dtype=np.result_type(lu, b))
-    flat = x.reshape(-1, *x.shape[-2:])
-    swaps = np.broadcast_to(pivots, shape + pivots.shape[-1:]).reshape(-1, pivots.shape[-1]) - 1
+    flat = _matrices(x)
+    swaps = _matrices(np.broadcast_to(pivots, shape + pivots.shape[-1:]), 1) - 1
     rows = np.arange(flat.shape[0])
     for j in range(swaps.shape[-1]):
         top, other = flat[rows, j].copy(), flat[rows, swaps[:, j]].copy()
@@ -235,7 +240,7 @@ def _ldl_factor(a):
     were swapped and D[k:k+2, k:k+2] is a 2 x 2 block (all 1-based).
     """
     *batch, n, _ = a.shape
-    flat = np.tril(np.array(a, dtype=np.result_type(a.dtype, np.float32))).reshape(-1, n, n)
+    flat = _matrices(np.tril(np.array(a, dtype=np.result_type(a.dtype, np.float32))))
     pivots = np.zeros((flat.shape[0], n), np.int32)
     info = np.zeros(flat.shape[0], np.int32)
     for A, piv, b in zip(flat, pivots, range(flat.shape[0])):
@@ -297,9 +302,9 @@ def _ldl_solve(ld, pivots, b):
     """X with A X = B from sytf2's factors: undo L and D (with the swaps), then Lᵀ (LAPACK's sytrs)."""
     shape = np.broadcast_shapes(ld.shape[:-2], b.shape[:-2], pivots.shape[:-1])
     n = ld.shape[-1]
-    lds = np.broadcast_to(ld, shape + (n, n)).reshape(-1, n, n)
-    pivs = np.broadcast_to(pivots, shape + (n,)).reshape(-1, n)
-    x = np.array(np.broadcast_to(b, shape + b.shape[-2:]), dtype=np.result_type(ld, b)).reshape(-1, *b.shape[-2:])
+    lds = _matrices(np.broadcast_to(ld, shape + (n, n)))
+    pivs = _matrices(np.broadcast_to(pivots, shape + (n,)), 1)
+    x = _matrices(np.array(np.broadcast_to(b, shape + b.shape[-2:]), dtype=np.result_type(ld, b)))
     for A, piv, B in zip(lds, pivs, x):
         k = 0
         while k < n:  # L D Y = P B

@@ -210,7 +210,8 @@ def pinv_array(A, atol, rtol, hermitian):
     keep = backend.gt(magnitude, cutoff)
     safe = backend.where(keep, values, backend.ones(values.shape, A.dtype))
     inverse = backend.where(keep, backend.div(1.0, safe), backend.zeros(values.shape, A.dtype))
-    return backend.matmul(backend.mul(left, backend.reshape(inverse, inverse.shape[:-1] + (1, -1))), right)
+    row = backend.reshape(inverse, inverse.shape[:-1] + (1, inverse.shape[-1]))  # 1/s scales the columns of V
+    return backend.matmul(backend.mul(left, row), right)
 
 
 def _swap_last(ndim):
