@@ -697,3 +697,14 @@ def test_ldl_and_triangular_solvers_take_batches():
     assert_close(gl.cholesky_solve(leaf(b, False), L), np.linalg.solve(_spd(4, (3,)), b), rtol=1e-9)
     assert_close(gl.linalg.solve_triangular(L, leaf(b[0], False), upper=False), np.linalg.solve(L.numpy(), b[0]),
                  rtol=1e-9)
+
+
+def test_linalg_diagonal_is_a_view_with_offset_and_dims():
+    A = gl.arange(24.0).reshape(2, 3, 4)
+    d = gl.linalg.diagonal(A, offset=1)
+    assert_close(d, np.diagonal(A.numpy(), offset=1, axis1=-2, axis2=-1))
+    assert np.shares_memory(d.numpy(), A.numpy())
+    A.add_(1)
+    assert_close(d, np.diagonal(A.numpy(), offset=1, axis1=-2, axis2=-1))
+    assert_close(gl.linalg.diagonal(A, offset=-1, dim1=0, dim2=2), np.diagonal(A.numpy(), -1, 0, 2))
+    assert gradcheck(lambda x: gl.linalg.diagonal(x, offset=-1), (leaf(randn(3, 4)),))
