@@ -708,3 +708,16 @@ def test_linalg_diagonal_is_a_view_with_offset_and_dims():
     assert_close(d, np.diagonal(A.numpy(), offset=1, axis1=-2, axis2=-1))
     assert_close(gl.linalg.diagonal(A, offset=-1, dim1=0, dim2=2), np.diagonal(A.numpy(), -1, 0, 2))
     assert gradcheck(lambda x: gl.linalg.diagonal(x, offset=-1), (leaf(randn(3, 4)),))
+
+
+def test_torch_level_names_take_torchs_keywords():
+    a = randn(3, 3) + 2 * np.eye(3)
+    A = leaf(a, False)
+    assert_close(gl.matrix_power(input=A, n=2), a @ a)
+    assert_close(gl.det(input=A), np.linalg.det(a))
+    assert type(gl.slogdet(input=A)).__name__ == "slogdet"
+    assert_close(gl.cholesky(A @ A.mT, True), np.linalg.cholesky(a @ a.T).T)
+    geqrf = gl.geqrf(input=A)
+    assert_close(gl.ormqr(geqrf.a, tau=geqrf.tau, other=A, left=True), np.linalg.qr(a)[0] @ a)
+    assert_close(geqrf.a.ormqr(geqrf.tau, A, transpose=True), np.linalg.qr(a)[0].T @ a)
+    assert_close(geqrf.a.orgqr(input2=geqrf.tau), np.linalg.qr(a)[0])

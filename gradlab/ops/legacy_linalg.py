@@ -13,11 +13,11 @@ from collections import namedtuple
 from ._common import describe
 from ._linalg_common import check_matrix, eye_like, raise_on_info
 from .decompositions import permutation_matrix
-from .linalg_api import (cholesky, det, householder_matrix, householder_product, inv, lu_factor_ex, matrix_exp,
-                         matrix_power, pinv, slogdet, solve_triangular, svdvals)
-from .linalg_api import lu_solve as _linalg_lu_solve, qr as _linalg_qr, svd as _linalg_svd
+from . import linalg_api as linalg
+from .linalg_api import householder_matrix, householder_product, lu_factor_ex, matrix_exp, solve_triangular, svdvals
 from .shape import cat
 
+slogdet_result = namedtuple("slogdet", ("sign", "logabsdet"))
 svd_result = namedtuple("svd", ("U", "S", "V"))
 qr_result = namedtuple("qr", ("Q", "R"))
 triangular_solve_result = namedtuple("triangular_solve", ("solution", "cloned_coefficient"))
@@ -25,20 +25,40 @@ lu_unpack_result = namedtuple("lu_unpack", ("P", "L", "U"))
 geqrf_result = namedtuple("geqrf", ("a", "tau"))
 
 
+def det(input):
+    """torch.det: linalg.det."""
+    return linalg.det(input)
+
+
+def slogdet(input):
+    """torch.slogdet: linalg.slogdet's (sign, logabsdet)."""
+    return slogdet_result(*linalg.slogdet(input))
+
+
 def logdet(input):
     """log(det A): nan for a negative determinant, -inf for a singular matrix."""
-    sign, logabsdet = slogdet(check_matrix("logdet", input))
+    sign, logabsdet = linalg.slogdet(check_matrix("logdet", input))
     return logabsdet.masked_fill(sign < 0, math.nan)
 
 
 def inverse(input):
     """torch.inverse: linalg.inv."""
-    return inv(input)
+    return linalg.inv(input)
 
 
 def pinverse(input, rcond=1e-15):
     """torch.pinverse: linalg.pinv with the relative tolerance rcond."""
-    return pinv(input, rtol=rcond)
+    return linalg.pinv(input, rtol=rcond)
+
+
+def cholesky(input, upper=False):
+    """torch.cholesky: linalg.cholesky, with upper also positional."""
+    return linalg.cholesky(input, upper=upper)
+
+
+def matrix_power(input, n):
+    """torch.matrix_power: linalg.matrix_power."""
+    return linalg.matrix_power(input, n)
 
 
 def svd(input, some=True, compute_uv=True):
@@ -49,15 +69,15 @@ def svd(input, some=True, compute_uv=True):
     check_matrix("svd", input, square=False)
     if not compute_uv:
         m, n = input.shape[-2:]
-        S = _linalg_svd(input, full_matrices=False).S
+        S = linalg.svdvals(input)
         return svd_result(input.new_zeros(input.shape[:-2] + (m, m)), S, input.new_zeros(input.shape[:-2] + (n, n)))
-    U, S, Vh = _linalg_svd(input, full_matrices=not some)
+    U, S, Vh = linalg.svd(input, full_matrices=not some)
     return svd_result(U, S, Vh.transpose(-2, -1))
 
 
 def qr(input, some=True):
     """(Q, R): some=True the reduced decomposition, some=False the complete one."""
-    return qr_result(*_linalg_qr(input, "reduced" if some else "complete"))
+    return qr_result(*linalg.qr(input, "reduced" if some else "complete"))
 
 
 def cholesky_solve(input, input2, upper=False):
@@ -91,7 +111,7 @@ def lu(A, pivot=True, get_infos=False):
 
 def lu_solve(b, LU_data, LU_pivots):
     """torch.lu_solve(b, LU, pivots): linalg.lu_solve with b first."""
-    return _linalg_lu_solve(LU_data, LU_pivots, b)
+    return linalg.lu_solve(LU_data, LU_pivots, b)
 
 
 def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
@@ -135,15 +155,15 @@ def orgqr(input, tau):
     return householder_product(input, tau)
 
 
-def ormqr(input, input2, input3, left=True, transpose=False):
-    """Q @ C (left=False: C @ Q; transpose: with Qᵀ), Q the full product of the reflectors in (input, input2)."""
-    size = input3.shape[-2] if left else input3.shape[-1]
+def ormqr(input, tau, other, left=True, transpose=False):
+    """Q @ other (left=False: other @ Q; transpose: with Qᵀ), Q the full product of the reflectors in (input, tau)."""
+    size = other.shape[-2] if left else other.shape[-1]
     if input.shape[-2] != size:
         raise RuntimeError(f"ormqr: input.shape[-2] must equal other.shape[{-2 if left else -1}] ({size}), but got "
-                           f"input of shape {tuple(input.shape)} and other of shape {tuple(input3.shape)}")
-    Q = householder_matrix(check_matrix("ormqr", input, square=False), input2)
+                           f"input of shape {tuple(input.shape)} and other of shape {tuple(other.shape)}")
+    Q = householder_matrix(check_matrix("ormqr", input, square=False), tau)
     Q = Q.transpose(-2, -1) if transpose else Q
-    return Q @ input3 if left else input3 @ Q
+    return Q @ other if left else other @ Q
 
 
 def vander(x, N=None, increasing=False):
@@ -189,14 +209,14 @@ class LegacyLinalgMethods:
     det, logdet, inverse, pinverse, svd, qr = det, logdet, inverse, pinverse, svd, qr
     cholesky_solve, cholesky_inverse, triangular_solve = cholesky_solve, cholesky_inverse, triangular_solve
     lu, lu_solve, matrix_power, matrix_exp = lu, lu_solve, matrix_power, matrix_exp
-    geqrf, orgqr, ormqr = geqrf, orgqr, ormqr
+    geqrf, slogdet, cholesky = geqrf, slogdet, cholesky
     solve, lstsq, symeig, eig = (removed[name] for name in ("solve", "lstsq", "symeig", "eig"))
 
-    def slogdet(self):
-        return slogdet(self)
+    def orgqr(self, input2):
+        return orgqr(self, input2)
 
-    def cholesky(self, upper=False):
-        return cholesky(self, upper=upper)
+    def ormqr(self, input2, input3, left=True, transpose=False):
+        return ormqr(self, input2, input3, left, transpose)
 
 
 solve, lstsq, symeig, eig, matrix_rank = (removed[name] for name in ("solve", "lstsq", "symeig", "eig", "matrix_rank"))
