@@ -1,8 +1,9 @@
-"""Linear-algebra kernels: factorizations and solvers, computed on the host with numpy's LAPACK.
+"""Linear-algebra kernels: factorizations and solvers, computed on the host with numpy.
 
 These cannot be composed from the elementwise primitives at any sensible cost, so every backend
 inherits this host version (its arrays go to numpy and back through ``to_numpy``/``asarray``) and
-overrides a kernel only to run it on its own device. Like LAPACK, the kernels that can fail report
+overrides a kernel only to run it on its own device. numpy.linalg's LAPACK does the work where it
+has the routine; LU, substitution, LDLᵀ and the exponential are written out below. Like LAPACK, the kernels that can fail report
 an ``info`` per matrix (0: fine, k > 0: where it failed) instead of raising; the ops turn info into
 PyTorch's errors. Every kernel takes batches (..., m, n).
 """
@@ -41,25 +42,16 @@ class LinalgKernels:
 
     def lu_permutation(self, pivots, m, dtype):
         """The m x m permutation matrix P of A = P L U, from the pivots: the row swaps replayed in order."""
-        swaps = self._host(pivots).astype(np.int64) - 1
-        order = np.array(np.broadcast_to(np.arange(m), swaps.shape[:-1] + (m,)))
-        flat, flat_swaps = _matrices(order, 1), _matrices(swaps, 1)
-        rows = np.arange(flat.shape[0])
-        for j in range(flat_swaps.shape[-1]):
-            top, other = flat[rows, j].copy(), flat[rows, flat_swaps[:, j]].copy()
-            flat[rows, j], flat[rows, flat_swaps[:, j]] = other, top
+        pivots = self._host(pivots)
+        order = _swap_rows(np.broadcast_to(np.arange(m), pivots.shape[:-1] + (m,)), pivots)
         p_transposed = order[..., :, None] == np.arange(m)  # row i of Pᵀ A is row order[i] of A
         return self.asarray(np.ascontiguousarray(np.swapaxes(p_transposed, -1, -2)), dtype)
-
-    def lu_solve(self, lu, pivots, b):
-        """X with A X = B from A's packed LU and its pivots."""
-        return self._back(_lu_solve(self._host(lu), self._host(pivots), self._host(b)), b)
 
     def solve_triangular(self, a, b, upper, unitriangular):
         """X with A X = B for triangular A, by substitution (a zero on the diagonal gives inf/nan, as in LAPACK)."""
         return self._back(_solve_triangular(self._host(a), self._host(b), upper, unitriangular), b)
 
-    # --- solvers that can fail: info from the LU factorization ----------------------------------
+    # --- factorizations and solvers that can fail: LAPACK's info --------------------------------
 
     def inv(self, a):
         """(A⁻¹, info): info > 0 where U of A's LU has a zero on its diagonal (then A⁻¹ holds inf/nan)."""
@@ -99,22 +91,9 @@ class LinalgKernels:
         host = self._host(a)
         try:
             return self._back(np.linalg.cholesky(host), a), self._info(np.zeros(host.shape[:-2], np.int32))
-        except np.linalg.LinAlgError:
-            pass
-        flat = _matrices(host)
-        n = flat.shape[-1]
-        low = np.zeros_like(flat)
-        info = np.zeros(flat.shape[0], np.int32)
-        for j in range(n):  # column by column, to find where it fails
-            d = flat[:, j, j] - np.einsum("bk,bk->b", low[:, j, :j], low[:, j, :j])
-            bad = (d <= 0) | np.isnan(d)
-            info[(info == 0) & bad] = j + 1
-            root = np.sqrt(np.where(bad, 1, d))
-            column = (flat[:, j + 1:, j] - np.einsum("bik,bk->bi", low[:, j + 1:, :j], low[:, j, :j])) / root[:, None]
-            ok = (info == 0)[:, None]
-            low[:, j, j] = np.where(info == 0, root, 0)
-            low[:, j + 1:, j] = np.where(ok, column, 0)
-        return self._back(low.reshape(host.shape), a), self._info(info.reshape(host.shape[:-2]))
+        except np.linalg.LinAlgError:  # LAPACK's Cholesky failed: redo it column by column to find where
+            low, info = _cholesky(host)
+            return self._back(low, a), self._info(info)
 
     # --- determinants and the decompositions that always succeed --------------------------------
 
@@ -143,16 +122,10 @@ class LinalgKernels:
         u, s, vh = np.linalg.svd(self._host(a), full_matrices=full_matrices)
         return self._back(u, a), self._back(s, a), self._back(vh, a)
 
-    def svdvals(self, a):
-        return self._back(np.linalg.svd(self._host(a), compute_uv=False), a)
-
     def eigh(self, a, lower):
         """(eigenvalues ascending, eigenvectors as columns) of a symmetric matrix, from one triangle."""
         values, vectors = np.linalg.eigh(self._host(a), UPLO="L" if lower else "U")
         return self._back(values, a), self._back(vectors, a)
-
-    def eigvalsh(self, a, lower):
-        return self._back(np.linalg.eigvalsh(self._host(a), UPLO="L" if lower else "U"), a)
 
     def matrix_exp(self, a):
         """exp(A) = Σ Aᵏ/k!, by scaling and squaring: exp(A) = exp(A / 2ˢ)^(2ˢ) with ‖A / 2ˢ‖ ≤ 1/2,
@@ -200,18 +173,42 @@ def _lu_factor(a):
     return lu.reshape(*batch, m, n), pivots.reshape(*batch, k), info.reshape(batch)
 
 
-def _lu_solve(lu, pivots, b):
-    """Swap B's rows as the pivots say, then solve L Y = P B and U X = Y."""
-    shape = np.broadcast_shapes(lu.shape[:-2], b.shape[:-2], pivots.shape[:-1])
-    x = np.array(np.broadcast_to(b, shape + b.shape[-2:]), dtype=np.result_type(lu, b))
-    flat = _matrices(x)
-    swaps = _matrices(np.broadcast_to(pivots, shape + pivots.shape[-1:]), 1) - 1
-    rows = np.arange(flat.shape[0])
+def _swap_rows(rows, pivots):
+    """A copy of rows (..., m, ...) with row j swapped with row pivots[j] − 1, for j in order (LAPACK's laswp)."""
+    shape = np.broadcast_shapes(rows.shape[:pivots.ndim - 1], pivots.shape[:-1])
+    out = np.array(np.broadcast_to(rows, shape + rows.shape[pivots.ndim - 1:]))
+    flat = out.reshape((math.prod(shape),) + out.shape[len(shape):])
+    swaps = _matrices(np.broadcast_to(pivots, shape + pivots.shape[-1:]), 1).astype(np.int64) - 1
+    batch = np.arange(flat.shape[0])
     for j in range(swaps.shape[-1]):
-        top, other = flat[rows, j].copy(), flat[rows, swaps[:, j]].copy()
-        flat[rows, j], flat[rows, swaps[:, j]] = other, top
-    y = _solve_triangular(lu, flat.reshape(x.shape), upper=False, unitriangular=True)
+        top, other = flat[batch, j].copy(), flat[batch, swaps[:, j]].copy()
+        flat[batch, j], flat[batch, swaps[:, j]] = other, top
+    return out
+
+
+def _lu_solve(lu, pivots, b):
+    """Swap B's rows as the pivots say, then solve L Y = Pᵀ B and U X = Y."""
+    shape = np.broadcast_shapes(lu.shape[:-2], b.shape[:-2], pivots.shape[:-1])
+    swapped = _swap_rows(np.broadcast_to(b, shape + b.shape[-2:]).astype(np.result_type(lu, b)),
+                         np.broadcast_to(pivots, shape + pivots.shape[-1:]))
+    y = _solve_triangular(lu, swapped, upper=False, unitriangular=True)
     return _solve_triangular(lu, y, upper=True, unitriangular=False)
+
+
+def _cholesky(a):
+    """(L, info) column by column: info is the first column whose pivot is not positive (L is zero from there)."""
+    flat = _matrices(a)
+    low = np.zeros_like(flat)
+    info = np.zeros(flat.shape[0], np.int32)
+    for j in range(flat.shape[-1]):
+        d = flat[:, j, j] - np.einsum("bk,bk->b", low[:, j, :j], low[:, j, :j])
+        info[(info == 0) & ((d <= 0) | np.isnan(d))] = j + 1
+        fine = info == 0
+        root = np.sqrt(np.where(fine, d, 1))
+        column = (flat[:, j + 1:, j] - np.einsum("bik,bk->bi", low[:, j + 1:, :j], low[:, j, :j])) / root[:, None]
+        low[:, j, j] = np.where(fine, root, 0)
+        low[:, j + 1:, j] = np.where(fine[:, None], column, 0)
+    return low.reshape(a.shape), info.reshape(a.shape[:-2])
 
 
 def _solve_triangular(a, b, upper, unitriangular):
