@@ -266,10 +266,14 @@ def test_gradcheck(name, op, shape):
     assert gradcheck(op, (leaf(a),))
 
 
-SECOND_ORDER = ["det", "inv", "matrix_exp", "cholesky", "qr_tall", "svd_tall", "eigh", "lu_square", "pinv_tall"]
+SECOND_ORDER = ["det", "slogdet", "inv", "matrix_exp", "cholesky", "qr_tall", "qr_wide", "svd_tall", "svd_wide", "eigh",
+                "lu_square", "lu_wide", "lu_tall", "pinv_tall"]
 
 
-@pytest.mark.parametrize("name, op, shape", [c for c in GRAD_CASES if c[0] in SECOND_ORDER], ids=SECOND_ORDER)
+SECOND_ORDER_CASES = [c for c in GRAD_CASES if c[0] in SECOND_ORDER]
+
+
+@pytest.mark.parametrize("name, op, shape", SECOND_ORDER_CASES, ids=[c[0] for c in SECOND_ORDER_CASES])
 def test_gradgradcheck(name, op, shape):
     a = randn(*shape, seed=5) + (np.eye(shape[-1]) * 2 if shape[-1] == shape[-2] else 0)
     assert gradgradcheck(op, (leaf(a),))
