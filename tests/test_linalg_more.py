@@ -268,8 +268,6 @@ def test_gradcheck(name, op, shape):
 
 SECOND_ORDER = ["det", "slogdet", "inv", "matrix_exp", "cholesky", "qr_tall", "qr_wide", "svd_tall", "svd_wide", "eigh",
                 "lu_square", "lu_wide", "lu_tall", "pinv_tall"]
-
-
 SECOND_ORDER_CASES = [c for c in GRAD_CASES if c[0] in SECOND_ORDER]
 
 
