@@ -101,8 +101,6 @@ OUT_OF_SCOPE = [
      r"DFIterDataPipe|DataChunk|IterDataPipe|MapDataPipe|datapipes|functional_datapipe|graph_settings|"
      r"guaranteed_datapipes_determinism|non_deterministic|runtime_validation|runtime_validation_disabled|"
      r"argument_validation|Container|NLLLoss2d|reproducibility_notes|sparse_support_notes|common_notes"),
-    ("removed from PyTorch: calling it raises (use torch.linalg)", r"symeig|lstsq|solve|eig|matrix_rank",
-     ("torch", "torch.Tensor")),
 ]
 _OUT_OF_SCOPE = [(rule[0], re.compile(rule[1]), rule[2] if len(rule) > 2 else None) for rule in OUT_OF_SCOPE]
 

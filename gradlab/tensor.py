@@ -25,7 +25,9 @@ from .ops.diagonals import DiagonalMethods
 from .ops.conversion import Cast, Clone, Fill, ToDevice
 from .ops.elementwise import ElementwiseMethods
 from .ops.indexing import IndexingMethods
+from .ops.legacy_linalg import LegacyLinalgMethods
 from .ops.linalg import LinalgMethods
+from .ops.products import ProductMethods
 from .ops.reductions import ReductionMethods
 from .ops.repeat import RepeatMethods
 from .ops.shape import ShapeMethods
@@ -40,7 +42,7 @@ _NATIVE_TO_DTYPE = dt.NATIVE_TO_DTYPE
 
 class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMethods, ReductionMethods, ShapeMethods,
              IndexingMethods, LinalgMethods, RepeatMethods, SortingMethods, SelectionMethods, DiagonalMethods,
-             StatisticsMethods):
+             StatisticsMethods, ProductMethods, LegacyLinalgMethods):
     """A multi-dimensional array that can remember how it was computed.
 
     ``array`` is the backend's array (a numpy ndarray on 'cpu'); ``device`` says which backend.

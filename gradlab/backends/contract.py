@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..dtypes import DType
+from .linalg_kernels import LinalgKernels
 
 PRIMITIVES = {
     # dtypes and transfer
@@ -64,9 +65,11 @@ PRIMITIVES = {
     "matmul": "matrix product with batch broadcasting",
     "einsum": "Einstein summation over explicit subscripts",
 }
+# Factorizations and solvers (lu_factor, solve, cholesky, qr, svd, eigh, ...) are not in this list: every
+# backend inherits host versions of them from LinalgKernels (linalg_kernels.py) and may override them.
 
 
-class Backend:
+class Backend(LinalgKernels):
     """Base class of every backend: fused kernels composed from the primitives above.
 
     Subclasses implement each primitive in ``PRIMITIVES``; the methods below are the optional fused

@@ -13,6 +13,11 @@ from .sorting import (argsort, bucketize, cummax, cummin, kthvalue, median, mode
 from .diagonals import diag, diag_embed, diagflat, diagonal, diagonal_copy, diagonal_scatter, trace
 from .selection import (argwhere, masked_scatter, masked_select, nonzero, nonzero_static, put, select, select_copy,
                         select_scatter, slice_copy, slice_scatter, take)
+from .products import (addbmm, addmm, addmv, addmv_, addr, baddbmm, cdist, chain_matmul, cross, inner, kron, pdist,
+                       tensordot, vdot)
+from .legacy_linalg import (adjoint, cholesky, cholesky_inverse, cholesky_solve, det, eig, geqrf, inverse,
+                            logdet, lstsq, lu, lu_solve, lu_unpack, matrix_exp, matrix_power, matrix_rank, nuclear_norm,
+                            orgqr, ormqr, pinverse, qr, slogdet, solve, svd, symeig, triangular_solve)
 from .shape import (broadcast_to, cat, chunk, concat, concatenate, flatten, flip, meshgrid, movedim, moveaxis, narrow, pad,
                     permute, reshape, roll, split, squeeze, stack, swapaxes, swapdims, t, tile, transpose, unbind,
                     unflatten, unsqueeze)
@@ -62,3 +67,9 @@ __all__ += ["as_strided", "atleast_1d", "atleast_2d", "atleast_3d", "block_diag"
             "unsafe_split_with_sizes", "vander", "vsplit", "vstack"]
 __all__ += ["aminmax", "bincount", "corrcoef", "count_nonzero", "cov", "dist", "frobenius_norm", "histc", "histogram",
             "nanmean", "nansum", "norm_except_dim", "renorm", "std_mean", "var_mean"]
+__all__ += ["addbmm", "addmm", "addmv", "addmv_", "addr", "baddbmm", "cdist", "chain_matmul", "cross", "inner", "kron",
+            "pdist", "tensordot", "vdot"]
+__all__ += ["adjoint", "cholesky", "cholesky_inverse", "cholesky_solve", "det", "eig", "geqrf", "inverse",
+            "logdet", "lstsq", "lu", "lu_solve", "lu_unpack", "matrix_exp", "matrix_power", "matrix_rank",
+            "nuclear_norm", "orgqr", "ormqr", "pinverse", "qr", "slogdet", "solve", "svd", "symeig",
+            "triangular_solve"]
