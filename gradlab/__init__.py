@@ -23,6 +23,7 @@ from .tensor import Tensor, is_floating_point, is_tensor, numel
 from .autograd import functional as _functional, gradcheck as _gradcheck  # noqa: E402
 from . import cuda, data, linalg, nn, optim  # noqa: E402  (gradlab.nn, gradlab.optim, ... as in torch)
 from .io import load, save  # noqa: E402
+from . import special  # noqa: E402  (gradlab.special as torch.special)
 
 autograd.functional = _functional
 autograd.gradcheck = _gradcheck.gradcheck

@@ -21,13 +21,19 @@ from .generator import generator_rng
 from .ops._common import describe, normalize_dim, shape_str
 from .ops.activations import ActivationMethods
 from .ops.arithmetic import ArithmeticMethods
+from .ops.bitwise import BitwiseMethods
+from .ops.comparison import ComparisonMethods
 from .ops.conversion import Cast, Clone, Fill, ToDevice
 from .ops.elementwise import ElementwiseMethods
 from .ops.indexing import IndexingMethods
+from .ops.inplace import InPlaceMethods
 from .ops.linalg import LinalgMethods
+from .ops.pointwise import PointwiseMethods
 from .ops.reductions import ReductionMethods
 from .ops.repeat import RepeatMethods
 from .ops.shape import ShapeMethods
+from .ops.special import SpecialMethods
+from .ops.trigonometric import TrigonometricMethods
 from .printing import format_tensor
 
 _new = object.__new__
@@ -35,7 +41,8 @@ _NATIVE_TO_DTYPE = dt.NATIVE_TO_DTYPE
 
 
 class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMethods, ReductionMethods, ShapeMethods,
-             IndexingMethods, LinalgMethods, RepeatMethods):
+             IndexingMethods, LinalgMethods, RepeatMethods, PointwiseMethods, TrigonometricMethods, SpecialMethods,
+             ComparisonMethods, BitwiseMethods, InPlaceMethods):
     """A multi-dimensional array that can remember how it was computed.
 
     ``array`` is the backend's array (a numpy ndarray on 'cpu'); ``device`` says which backend.

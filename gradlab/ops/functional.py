@@ -29,3 +29,31 @@ __all__ += ["abs", "ceil", "clamp", "clamp_max", "clamp_min", "clip", "cos", "er
             "isinf", "isnan", "log", "log1p", "logical_not", "maximum", "minimum", "reciprocal", "round", "rsqrt", "sign",
             "sin", "sqrt", "square", "tan", "tanh", "trunc", "where"]
 __all__ += ["repeat_interleave"]
+from .bitwise import (bitwise_and, bitwise_left_shift, bitwise_not, bitwise_or, bitwise_right_shift, bitwise_xor,
+                      logical_and, logical_or, logical_xor)
+from .comparison import (allclose, eq, equal, ge, greater, greater_equal, gt, is_nonzero, is_same_size, is_signed,
+                         isclose, isin, isneginf, isposinf, isreal, le, less, less_equal, lt, ne, not_equal)
+from .inplace import TORCH_INPLACE
+from .pointwise import (absolute, addcdiv, addcmul, copysign, exp2, fix, float_power, floor_divide, fmax, fmin, fmod,
+                        frac, frexp, gcd, heaviside, lcm, ldexp, lerp, log10, log2, logaddexp, logaddexp2, nan_to_num,
+                        negative, nextafter, positive, remainder, rsub, sgn, signbit)
+from .special import digamma, erfc, erfinv, i0, lgamma, logit, mvlgamma, polygamma, xlogy
+from .trigonometric import (acos, acosh, arccos, arccosh, arcsin, arcsinh, arctan, arctan2, arctanh, asin, asinh, atan,
+                            atan2, atanh, cosh, deg2rad, hypot, rad2deg, sinc, sinh)
+from .arithmetic import div as divide, div as true_divide, mul as multiply, sub as subtract
+
+globals().update(TORCH_INPLACE)  # gradlab.exp_(x), gradlab.relu_(x), ... as in torch
+
+__all__ += ["bitwise_and", "bitwise_left_shift", "bitwise_not", "bitwise_or", "bitwise_right_shift", "bitwise_xor",
+            "logical_and", "logical_or", "logical_xor"]
+__all__ += ["allclose", "eq", "equal", "ge", "greater", "greater_equal", "gt", "is_nonzero", "is_same_size",
+            "is_signed", "isclose", "isin", "isneginf", "isposinf", "isreal", "le", "less", "less_equal", "lt", "ne",
+            "not_equal"]
+__all__ += ["absolute", "addcdiv", "addcmul", "copysign", "exp2", "fix", "float_power", "floor_divide", "fmax", "fmin",
+            "fmod", "frac", "frexp", "gcd", "heaviside", "lcm", "ldexp", "lerp", "log10", "log2", "logaddexp",
+            "logaddexp2", "nan_to_num", "negative", "nextafter", "positive", "remainder", "rsub", "sgn", "signbit"]
+__all__ += ["digamma", "erfc", "erfinv", "i0", "lgamma", "logit", "mvlgamma", "polygamma", "xlogy"]
+__all__ += ["acos", "acosh", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctan2", "arctanh", "asin", "asinh",
+            "atan", "atan2", "atanh", "cosh", "deg2rad", "hypot", "rad2deg", "sinc", "sinh"]
+__all__ += ["divide", "true_divide", "multiply", "subtract"]
+__all__ += list(TORCH_INPLACE)
