@@ -88,8 +88,12 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
         input, other = input.to(float64), other.to(float64)  # no integer overflow in the difference
     if equal_nan:
         close = close | (input.isnan() & other.isnan())
-    error = (input - other).abs()
-    within = error.isfinite() & (error <= (other.abs() * rtol + atol))
+    # equal values are close already, and an infinite other is close only when equal: zeros stand in for
+    # them, so no inf − inf or 0 · inf is computed
+    stand_in = close | ~other.isfinite()
+    a, b = input.masked_fill(stand_in, 0), other.masked_fill(stand_in, 0)
+    error = (a - b).abs()
+    within = ~stand_in & error.isfinite() & (error <= b.abs() * rtol + atol)
     return (close | within).detach()
 
 

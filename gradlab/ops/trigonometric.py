@@ -68,7 +68,8 @@ Atan2 = binary("atan2", lambda b, y, x: b.arctan2(y, x),
                numbers=False, doc="atan2(a, b), the angle of the point (b, a): a gets g · b / r², b gets −g · a / r².",
                derivative="∂L/∂a = g · b / (a² + b²);  ∂L/∂b = −g · a / (a² + b²)")
 Hypot = binary("hypot", lambda b, x, y: b.hypot(x, y),
-               lambda g, a, b, out: g * a / out, lambda g, a, b, out: g * b / out, numbers=False, saves="a b out",
+               lambda g, a, b, out: g * a / out, lambda g, a, b, out: g * b / out, inputs="floats", numbers=False,
+               saves="a b out",
                doc="hypot(a, b) = √(a² + b²) without overflow: each input gets g times itself over the output.",
                derivative="∂L/∂a = g · a / out;  ∂L/∂b = g · b / out")
 
