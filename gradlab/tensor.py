@@ -29,6 +29,7 @@ from .ops.indexing import IndexingMethods
 from .ops.inplace import InPlaceMethods
 from .ops.linalg import LinalgMethods
 from .ops.pointwise import PointwiseMethods
+from .ops.real import RealMethods
 from .ops.reductions import ReductionMethods
 from .ops.repeat import RepeatMethods
 from .ops.shape import ShapeMethods
@@ -42,7 +43,7 @@ _NATIVE_TO_DTYPE = dt.NATIVE_TO_DTYPE
 
 class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMethods, ReductionMethods, ShapeMethods,
              IndexingMethods, LinalgMethods, RepeatMethods, PointwiseMethods, TrigonometricMethods, SpecialMethods,
-             ComparisonMethods, BitwiseMethods, InPlaceMethods):
+             ComparisonMethods, BitwiseMethods, InPlaceMethods, RealMethods):
     """A multi-dimensional array that can remember how it was computed.
 
     ``array`` is the backend's array (a numpy ndarray on 'cpu'); ``device`` says which backend.

@@ -49,7 +49,8 @@ INTEGER_ONLY = {"gcd", "lcm", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwi
                 "bitwise_right_shift"}
 NOT_DIFFERENTIABLE = INTEGER_ONLY | {"eq", "ne", "lt", "le", "gt", "ge", "greater", "greater_equal", "less",
                                      "less_equal", "not_equal", "logical_not", "logical_and", "logical_or",
-                                     "logical_xor", "heaviside", "nextafter", "floor_divide"}
+                                     "logical_xor", "heaviside", "nextafter", "floor_divide",
+                                     "igamma", "igammac"}  # these two: in x only, and x_ writes into a
 
 
 def gl_tensor(values, kind="float"):

@@ -27,6 +27,8 @@ def pair(kind, shape=(3, 4), seed=0):
         return a, a + np.resize([0.4, -0.7, 1.1], shape)
     if kind == "zeta":
         return rng.uniform(1.5, 5.0, shape), rng.uniform(0.5, 4.0, shape)
+    if kind == "gamma":  # both sides of x = a + 1, where the series hands over to the continued fraction
+        return rng.uniform(0.2, 6.0, shape), rng.uniform(0.05, 12.0, shape)
     return a, b
 
 
@@ -60,6 +62,9 @@ BINARY = {
     "rsub": (lambda a, b: gl.rsub(a, b, alpha=2), lambda a, b: b - 2 * a, lambda a, b: torch.rsub(a, b, alpha=2),
              "normal", (0, 1)),
     "zeta": (gl.special.zeta, sp.zeta, lambda a, b: torch.special.zeta(a, b), "zeta", (1,)),
+    "igamma": (gl.igamma, sp.gammainc, lambda a, b: torch.igamma(a, b), "gamma", (1,)),
+    "igammac": (gl.igammac, sp.gammaincc, lambda a, b: torch.igammac(a, b), "gamma", (1,)),
+    "special.gammainc": (gl.special.gammainc, sp.gammainc, lambda a, b: torch.special.gammainc(a, b), "gamma", (1,)),
 }
 
 
@@ -148,6 +153,20 @@ def test_xlogy_at_zero_and_hypot_at_the_origin_follow_torch():
     gl.hypot(h, h * 2).sum().backward()
     torch.hypot(th, th * 2).sum().backward()
     np.testing.assert_array_equal(h.grad.numpy(), th.grad.numpy())  # NaN at the origin, as in PyTorch
+
+
+def test_incomplete_gamma_edges_and_the_missing_shape_derivative():
+    a = gl.tensor([0.0, 0.0, 1.0, -1.0, float("inf"), 2.0], dtype=gl.float64)
+    x = gl.tensor([0.0, 1.0, 0.0, 1.0, 1.0, float("inf")], dtype=gl.float64)
+    np.testing.assert_array_equal(gl.igamma(a, x).numpy(), [np.nan, 1.0, 0.0, np.nan, 0.0, 1.0])
+    np.testing.assert_array_equal(gl.igammac(a, x).numpy(), [np.nan, 0.0, 1.0, np.nan, 1.0, 0.0])
+    rng = np.random.default_rng(8)
+    big_a, big_x = rng.uniform(0.01, 60, 300), rng.uniform(0, 100, 300)
+    assert_close(gl.igamma(gl.tensor(big_a), gl.tensor(big_x)), sp.gammainc(big_a, big_x), rtol=1e-11, atol=1e-14)
+    assert_close(gl.igammac(gl.tensor(big_a), gl.tensor(big_x)), sp.gammaincc(big_a, big_x), rtol=1e-11, atol=1e-14)
+    shape = leaf(np.array([1.5]))
+    with pytest.raises(NotImplementedError, match="igamma: the derivative with respect to input .* is not implemented"):
+        gl.igamma(shape, gl.tensor([2.0], dtype=gl.float64)).backward()
 
 
 def test_lerp_gradient_with_respect_to_the_weight():

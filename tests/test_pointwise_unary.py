@@ -89,6 +89,7 @@ UNARY = {
     "fix": (gl.fix, np.fix, lambda t: torch.fix(t), "steps", False),
     "negative": (gl.negative, np.negative, lambda t: torch.negative(t), "normal", True),
     "absolute": (gl.absolute, np.absolute, lambda t: torch.absolute(t), "steps", True),
+    "angle": (gl.angle, np.angle, lambda t: torch.angle(t), "steps", False),
 }
 # PyTorch's trigamma (the polygamma(1) and the gradient of digamma) is accurate to about 1e-9;
 # ours agrees with SciPy to 1e-14 (test_forward_matches_scipy_and_numpy), so those compare looser
@@ -245,3 +246,27 @@ def test_gl_special_names():
     assert_close(gl.special.zeta(x + 2, x), sp.zeta(x.numpy() + 2, x.numpy()))
     assert_close(gl.special.zeta(3.0, x), sp.zeta(3.0, x.numpy()))
     assert_close(gl.special.logsumexp(x, 0), np.log(np.exp(x.numpy()).sum()))
+
+
+@requires_torch
+def test_real_tensors_answer_the_complex_api_as_torch_does():
+    x, t = gl.tensor([1.0, -2.0]), torch.tensor([1.0, -2.0])
+    for name in ("conj", "conj_physical", "resolve_conj", "resolve_neg", "real"):
+        assert getattr(gl, name)(x) is x and (getattr(torch, name)(t) is t)
+    assert x.conj() is x and x.real is x and x.conj_physical_() is x
+    assert gl.is_complex(x) is torch.is_complex(t) is False
+    assert x.is_conj() is False and x.is_neg() is False and x.is_complex() is False
+    with pytest.raises(RuntimeError, match="imag is not implemented for tensors with non-complex dtypes"):
+        gl.imag(x)
+    with pytest.raises(RuntimeError, match="imag is not implemented for tensors with non-complex dtypes"):
+        x.imag
+
+
+def test_apply_and_map_call_python_on_each_element():
+    x = gl.tensor([1.0, 2.0, 3.0])
+    assert x.apply_(lambda v: v * v) is x and x.tolist() == [1.0, 4.0, 9.0]
+    assert x.map_(gl.tensor(2.0), lambda a, b: a + b).tolist() == [3.0, 6.0, 11.0]  # the other broadcasts
+    assert x.map2_(gl.ones(3), gl.tensor([0.0, 1.0, 2.0]), lambda a, b, c: a - b * c).tolist() == [3.0, 5.0, 9.0]
+    assert gl.tensor([[1, 2], [3, 4]]).apply_(lambda v: -v).tolist() == [[-1, -2], [-3, -4]]
+    with pytest.raises(RuntimeError, match=r"Can't call apply_\(\) on Variable that requires grad"):
+        gl.ones(2, requires_grad=True).apply_(abs)

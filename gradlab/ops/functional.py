@@ -34,12 +34,13 @@ from .bitwise import (bitwise_and, bitwise_left_shift, bitwise_not, bitwise_or, 
 from .comparison import (allclose, eq, equal, ge, greater, greater_equal, gt, is_nonzero, is_same_size, is_signed,
                          isclose, isin, isneginf, isposinf, isreal, le, less, less_equal, lt, ne, not_equal)
 from .inplace import TORCH_INPLACE
-from .pointwise import (absolute, addcdiv, addcmul, copysign, exp2, fix, float_power, floor_divide, fmax, fmin, fmod,
+from .pointwise import (absolute, addcdiv, angle, addcmul, copysign, exp2, fix, float_power, floor_divide, fmax, fmin, fmod,
                         frac, frexp, gcd, heaviside, lcm, ldexp, lerp, log10, log2, logaddexp, logaddexp2, nan_to_num,
                         negative, nextafter, positive, remainder, rsub, sgn, signbit)
-from .special import digamma, erfc, erfinv, i0, lgamma, logit, mvlgamma, polygamma, xlogy
+from .special import digamma, erfc, erfinv, i0, igamma, igammac, lgamma, logit, mvlgamma, polygamma, xlogy
 from .trigonometric import (acos, acosh, arccos, arccosh, arcsin, arcsinh, arctan, arctan2, arctanh, asin, asinh, atan,
                             atan2, atanh, cosh, deg2rad, hypot, rad2deg, sinc, sinh)
+from .real import conj, conj_physical, imag, is_complex, is_conj, is_neg, real, resolve_conj, resolve_neg
 from .arithmetic import div as divide, div as true_divide, mul as multiply, sub as subtract
 
 globals().update(TORCH_INPLACE)  # gradlab.exp_(x), gradlab.relu_(x), ... as in torch
@@ -49,11 +50,12 @@ __all__ += ["bitwise_and", "bitwise_left_shift", "bitwise_not", "bitwise_or", "b
 __all__ += ["allclose", "eq", "equal", "ge", "greater", "greater_equal", "gt", "is_nonzero", "is_same_size",
             "is_signed", "isclose", "isin", "isneginf", "isposinf", "isreal", "le", "less", "less_equal", "lt", "ne",
             "not_equal"]
-__all__ += ["absolute", "addcdiv", "addcmul", "copysign", "exp2", "fix", "float_power", "floor_divide", "fmax", "fmin",
+__all__ += ["absolute", "addcdiv", "angle", "addcmul", "copysign", "exp2", "fix", "float_power", "floor_divide", "fmax", "fmin",
             "fmod", "frac", "frexp", "gcd", "heaviside", "lcm", "ldexp", "lerp", "log10", "log2", "logaddexp",
             "logaddexp2", "nan_to_num", "negative", "nextafter", "positive", "remainder", "rsub", "sgn", "signbit"]
-__all__ += ["digamma", "erfc", "erfinv", "i0", "lgamma", "logit", "mvlgamma", "polygamma", "xlogy"]
+__all__ += ["digamma", "erfc", "erfinv", "i0", "igamma", "igammac", "lgamma", "logit", "mvlgamma", "polygamma", "xlogy"]
 __all__ += ["acos", "acosh", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctan2", "arctanh", "asin", "asinh",
             "atan", "atan2", "atanh", "cosh", "deg2rad", "hypot", "rad2deg", "sinc", "sinh"]
 __all__ += ["divide", "true_divide", "multiply", "subtract"]
+__all__ += ["conj", "conj_physical", "imag", "is_complex", "is_conj", "is_neg", "real", "resolve_conj", "resolve_neg"]
 __all__ += list(TORCH_INPLACE)

@@ -45,7 +45,7 @@ INPLACE = {
     # special functions
     "lgamma": special.lgamma, "digamma": special.digamma, "erfc": special.erfc, "erfinv": special.erfinv,
     "i0": special.i0, "logit": special.logit, "xlogy": special.xlogy, "mvlgamma": special.mvlgamma,
-    "polygamma": lambda input, n: special.polygamma(n, input),
+    "polygamma": lambda input, n: special.polygamma(n, input), "igamma": special.igamma, "igammac": special.igammac,
     # two inputs
     "multiply": mul, "divide": div, "true_divide": div, "subtract": sub, "copysign": pointwise.copysign,
     "fmod": pointwise.fmod, "remainder": pointwise.remainder, "floor_divide": pointwise.floor_divide,
@@ -91,10 +91,30 @@ def _torch_function(name: str):
     return function
 
 
+def _python_map(op: str, function):
+    """apply_ / map_ / map2_: a Python function called on each element (or each broadcast pair or triple)."""
+    def method(self, *others_and_callable):
+        *others, callable_ = others_and_callable
+        if self.requires_grad or any(o.requires_grad for o in others):
+            raise RuntimeError(f"Can't call {op}() on Variable that requires grad. Use var.detach().{op}() instead.")
+        shape = self.shape
+        columns = [self.reshape(-1).tolist()] + [o.expand(shape).reshape(-1).tolist() for o in others]
+        values = [callable_(*items) for items in zip(*columns)]
+        return self._inplace(op, lambda x: x.new_tensor(values).reshape(shape))
+
+    method.__name__ = method.__qualname__ = op
+    method.__doc__ = function
+    return method
+
+
 InPlaceMethods = type("InPlaceMethods", (), {
     "__slots__": (), "__module__": __name__,
     "__doc__": "Tensor's in-place pointwise methods, one per entry of INPLACE (mixed into gradlab.Tensor).",
     **{name + "_": in_place(name + "_", function) for name, function in INPLACE.items()},
+    "apply_": _python_map("apply_", "x.apply_(f): every element replaced by f(element), in Python (slow: for small "
+                                    "tensors and tests)."),
+    "map_": _python_map("map_", "x.map_(y, f): every element replaced by f(x_i, y_i), y broadcast to x's shape."),
+    "map2_": _python_map("map2_", "x.map2_(y, z, f): every element replaced by f(x_i, y_i, z_i)."),
 })
 
 TORCH_INPLACE = {name + "_": _torch_function(name + "_") for name in TORCH_FUNCTIONS}

@@ -21,6 +21,7 @@ _LN2, _LN10 = math.log(2.0), math.log(10.0)
 _LARGEST = {"float16": 65504.0, "bfloat16": 3.3895313892515355e38, "float32": 3.4028234663852886e38,
             "float64": 1.7976931348623157e308}  # the largest finite value of each float dtype (finfo.max)
 
+_PIECEWISE_CONSTANT = "∂L/∂x = 0 (piecewise constant)"
 frexp_result = collections.namedtuple("frexp", ["mantissa", "exponent"])
 
 
@@ -79,6 +80,14 @@ Frac = elementwise("frac", _frac,
 Signbit = elementwise("signbit", _signbit, inputs="any",
                       doc="signbit(x): a test with a bool result, so no gradient flows through it.",
                       derivative="no gradient (bool output)")
+def _angle(b, a):
+    """π below zero, 0 elsewhere, NaN for NaN (in a's own dtype: both branches here are numbers)."""
+    return b.astype(b.where(b.isnan(a), math.nan, b.where(b.lt(a, 0), math.pi, 0.0)), b.dtype_of(a))
+
+
+Angle = elementwise("angle", _angle,
+                    doc="angle(x) of a real number, π below zero and 0 above: piecewise constant, a zero gradient.",
+                    derivative=_PIECEWISE_CONSTANT)
 NanToNum = elementwise("nan_to_num", _nan_to_num, lambda g, x, y, *numbers: g.masked_fill(~x.isfinite(), 0.0),
                        inputs="any", saves="x",
                        doc="nan_to_num(x): finite values pass the gradient, replaced NaN and infinities pass none.",
@@ -223,6 +232,11 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
     """NaN → nan, +inf → posinf, −inf → neginf; the infinities default to the dtype's largest finite values."""
     largest = _LARGEST.get(input.dtype.name, 0.0)
     return NanToNum.apply(input, nan, largest if posinf is None else posinf, -largest if neginf is None else neginf)
+
+
+def angle(input):
+    """The argument of each element as a complex number: π for negatives, 0 otherwise (NaN stays NaN)."""
+    return Angle.apply(input)
 
 
 def positive(input):
@@ -378,4 +392,4 @@ class PointwiseMethods:
     log2, log10, exp2, frac, signbit, nan_to_num, positive = log2, log10, exp2, frac, signbit, nan_to_num, positive
     copysign, fmod, fmax, fmin, logaddexp, logaddexp2, nextafter = copysign, fmod, fmax, fmin, logaddexp, logaddexp2, nextafter
     gcd, lcm, heaviside, float_power, ldexp, frexp, lerp = gcd, lcm, heaviside, float_power, ldexp, frexp, lerp
-    addcmul, addcdiv, sgn, absolute, negative, fix = addcmul, addcdiv, sgn, absolute, negative, fix
+    addcmul, addcdiv, sgn, absolute, negative, fix, angle = addcmul, addcdiv, sgn, absolute, negative, fix, angle

@@ -119,6 +119,38 @@ Zeta = binary("zeta", kernels.hurwitz_zeta, None, lambda g, s, q, out: -g * s * 
               derivative="∂L/∂q = −g · s · ζ(s + 1, q)")
 
 
+def _gamma_density(g, a, x, out):
+    """d/dx P(a, x) = x^(a−1) e^−x / Γ(a), the gamma density."""
+    return g * ((a - 1) * x.log() - x - lgamma(a)).exp()
+
+
+def _no_shape_gradient(op):
+    def refuse(g, a, x, out):
+        raise NotImplementedError(f"{op}: the derivative with respect to input (the shape a) is not implemented, as "
+                                  "in PyTorch; detach it, or pass it without requires_grad")
+    return refuse
+
+
+Igamma = binary("igamma", lambda b, a, x: kernels.incomplete_gamma(b, a, x, False), _no_shape_gradient("igamma"),
+                _gamma_density, numbers=False,
+                doc="igamma(a, x) = P(a, x), the regularized lower incomplete gamma: x gets g times the gamma density.",
+                derivative="∂L/∂x = g · x^(a−1) e^−x / Γ(a)")
+Igammac = binary("igammac", lambda b, a, x: kernels.incomplete_gamma(b, a, x, True), _no_shape_gradient("igammac"),
+                 lambda g, a, x, out: -_gamma_density(g, a, x, out), numbers=False,
+                 doc="igammac(a, x) = Q(a, x) = 1 − P(a, x): x gets minus g times the gamma density.",
+                 derivative="∂L/∂x = −g · x^(a−1) e^−x / Γ(a)")
+
+
+def igamma(input, other):
+    """The regularized lower incomplete gamma function P(input, other) = γ(a, x) / Γ(a)."""
+    return Igamma.apply(input, other)
+
+
+def igammac(input, other):
+    """The regularized upper incomplete gamma function Q(input, other) = 1 − P(input, other)."""
+    return Igammac.apply(input, other)
+
+
 def _binary_any_side(function, op):
     """A two-argument special function that takes a Python number on either side (as torch.xlogy)."""
     def call(input, other):
@@ -220,6 +252,7 @@ class SpecialMethods:
     __slots__ = ()
 
     lgamma, digamma, erfc, erfinv, i0, logit, xlogy, mvlgamma = lgamma, digamma, erfc, erfinv, i0, logit, xlogy, mvlgamma
+    igamma, igammac = igamma, igammac
 
     def polygamma(self, n):
         """x.polygamma(n) is polygamma(n, x)."""
