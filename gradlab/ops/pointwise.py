@@ -99,7 +99,8 @@ Copysign = binary("copysign", lambda b, x, y: b.copysign(x, y),
                   doc="copysign(a, b) = |a| with b's sign: a gets g · out / a (±g), b gets zero.",
                   derivative="∂L/∂a = g · out / a (0 at a = 0);  ∂L/∂b = 0")
 Fmod = binary("fmod", _fmod, lambda g, a, b, out: g, lambda g, a, b, out: -g * div(a, b, rounding_mode="trunc"),
-              inputs="keep", doc="fmod(a, b), the remainder with a's sign (C's fmod): a gets g, b gets −g · trunc(a / b).",
+              inputs="keep",
+              doc="fmod(a, b), the remainder with a's sign (C's fmod): a gets g, b gets −g · trunc(a / b).",
               derivative="∂L/∂a = g;  ∂L/∂b = −g · trunc(a / b)")
 Fmax = binary("fmax", _fmax("maximum"),
               lambda g, a, b, out: g.masked_fill(~((a >= b) | b.isnan()), 0.0),
@@ -390,6 +391,7 @@ class PointwiseMethods:
     __slots__ = ()
 
     log2, log10, exp2, frac, signbit, nan_to_num, positive = log2, log10, exp2, frac, signbit, nan_to_num, positive
-    copysign, fmod, fmax, fmin, logaddexp, logaddexp2, nextafter = copysign, fmod, fmax, fmin, logaddexp, logaddexp2, nextafter
+    copysign, fmod, fmax, fmin, nextafter = copysign, fmod, fmax, fmin, nextafter
+    logaddexp, logaddexp2 = logaddexp, logaddexp2
     gcd, lcm, heaviside, float_power, ldexp, frexp, lerp = gcd, lcm, heaviside, float_power, ldexp, frexp, lerp
     addcmul, addcdiv, sgn, absolute, negative, fix, angle = addcmul, addcdiv, sgn, absolute, negative, fix, angle

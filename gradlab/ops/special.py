@@ -251,7 +251,8 @@ class SpecialMethods:
 
     __slots__ = ()
 
-    lgamma, digamma, erfc, erfinv, i0, logit, xlogy, mvlgamma = lgamma, digamma, erfc, erfinv, i0, logit, xlogy, mvlgamma
+    lgamma, digamma, erfc, erfinv, i0, logit = lgamma, digamma, erfc, erfinv, i0, logit
+    xlogy, mvlgamma = xlogy, mvlgamma
     igamma, igammac = igamma, igammac
 
     def polygamma(self, n):

@@ -81,7 +81,8 @@ def lgamma(b, x):
 
 @in_float64
 def digamma(b, x):
-    """ψ(x) = d/dx log Γ(x): ψ(x) = ψ(x + n) − Σ 1/(x + k), the asymptotic series at x + n ≥ 10, reflection for x < 0."""
+    """ψ(x) = d/dx log Γ(x): ψ(x) = ψ(x + n) − Σ 1/(x + k), the asymptotic series at x + n ≥ 10,
+    reflection for x < 0."""
     negative = b.lt(x, 0)
     y = b.where(negative, b.sub(1.0, x), x)
     z, shifted = y, b.zeros(x.shape, float64)
