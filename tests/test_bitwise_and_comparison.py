@@ -103,6 +103,8 @@ def test_comparisons_as_functions_methods_and_in_place(name):
     assert out.dtype is gl.bool and out.grad_fn is None
     np.testing.assert_array_equal(out.numpy(), COMPARISONS[name](a, b))
     np.testing.assert_array_equal(getattr(gl, name)(x, 2.0).numpy(), COMPARISONS[name](a, 2.0))
+    with pytest.raises(TypeError, match=rf"{name}\(\): argument 'input' \(position 1\) must be Tensor, not float"):
+        getattr(gl, name)(2.0, x)
     z = gl.tensor(a.tolist())
     assert getattr(z, name + "_")(y) is z and z.dtype is gl.float32
     np.testing.assert_array_equal(z.numpy(), COMPARISONS[name](a, b).astype(np.float32))

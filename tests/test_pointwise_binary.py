@@ -217,6 +217,7 @@ def test_integer_inputs_give_torch_dtypes_and_values(fn, torch_fn):
     (lambda: gl.atan2(gl.ones(2, 3), gl.ones(4)), RuntimeError,
      r"atan2: shapes \(2, 3\) and \(4\) cannot be broadcast"),
     (lambda: gl.fmod(gl.tensor([3, 4]), 0), RuntimeError, "fmod: ZeroDivisionError"),
+    (lambda: gl.xlogy(2.0, 3.0), TypeError, "xlogy: expected at least one tensor, got Python float 2.0 and Python float"),
     (lambda: gl.frexp(gl.tensor([1, 2])), RuntimeError, r"frexp: torch.frexp\(\) only supports floating-point dtypes"),
     (lambda: gl.addcmul(gl.tensor([1]), gl.tensor([2]), gl.tensor([3]), value=0.5), RuntimeError,
      "addcmul: For integral input tensors, argument value must not be a floating point number"),

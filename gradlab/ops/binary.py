@@ -120,4 +120,7 @@ def binary(op: str, compute, grad_a=None, grad_b=None, inputs: str = "float", *,
 
 def number_first(op: str, number, other):
     """A Python number on the left (xlogy(2.0, y), bitwise_and(3, x)) as a 0-d tensor of the result dtype."""
+    if not isinstance(other, TrackedTensor):
+        raise TypeError(f"{op}: expected at least one tensor, got {describe(number)} and {describe(other)}; "
+                        f"wrap one first, e.g. gradlab.tensor({number!r})")
     return _number_tensor(op, other, number)

@@ -16,32 +16,28 @@ from .binary import require_tensor
 from .elementwise import elementwise
 
 
-def eq(input, other):
-    """input == other elementwise (other a tensor or a number), a bool tensor."""
-    return Eq.apply(input, other)
+def _comparison(function, op: str, symbol: str):
+    """torch.eq(input, other) and its kin: input a tensor, other a tensor or a Python number."""
+    def compare(input, other):
+        require_tensor(op, input, "input", 1)
+        return function.apply(input, other)
+
+    compare.__name__ = compare.__qualname__ = op
+    compare.__doc__ = f"input {symbol} other elementwise (other a tensor or a number, broadcasting): a bool tensor."
+    return compare
 
 
-def ne(input, other):
-    return Ne.apply(input, other)
-
-
-def lt(input, other):
-    return Lt.apply(input, other)
-
-
-def le(input, other):
-    return Le.apply(input, other)
-
-
-def gt(input, other):
-    return Gt.apply(input, other)
-
-
-def ge(input, other):
-    return Ge.apply(input, other)
-
-
-greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
+eq = _comparison(Eq, "eq", "==")
+ne = _comparison(Ne, "ne", "!=")
+lt = _comparison(Lt, "lt", "<")
+le = _comparison(Le, "le", "<=")
+gt = _comparison(Gt, "gt", ">")
+ge = _comparison(Ge, "ge", ">=")
+greater = _comparison(Gt, "greater", ">")
+greater_equal = _comparison(Ge, "greater_equal", ">=")
+less = _comparison(Lt, "less", "<")
+less_equal = _comparison(Le, "less_equal", "<=")
+not_equal = _comparison(Ne, "not_equal", "!=")
 
 
 Isposinf = elementwise("isposinf", lambda b, a: b.eq(a, math.inf), inputs="any",
