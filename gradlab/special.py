@@ -8,12 +8,13 @@ from .ops.activations import log_softmax, sigmoid as expit, softmax
 from .ops.elementwise import erf, expm1, log1p, round
 from .ops.pointwise import exp2
 from .ops.reductions import logsumexp
-from .ops.special import (digamma, entr, erfc, erfinv, i0, i0e, i1, i1e, igamma as gammainc, igammac as gammaincc,
-                          lgamma as gammaln, logit, multigammaln, ndtr, polygamma, xlog1py, xlogy, zeta)
+from .ops.special import (digamma, entr, erfc, erfcx, erfinv, i0, i0e, i1, i1e, igamma as gammainc,
+                          igammac as gammaincc, lgamma as gammaln, log_ndtr, logit, multigammaln, ndtr, ndtri, polygamma,
+                          xlog1py, xlogy, zeta)
 from .ops.trigonometric import sinc
 
 psi = digamma
 
-__all__ = ["digamma", "entr", "erf", "erfc", "erfinv", "exp2", "expit", "expm1", "gammainc", "gammaincc", "gammaln",
-           "i0", "i0e", "i1", "i1e", "log1p", "log_softmax", "logit", "logsumexp", "multigammaln", "ndtr", "polygamma",
-           "psi", "round", "sinc", "softmax", "xlog1py", "xlogy", "zeta"]
+__all__ = ["digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp2", "expit", "expm1", "gammainc", "gammaincc",
+           "gammaln", "i0", "i0e", "i1", "i1e", "log1p", "log_ndtr", "log_softmax", "logit", "logsumexp", "multigammaln",
+           "ndtr", "ndtri", "polygamma", "psi", "round", "sinc", "softmax", "xlog1py", "xlogy", "zeta"]

@@ -79,6 +79,9 @@ UNARY = {
     "special.i1": (gl.special.i1, sp.i1, lambda t: torch.special.i1(t), "bessel", True),
     "special.i1e": (gl.special.i1e, sp.i1e, lambda t: torch.special.i1e(t), "bessel", True),
     "special.ndtr": (gl.special.ndtr, sp.ndtr, lambda t: torch.special.ndtr(t), "normal", True),
+    "special.erfcx": (gl.special.erfcx, sp.erfcx, lambda t: torch.special.erfcx(t), "normal", True),
+    "special.ndtri": (gl.special.ndtri, sp.ndtri, lambda t: torch.special.ndtri(t), "prob", True),
+    "special.log_ndtr": (gl.special.log_ndtr, sp.log_ndtr, lambda t: torch.special.log_ndtr(t), "normal", True),
     "special.entr": (gl.special.entr, sp.entr, lambda t: torch.special.entr(t), "positive", True),
     "logit": (gl.logit, sp.logit, lambda t: torch.logit(t), "prob", True),
     "logit_eps": (lambda t: gl.logit(t, eps=0.2), lambda x: sp.logit(np.clip(x, 0.2, 0.8)),
@@ -173,6 +176,16 @@ def test_edges_of_the_gamma_family_follow_pytorch():
 def test_erfinv_is_float64_accurate_near_plus_and_minus_one():
     x = np.concatenate([1 - np.geomspace(1e-16, 0.4, 50), -1 + np.geomspace(1e-16, 0.4, 50)])
     assert_close(gl.erfinv(gl.tensor(x, dtype=gl.float64)), sp.erfinv(x), rtol=1e-14, atol=0)
+
+
+def test_normal_tails_stay_accurate_where_the_cdf_underflows():
+    p = np.geomspace(1e-310, 0.4, 60)
+    assert_close(gl.special.ndtri(gl.tensor(p, dtype=gl.float64)), sp.ndtri(p), rtol=1e-13)
+    x = -np.geomspace(1.0, 1e4, 40)
+    assert_close(gl.special.log_ndtr(gl.tensor(x, dtype=gl.float64)), sp.log_ndtr(x), rtol=1e-13)
+    big = np.geomspace(1.0, 1e100, 40)
+    assert_close(gl.special.erfcx(gl.tensor(big, dtype=gl.float64)), sp.erfcx(big), rtol=1e-13)
+    assert gl.special.ndtri(gl.tensor([0.0, 1.0, 0.5])).tolist() == [-np.inf, np.inf, 0.0]
 
 
 def test_special_function_accuracy_over_a_wide_range():

@@ -18,6 +18,7 @@ from . import special_kernels as kernels
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 _SQRT_PI_OVER_TWO = math.sqrt(math.pi) / 2.0
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+_SQRT_2PI = math.sqrt(2.0 * math.pi)
 _LOG_PI = math.log(math.pi)
 
 
@@ -104,6 +105,16 @@ Logit = elementwise("logit", _logit, _logit_gradient, saves="x",
 Ndtr = elementwise("ndtr", _ndtr, lambda g, x, y: g * (x * x * -0.5).exp() * _INV_SQRT_2PI, saves="x",
                    doc="ndtr(x) = Φ(x), the standard normal CDF: the gradient is multiplied by the density φ(x).",
                    derivative="∂L/∂x = g · exp(−x²/2) / √(2π)")
+Erfcx = elementwise("erfcx", kernels.erfcx, lambda g, x, y: g * (x * y * 2 - _TWO_OVER_SQRT_PI), saves="x out",
+                    doc="erfcx(x) = exp(x²) · erfc(x): the gradient is multiplied by 2x · out − 2/√π.",
+                    derivative="∂L/∂x = g · (2x · out − 2/√π)")
+Ndtri = elementwise("ndtri", kernels.ndtri, lambda g, x, y: g * (y * y * 0.5).exp() * _SQRT_2PI, saves="out",
+                    doc="ndtri(p) = Φ⁻¹(p), the normal quantile: the gradient is divided by the density at the output.",
+                    derivative="∂L/∂p = g · √(2π) · exp(out²/2)")
+LogNdtr = elementwise("log_ndtr", kernels.log_ndtr,
+                      lambda g, x, y: g * (x * x * -0.5 - y).exp() * _INV_SQRT_2PI, saves="x out",
+                      doc="log_ndtr(x) = log Φ(x): the gradient is multiplied by φ(x) / Φ(x), the inverse Mills ratio.",
+                      derivative="∂L/∂x = g · exp(−x²/2 − out) / √(2π)")
 
 Xlogy = binary("xlogy", _xlogy("log"),
                lambda g, x, y, out: xlogy(g, y).masked_fill((x == 0) & (y <= 0), 0.0), lambda g, x, y, out: g * x / y,
@@ -234,6 +245,21 @@ def entr(input):
 
 def ndtr(input):
     return Ndtr.apply(input)
+
+
+def erfcx(input):
+    """exp(x²) · erfc(x), without the underflow of erfc for large x."""
+    return Erfcx.apply(input)
+
+
+def ndtri(input):
+    """The inverse of ndtr: the x with Φ(x) = p."""
+    return Ndtri.apply(input)
+
+
+def log_ndtr(input):
+    """log Φ(x), finite far into the lower tail where Φ itself underflows."""
+    return LogNdtr.apply(input)
 
 
 def logit(input, eps=None):

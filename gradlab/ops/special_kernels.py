@@ -320,3 +320,70 @@ def incomplete_gamma(b, a, x, upper: bool):
     dtype = b.dtype_of(a if hasattr(a, "shape") else x)
     out = _incomplete_gamma(b, a, x, upper)
     return out if dtype is float64 else b.astype(out, dtype)
+
+
+_ERFCX_ASYMPTOTIC = 25.0  # above: the asymptotic series (erfc itself would underflow soon after)
+
+
+@in_float64
+def erfcx(b, x):
+    """exp(x²) · erfc(x), the scaled complementary error function: directly below x = 25, and
+    1/(x√π) · Σ (−1)^k (2k − 1)!! / (2x²)^k above (where the direct product would be 0 · inf)."""
+    near = b.minimum(x, _ERFCX_ASYMPTOTIC)
+    direct = b.mul(b.exp(b.mul(near, near)), b.erfc(near))
+    far = b.maximum(x, _ERFCX_ASYMPTOTIC)
+    inv_2x2 = b.div(0.5, b.mul(far, far))
+    total, term = b.ones(x.shape, float64), b.ones(x.shape, float64)
+    for k in range(1, 13):
+        term = b.mul(term, b.mul(inv_2x2, -(2.0 * k - 1)))
+        total = b.add(total, term)
+    asymptotic = b.div(total, b.mul(far, math.sqrt(math.pi)))
+    return b.where(b.gt(x, _ERFCX_ASYMPTOTIC), asymptotic, direct)
+
+
+def _log_erfc(b, y):
+    """log erfc(y) = log erfcx(y) − y², which never underflows (erfc(30) is below float64's range)."""
+    return b.sub(b.log(erfcx(b, y)), b.mul(y, y))
+
+
+@in_float64
+def erfcinv(b, c):
+    """erfc⁻¹(c) for c in [0, 2]: erfinv(1 − c) near c = 1; elsewhere Newton's method on log erfc(y) = log c
+    (erfc⁻¹(c) = −erfc⁻¹(2 − c) above 1) from Giles' guess or, for tiny c, the asymptotic root of
+    y² + log(y√π) = −log c."""
+    upper = b.gt(c, 1.0)
+    inside = b.logical_and(b.gt(c, 0.0), b.lt(c, 2.0))
+    t = b.where(inside, b.where(upper, b.sub(2.0, c), c), 0.5)  # in (0, 1]
+    w = b.neg(b.log(b.mul(t, b.sub(2.0, t))))  # −log(1 − x²) for x = 1 − t
+    giles = b.mul(b.where(b.lt(w, 5.0), _polynomial(b, _GILES_CENTRAL, b.sub(w, 2.5)),
+                          _polynomial(b, _GILES_TAIL, b.sub(b.sqrt(w), 3.0))), b.sub(1.0, t))
+    minus_log_t = b.neg(b.log(t))
+    rough = b.sqrt(b.maximum(b.sub(minus_log_t, b.log(b.mul(b.sqrt(minus_log_t), math.sqrt(math.pi)))), 0.0))
+    y = b.where(b.gt(t, 1e-6), giles, rough)
+    log_t = b.log(t)
+    for _ in range(6):
+        scaled = erfcx(b, y)
+        residual = b.sub(b.sub(b.log(scaled), b.mul(y, y)), log_t)
+        y = b.add(y, b.mul(b.mul(residual, scaled), math.sqrt(math.pi) / 2))
+    y = b.where(upper, b.neg(y), y)
+    central = b.le(b.abs(b.sub(1.0, c)), 0.5)  # there 1 − c is exact and erfinv keeps the digits of small results
+    y = b.where(central, erfinv(b, b.where(central, b.sub(1.0, c), 0.0)), y)
+    edges = b.where(b.eq(c, 0.0), math.inf, b.where(b.eq(c, 2.0), -math.inf, math.nan))
+    return b.where(inside, y, edges)
+
+
+@in_float64
+def ndtri(b, p):
+    """Φ⁻¹(p), the standard normal quantile: −√2 · erfc⁻¹(2p) (accurate for tiny p too)."""
+    return b.mul(erfcinv(b, b.mul(p, 2.0)), -math.sqrt(2.0))
+
+
+@in_float64
+def log_ndtr(b, x):
+    """log Φ(x): log1p(−erfc(x/√2)/2) above 0, and log erfcx(−x/√2) − x²/2 − log 2 below, which
+    stays finite far into the lower tail."""
+    scaled = b.mul(x, 0.7071067811865476)
+    upper = b.log1p(b.mul(b.erfc(b.maximum(scaled, 0.0)), -0.5))
+    below = b.minimum(scaled, 0.0)
+    lower = b.sub(b.sub(b.log(erfcx(b, b.neg(below))), b.mul(below, below)), math.log(2.0))
+    return b.where(b.gt(x, 0), upper, lower)
