@@ -23,7 +23,7 @@ from .creation import (arange, as_tensor, empty, empty_like, eye, from_numpy, fu
 from .random import (Generator, initial_seed, manual_seed, multinomial, normal, rand, rand_like, randint, randn,
                      randn_like, randperm, seed)
 from .scalar import Scalar
-from . import cuda, linalg
+from . import cuda, linalg, special  # gradlab.special as torch.special
 from .autograd import functional as _functional  # built on Tensor, so after it
 from . import nn, optim, data  # gradlab.nn, gradlab.optim, ... as in torch
 from .io import load, save

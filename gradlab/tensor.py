@@ -21,19 +21,26 @@ from .generator import generator_rng, multinomial
 from .ops._common import describe, normalize_dim, shape_str
 from .ops.activations import ActivationMethods
 from .ops.arithmetic import ArithmeticMethods
-from .ops.diagonals import DiagonalMethods
+from .ops.bitwise import BitwiseMethods
+from .ops.comparison import ComparisonMethods
 from .ops.conversion import Cast, Clone, Fill, ToDevice
+from .ops.diagonals import DiagonalMethods
 from .ops.elementwise import ElementwiseMethods
 from .ops.indexing import IndexingMethods
+from .ops.inplace import InPlaceMethods
 from .ops.legacy_linalg import LegacyLinalgMethods
 from .ops.linalg import LinalgMethods
+from .ops.pointwise import PointwiseMethods
 from .ops.products import ProductMethods
+from .ops.real import RealMethods
 from .ops.reductions import ReductionMethods
 from .ops.repeat import RepeatMethods
-from .ops.shape import ShapeMethods
 from .ops.selection import SelectionMethods
+from .ops.shape import ShapeMethods
 from .ops.sorting import SortingMethods
+from .ops.special import SpecialMethods
 from .ops.statistics import StatisticsMethods
+from .ops.trigonometric import TrigonometricMethods
 from .printing import format_tensor
 
 _new = object.__new__
@@ -42,7 +49,8 @@ _NATIVE_TO_DTYPE = dt.NATIVE_TO_DTYPE
 
 class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMethods, ReductionMethods, ShapeMethods,
              IndexingMethods, LinalgMethods, RepeatMethods, SortingMethods, SelectionMethods, DiagonalMethods,
-             StatisticsMethods, ProductMethods, LegacyLinalgMethods):
+             StatisticsMethods, ProductMethods, LegacyLinalgMethods, PointwiseMethods, TrigonometricMethods,
+             SpecialMethods, ComparisonMethods, BitwiseMethods, InPlaceMethods, RealMethods):
     """A multi-dimensional array that can remember how it was computed.
 
     ``array`` is the backend's array (a numpy ndarray on 'cpu'); ``device`` says which backend.

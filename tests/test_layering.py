@@ -22,7 +22,7 @@ LAYERS = (
     ("autograd", ("gradlab.autograd",)),
     ("ops", ("gradlab.ops",)),
     ("tensor", ("gradlab.tensor", "gradlab.tensor_types", "gradlab.creation", "gradlab.random", "gradlab.generator", "gradlab.printing",
-                "gradlab.scalar", "gradlab.linalg", "gradlab.cuda")),
+                "gradlab.scalar", "gradlab.linalg", "gradlab.special", "gradlab.cuda")),
     ("nn/optim/data/io/training", ("gradlab.nn", "gradlab.optim", "gradlab.data", "gradlab.utils", "gradlab.io",
                                    "gradlab.training", "gradlab.jit")),
     ("lab", ("gradlab.lab",)),

@@ -38,6 +38,10 @@ PRIMITIVES = {
     "add sub mul div pow floor_divide remainder maximum minimum": "elementwise arithmetic",
     "eq ne lt le gt ge logical_and logical_or logical_xor": "elementwise comparisons giving bool arrays",
     "where": "cond ? a : b, elementwise with broadcasting",
+    "arcsin arccos arctan sinh cosh arcsinh arccosh arctanh log2 log10 erfc": "more elementwise maths, one input",
+    "arctan2 hypot copysign fmod nextafter logaddexp logaddexp2 gcd lcm": "more elementwise maths, two inputs",
+    "bitwise_and bitwise_or bitwise_xor bitwise_not left_shift right_shift": "bitwise ops on integer and bool arrays",
+    "frexp": "(mantissa, exponent) of each element, mantissa in [0.5, 1) times a power of two",
     # reductions over an axis tuple (or None for all), with keepdims
     "sum prod max min all any": "reductions",
     "argmax argmin": "index of the largest/smallest value along one axis (or of the flattened array)",

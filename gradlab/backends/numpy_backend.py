@@ -173,6 +173,15 @@ def _erf(a):
     return _erf_exact(a)
 
 
+def _erfc(a):
+    """1 - erf(a) without the cancellation: scipy's erfc when installed, else math.erfc element by element."""
+    try:
+        from scipy.special import erfc
+    except ImportError:
+        erfc = np.vectorize(math.erfc, otypes=[np.float64])
+    return np.asarray(erfc(a), dtype=a.dtype)
+
+
 class NumpyBackend(Backend):
     """Primitives on numpy ndarrays, on the host CPU."""
 
@@ -266,6 +275,39 @@ class NumpyBackend(Backend):
     logical_and = _ufunc(np.logical_and)
     logical_or = _ufunc(np.logical_or)
     logical_xor = _ufunc(np.logical_xor)
+
+    # more elementwise maths (quiet: out-of-domain inputs give NaN without a warning, as in PyTorch)
+    arcsin = _ufunc(np.arcsin, quiet=True)
+    arccos = _ufunc(np.arccos, quiet=True)
+    arctan = _ufunc(np.arctan)
+    sinh = _ufunc(np.sinh, quiet=True)
+    cosh = _ufunc(np.cosh, quiet=True)
+    arcsinh = _ufunc(np.arcsinh)
+    arccosh = _ufunc(np.arccosh, quiet=True)
+    arctanh = _ufunc(np.arctanh, quiet=True)
+    log2 = _ufunc(np.log2, quiet=True)
+    log10 = _ufunc(np.log10, quiet=True)
+    erfc = staticmethod(_erfc)
+    arctan2 = _ufunc(np.arctan2)
+    hypot = _ufunc(np.hypot)
+    copysign = _ufunc(np.copysign)
+    fmod = _ufunc(np.fmod, quiet=True)
+    nextafter = _ufunc(np.nextafter)
+    logaddexp = _ufunc(np.logaddexp, quiet=True)
+    logaddexp2 = _ufunc(np.logaddexp2, quiet=True)
+    gcd = _ufunc(np.gcd)
+    lcm = _ufunc(np.lcm)
+    bitwise_and = _ufunc(np.bitwise_and)
+    bitwise_or = _ufunc(np.bitwise_or)
+    bitwise_xor = _ufunc(np.bitwise_xor)
+    bitwise_not = _ufunc(np.invert)
+    left_shift = _ufunc(np.left_shift)  # shifting by the width or more gives 0 (or -1), as in PyTorch
+    right_shift = _ufunc(np.right_shift)
+
+    @staticmethod
+    def frexp(a):
+        mantissa, exponent = np.frexp(a)
+        return np.asarray(mantissa), np.asarray(exponent, dtype=np.int32)
 
     @staticmethod
     def where(cond, a, b):

@@ -142,3 +142,14 @@ def float_dtype_required(op: str, x) -> None:
         raise RuntimeError(
             f"{op}: expected a floating-point tensor but got {describe(x)}; convert it first with .float()"
         )
+
+
+def in_place(name: str, function):
+    """The Tensor method ``name`` (exp_, clamp_, ...): compute out of place, then write back (Tensor._inplace)."""
+    def method(self, *args, **kwargs):
+        compute = (lambda x, *a: function(x, *a, **kwargs)) if kwargs else function
+        return self._inplace(name, compute, *args)
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"In-place {name[:-1]}: the result of {name[:-1]}(self, ...) written into this tensor."
+    return method

@@ -53,7 +53,7 @@ from .differences import cumulative_trapezoid, diff, gradient, trapezoid, trapz 
 from .reductions import logcumsumexp  # noqa: E402
 from .shape import (as_strided, atleast_1d, atleast_2d, atleast_3d, block_diag, broadcast_shapes, broadcast_tensors,
                     cartesian_prod, column_stack, combinations, constant_pad_nd, dsplit, dstack, fliplr, flipud,
-                    hsplit, hstack, is_same_size, ravel, rot90, row_stack, split_with_sizes, tensor_split,
+                    hsplit, hstack, ravel, rot90, row_stack, split_with_sizes, tensor_split,
                     unravel_index, unsafe_chunk, unsafe_split, unsafe_split_with_sizes, vander, vsplit, vstack)
 from .statistics import (aminmax, bincount, corrcoef, count_nonzero, cov, dist, frobenius_norm, histc, histogram,
                          nanmean, nansum, norm_except_dim, renorm, std_mean, var_mean)
@@ -62,7 +62,7 @@ __all__ += _copy_names
 __all__ += ["cumulative_trapezoid", "diff", "gradient", "trapezoid", "trapz", "logcumsumexp"]
 __all__ += ["as_strided", "atleast_1d", "atleast_2d", "atleast_3d", "block_diag", "broadcast_shapes",
             "broadcast_tensors", "cartesian_prod", "column_stack", "combinations", "constant_pad_nd", "dsplit",
-            "dstack", "fliplr", "flipud", "hsplit", "hstack", "is_same_size", "ravel", "rot90", "row_stack",
+            "dstack", "fliplr", "flipud", "hsplit", "hstack", "ravel", "rot90", "row_stack",
             "split_with_sizes", "tensor_split", "unravel_index", "unsafe_chunk", "unsafe_split",
             "unsafe_split_with_sizes", "vander", "vsplit", "vstack"]
 __all__ += ["aminmax", "bincount", "corrcoef", "count_nonzero", "cov", "dist", "frobenius_norm", "histc", "histogram",
@@ -73,3 +73,33 @@ __all__ += ["adjoint", "cholesky", "cholesky_inverse", "cholesky_solve", "det", 
             "logdet", "lstsq", "lu", "lu_solve", "lu_unpack", "matrix_exp", "matrix_power", "matrix_rank",
             "nuclear_norm", "orgqr", "ormqr", "pinverse", "qr", "slogdet", "solve", "svd", "symeig",
             "triangular_solve"]
+from .bitwise import (bitwise_and, bitwise_left_shift, bitwise_not, bitwise_or, bitwise_right_shift, bitwise_xor,
+                      logical_and, logical_or, logical_xor)
+from .comparison import (allclose, eq, equal, ge, greater, greater_equal, gt, is_nonzero, is_same_size, is_signed,
+                         isclose, isin, isneginf, isposinf, isreal, le, less, less_equal, lt, ne, not_equal)
+from .inplace import TORCH_INPLACE
+from .pointwise import (absolute, addcdiv, angle, addcmul, copysign, exp2, fix, float_power, floor_divide, fmax, fmin, fmod,
+                        frac, frexp, gcd, heaviside, lcm, ldexp, lerp, log10, log2, logaddexp, logaddexp2, nan_to_num,
+                        negative, nextafter, positive, remainder, rsub, sgn, signbit)
+from .special import digamma, erfc, erfinv, i0, igamma, igammac, lgamma, logit, mvlgamma, polygamma, xlogy
+from .trigonometric import (acos, acosh, arccos, arccosh, arcsin, arcsinh, arctan, arctan2, arctanh, asin, asinh, atan,
+                            atan2, atanh, cosh, deg2rad, hypot, rad2deg, sinc, sinh)
+from .real import conj, conj_physical, imag, is_complex, is_conj, is_neg, real, resolve_conj, resolve_neg
+from .arithmetic import div as divide, div as true_divide, mul as multiply, sub as subtract
+
+globals().update(TORCH_INPLACE)  # gradlab.exp_(x), gradlab.relu_(x), ... as in torch
+
+__all__ += ["bitwise_and", "bitwise_left_shift", "bitwise_not", "bitwise_or", "bitwise_right_shift", "bitwise_xor",
+            "logical_and", "logical_or", "logical_xor"]
+__all__ += ["allclose", "eq", "equal", "ge", "greater", "greater_equal", "gt", "is_nonzero", "is_same_size",
+            "is_signed", "isclose", "isin", "isneginf", "isposinf", "isreal", "le", "less", "less_equal", "lt", "ne",
+            "not_equal"]
+__all__ += ["absolute", "addcdiv", "angle", "addcmul", "copysign", "exp2", "fix", "float_power", "floor_divide", "fmax", "fmin",
+            "fmod", "frac", "frexp", "gcd", "heaviside", "lcm", "ldexp", "lerp", "log10", "log2", "logaddexp",
+            "logaddexp2", "nan_to_num", "negative", "nextafter", "positive", "remainder", "rsub", "sgn", "signbit"]
+__all__ += ["digamma", "erfc", "erfinv", "i0", "igamma", "igammac", "lgamma", "logit", "mvlgamma", "polygamma", "xlogy"]
+__all__ += ["acos", "acosh", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctan2", "arctanh", "asin", "asinh",
+            "atan", "atan2", "atanh", "cosh", "deg2rad", "hypot", "rad2deg", "sinc", "sinh"]
+__all__ += ["divide", "true_divide", "multiply", "subtract"]
+__all__ += ["conj", "conj_physical", "imag", "is_complex", "is_conj", "is_neg", "real", "resolve_conj", "resolve_neg"]
+__all__ += list(TORCH_INPLACE)

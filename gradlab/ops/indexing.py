@@ -17,7 +17,8 @@ import operator
 
 from ..autograd.function import Function
 from ..dtypes import bool_, int32, int64
-from .elementwise import in_place, where
+from ._common import in_place
+from .elementwise import where
 from ._common import ShapeError, TrackedTensor, broadcast_shapes, describe, normalize_dim, shape_str, sum_to_shape
 
 _BASIC = frozenset((int, slice, type(None), type(Ellipsis)))  # index items that give a view

@@ -12,7 +12,7 @@ import warnings
 
 from ..dtypes import int64
 from ._common import TrackedTensor, broadcast_shapes, describe, normalize_dim
-from .elementwise import in_place
+from ._common import in_place
 from .linalg import _fixed_shape, _LETTERS, bmm, einsum, mm, mv, outer
 from .shape import stack
 

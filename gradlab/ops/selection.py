@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..dtypes import bool_, int64
 from ._common import TrackedTensor, broadcast_shapes, describe, normalize_dim
-from .elementwise import in_place
+from ._common import in_place
 from .indexing import GetItem, IndexAdd, IndexPut, IndexOutOfBoundsError, _apply, _index_data
 
 

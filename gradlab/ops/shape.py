@@ -18,7 +18,7 @@ from .splitting import (Narrow, Split, SplittingMethods, Unbind, chunk, dsplit, 
                         vsplit)
 from .views import (AsStrided, Expand, Permute, Reshape, Squeeze, Transpose, Unfold, Unsqueeze, View, ViewMethods,
                     as_strided, atleast_1d, atleast_2d, atleast_3d, broadcast_shapes, broadcast_tensors, broadcast_to,
-                    expand, flatten, is_same_size, movedim, moveaxis, permute, ravel, reshape, squeeze, swapaxes,
+                    expand, flatten, movedim, moveaxis, permute, ravel, reshape, squeeze, swapaxes,
                     swapdims, t, transpose, unflatten, unravel_index, unsqueeze, view)
 from .repeat import Repeat, repeat, tile
 

@@ -500,11 +500,6 @@ def _strided_index(like, size, stride, offset):
     return like._wrap(index)
 
 
-def is_same_size(input, other) -> bool:
-    """Whether the two tensors have the same shape."""
-    return tuple(input.shape) == tuple(other.shape)
-
-
 def unravel_index(indices, shape):
     """Flat indices into a tensor of ``shape`` as a tuple of coordinate tensors, one per dim (numpy's unravel_index)."""
     shape = int_tuple("unravel_index", (shape,))
@@ -601,9 +596,6 @@ class ViewMethods:
 
     def ravel(self):
         return ravel(self)
-
-    def is_same_size(self, other) -> bool:
-        return is_same_size(self, other)
 
     def ndimension(self) -> int:
         """The number of dims (an old name for dim())."""
