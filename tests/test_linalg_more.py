@@ -371,7 +371,7 @@ ERRORS = [
     (lambda: gl.linalg.tensorinv(gl.ones(2, 3), ind=1), RuntimeError, r"prod\(self.shape\[ind:\]\) == "),
     (lambda: gl.linalg.cross(gl.ones(2), gl.ones(2)), RuntimeError,
      r"linalg.cross: inputs dimension -1 must have length 3. Got 2 and 2"),
-    (lambda: gl.linalg.diagonal(gl.ones(2, 2), dim1=0, dim2=-2), RuntimeError, r"dim1 and dim2 cannot be identical"),
+    (lambda: gl.linalg.diagonal(gl.ones(2, 2), dim1=0, dim2=-2), RuntimeError, r"diagonal dimensions cannot be identical 0, -2"),
 ]
 
 
