@@ -21,7 +21,7 @@ from .tensor import Tensor, is_floating_point, is_tensor, numel
 
 # Built on Tensor, so imported after it:
 from .autograd import functional as _functional, gradcheck as _gradcheck  # noqa: E402
-from . import cuda, data, linalg, nn, optim  # noqa: E402  (gradlab.nn, gradlab.optim, ... as in torch)
+from . import cuda, data, linalg, nn, optim, utils  # noqa: E402  (gradlab.nn, gradlab.optim, ... as in torch)
 from .io import load, save  # noqa: E402
 
 autograd.functional = _functional
