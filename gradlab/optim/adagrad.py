@@ -22,17 +22,15 @@ class Adagrad(Optimizer):
         super().__init__(params, defaults)
         for group in self.param_groups:  # PyTorch fills the state at construction
             for p in group["params"]:
-                self._init_state(p, group)
+                self.state[p] = self._init_state(p, group)
 
     def _init_state(self, p, group) -> dict:
-        state = self.state[p]
-        state["step"] = _new_step()
-        state["sum"] = p._wrap(p.device.backend.full(p.shape, group["initial_accumulator_value"], p.dtype))
-        return state
+        return dict(step=_new_step(),
+                    sum=p._wrap(p.device.backend.full(p.shape, group["initial_accumulator_value"], p.dtype)))
 
     def _delta(self, p, grad, group):
         b = p.device.backend
-        state = self.state[p] or self._init_state(p, group)  # a group added after construction
+        state = self.state[p]
         step = _advance(state)
         total = state["sum"]
         total.array = b.add(total.array, b.mul(grad, grad))

@@ -22,11 +22,12 @@ class RAdam(Optimizer):
                         decoupled_weight_decay=decoupled_weight_decay, maximize=maximize)
         super().__init__(params, defaults)
 
+    def _init_state(self, p, group) -> dict:
+        return dict(step=_new_step(), exp_avg=_zeros_like(p), exp_avg_sq=_zeros_like(p))
+
     def _delta(self, p, grad, group):
         b = p.device.backend
         state = self.state[p]
-        if not state:
-            state.update(step=_new_step(), exp_avg=_zeros_like(p), exp_avg_sq=_zeros_like(p))
         beta1, beta2 = group["betas"]
         step = _advance(state)
         exp_avg = _lerp_(state["exp_avg"], grad, 1 - beta1)

@@ -21,15 +21,17 @@ class RMSprop(Optimizer):
                         maximize=maximize)
         super().__init__(params, defaults)
 
+    def _init_state(self, p, group) -> dict:
+        state = dict(step=_new_step(), square_avg=_zeros_like(p))
+        if group["momentum"] > 0:
+            state["momentum_buffer"] = _zeros_like(p)
+        if group["centered"]:
+            state["grad_avg"] = _zeros_like(p)
+        return state
+
     def _delta(self, p, grad, group):
         b = p.device.backend
         state = self.state[p]
-        if not state:
-            state.update(step=_new_step(), square_avg=_zeros_like(p))
-            if group["momentum"] > 0:
-                state["momentum_buffer"] = _zeros_like(p)
-            if group["centered"]:
-                state["grad_avg"] = _zeros_like(p)
         _advance(state)
         alpha = group["alpha"]
         square_avg = _average_square_(state["square_avg"], grad, alpha)
