@@ -1,4 +1,4 @@
-"""Adadelta, ASGD, Rprop, LBFGS and CyclicLR against PyTorch (float64 trajectories to 1e-10), their
+"""Adadelta, ASGD, Rprop, Adafactor, LBFGS and CyclicLR against PyTorch (float64 trajectories to 1e-10), their
 state_dict round trips, and load_state_dict's checks: a load that fails changes nothing."""
 
 from __future__ import annotations
@@ -47,6 +47,8 @@ CASES = [
     ("ASGD", dict(lr=0.05, lambd=0.01, alpha=0.6, t0=3, weight_decay=0.1, maximize=True)),
     ("Rprop", dict(lr=0.05)),
     ("Rprop", dict(lr=0.05, etas=(0.3, 1.5), step_sizes=(1e-3, 0.2), maximize=True)),
+    ("Adafactor", dict()),
+    ("Adafactor", dict(lr=0.05, beta2_decay=-0.5, eps=(1e-20, 1e-2), d=1.5, weight_decay=0.1, maximize=True)),
 ]
 
 
@@ -63,7 +65,7 @@ def test_trajectory_matches_torch_to_1e_10(name, options):
 
 @requires_torch
 @pytest.mark.parametrize("name, options", [("Adadelta", dict(lr=0.5)), ("ASGD", dict(lr=0.05, t0=5)),
-                                           ("Rprop", dict(lr=0.05))])
+                                           ("Rprop", dict(lr=0.05)), ("Adafactor", dict(lr=0.05))])
 def test_state_matches_torchs_keys_dtypes_and_values(name, options):
     init, grads = synthetic(steps=9)
     _, ours = run(gl, lambda ps: getattr(optim, name)(ps, **options), init, grads)
@@ -80,7 +82,7 @@ def test_state_matches_torchs_keys_dtypes_and_values(name, options):
 
 
 @pytest.mark.parametrize("name, options", [("Adadelta", dict(lr=0.5)), ("ASGD", dict(lr=0.05, t0=5)),
-                                           ("Rprop", dict(lr=0.05))])
+                                           ("Rprop", dict(lr=0.05)), ("Adafactor", dict(lr=0.05))])
 def test_state_dict_round_trip_continues_bit_for_bit(name, options):
     init, grads = synthetic()
     reference, _ = run(gl, lambda ps: getattr(optim, name)(ps, **options), init, grads)
@@ -106,6 +108,17 @@ def test_adadelta_by_hand():
     delta = np.sqrt(1e-6) / np.sqrt(v + 1e-6) * 2.0
     np.testing.assert_allclose(p.item(), 1.0 - delta, rtol=1e-15)
     np.testing.assert_allclose(opt.state[p]["acc_delta"].item(), 0.1 * delta ** 2, rtol=1e-15)
+
+
+def test_adafactor_keeps_a_row_and_a_column_for_a_matrix():
+    w, v = gl.zeros(4, 6, requires_grad=True), gl.zeros(6, requires_grad=True)
+    opt = optim.Adafactor([w, v])
+    w.grad, v.grad = gl.ones(4, 6), gl.ones(6)
+    opt.step()
+    assert opt.state[w]["row_var"].shape == (4, 1) and opt.state[w]["col_var"].shape == (1, 6)
+    assert sorted(opt.state[v]) == ["step", "variance"]
+    # the first step: v = g² exactly, u = g / |g| = 1 (RMS 1, unclipped), |step| = eps2 * min(lr, 1)
+    np.testing.assert_allclose(w.detach().numpy(), -1e-3 * 1e-2, rtol=1e-6)
 
 
 def test_rprop_grows_steps_while_the_sign_holds_and_stands_still_after_a_flip():
@@ -142,6 +155,9 @@ def test_asgd_averages_the_iterates_from_t0_on():
     ("ASGD", dict(weight_decay=-1), "Invalid weight_decay value: -1"),
     ("Rprop", dict(etas=(1.5, 1.2)), "Invalid eta values: 1.5, 1.2"),
     ("LBFGS", dict(lr=-1), "Invalid learning rate: -1"),
+    ("Adafactor", dict(beta2_decay=0.5), "beta2_decay should be <= 0 but is: 0.5"),
+    ("Adafactor", dict(d=0.5), "Clipping threshold d should be >= 1 but is: 0.5"),
+    ("Adafactor", dict(eps=(-1.0, 1e-3)), "epsilon1 should be >= 0 but is: -1.0"),
 ])
 def test_invalid_options_are_refused_in_torchs_words(name, options, message):
     with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
