@@ -12,7 +12,7 @@ from helpers import requires_torch, torch
 
 import gradlab as gl
 from gradlab.data import (BatchSampler, ChainDataset, ConcatDataset, DataLoader, Dataset, DistributedSampler,
-                          IterableDataset, RandomSampler, SequentialSampler, StackDataset, Subset,
+                          IterableDataset, RandomSampler, Sampler, SequentialSampler, StackDataset, Subset,
                           SubsetRandomSampler, TensorDataset,
                           WeightedRandomSampler, default_collate, default_convert, load_digits, load_mnist,
                           make_synthetic, random_split, read_idx, train_test_split)
@@ -194,6 +194,23 @@ def test_batch_sampler_errors_match_torch(kwargs):
         torch.utils.data.BatchSampler(range(3), **kwargs)
     with pytest.raises(ValueError, match=f"^{theirs.value}$"):
         BatchSampler(range(3), **kwargs)
+
+
+def test_a_sampler_of_your_own_orders_the_loader():
+    class Backwards(Sampler):
+        def __init__(self, data_source):
+            self.data_source = data_source
+
+        def __iter__(self):
+            return iter(range(len(self.data_source) - 1, -1, -1))
+
+        def __len__(self):
+            return len(self.data_source)
+
+    loader = DataLoader(toy(5), batch_size=2, sampler=Backwards(range(5)))
+    assert [b[1].tolist() for b in loader] == [[4, 3], [2, 1], [0]] and len(loader) == 3
+    with pytest.raises(NotImplementedError, match="must define __iter__"):
+        iter(Sampler())
 
 
 def test_random_sampler_is_a_permutation_per_epoch_and_seeded():

@@ -77,8 +77,7 @@ def test_state_matches_torchs_keys_dtypes_and_values(name, options):
         for key, value in entry.items():
             assert value.dtype.name == str(b["state"][index][key].dtype).replace("torch.", "")
             np.testing.assert_allclose(value.numpy(), b["state"][index][key].numpy(), rtol=0, atol=1e-10)
-    switches = {"foreach", "differentiable", "capturable"}
-    assert [{k: v for k, v in g.items() if k not in switches} for g in b["param_groups"]] == a["param_groups"]
+    assert a["param_groups"] == b["param_groups"]
 
 
 @pytest.mark.parametrize("name, options", [("Adadelta", dict(lr=0.5)), ("ASGD", dict(lr=0.05, t0=5)),
@@ -454,3 +453,51 @@ def test_lbfgs_load_checks_its_flat_vectors():
     with pytest.raises(ValueError, match=r"LBFGS state 'd' should be a vector over all parameters, of shape \(4,\), "
                                          r"got \(3,\)"):
         opt.load_state_dict(saved)
+
+
+# --- PyTorch's kernel switches -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name, switches", [("AdamW", dict(fused=True)), ("Adam", dict(foreach=False, capturable=True)),
+                                            ("SGD", dict(foreach=True)), ("Adagrad", dict(fused=False)),
+                                            ("Rprop", dict(foreach=True, capturable=True)),
+                                            ("Adafactor", dict(foreach=False))])
+def test_kernel_switches_are_accepted_kept_and_change_no_number(name, switches):
+    init, grads = synthetic(steps=5)
+    options = {} if name in ("Adafactor", "Rprop") else dict(lr=0.05)
+    if name == "SGD":
+        options["momentum"] = 0.9
+    plain, _ = run(gl, lambda ps: getattr(optim, name)(ps, **options), init, grads)
+    switched, opt = run(gl, lambda ps: getattr(optim, name)(ps, **options, **switches), init, grads)
+    for a, b in zip(plain, switched):
+        np.testing.assert_array_equal(a, b)
+    assert all(opt.param_groups[0][key] == value for key, value in switches.items())
+
+
+def test_kernel_switch_errors():
+    p = gl.zeros(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="^`fused` and `foreach` cannot be `True` together.$"):
+        optim.Adam([p], fused=True, foreach=True)
+    with pytest.raises(ValueError, match="differentiable=True would backpropagate through optimizer.step"):
+        optim.SGD([p], lr=0.1, differentiable=True)
+    if torch is not None:
+        with pytest.raises(RuntimeError, match="^`fused` and `foreach` cannot be `True` together.$"):
+            torch.optim.Adam([torch.zeros(2, requires_grad=True)], fused=True, foreach=True)
+
+
+def test_a_scheduler_of_your_own_subclasses_lr_scheduler():
+    class Halving(optim.lr_scheduler.LRScheduler):
+        def get_lr(self):
+            return [group["lr"] * (0.5 if self.last_epoch > 0 else 1.0) for group in self.optimizer.param_groups]
+
+    opt = optim.SGD([gl.zeros(1, requires_grad=True)], lr=0.8)
+    scheduler = Halving(opt)
+    for _ in range(3):
+        opt.step()
+        scheduler.step()
+    assert scheduler.get_last_lr() == [0.1] and opt.param_groups[0]["initial_lr"] == 0.8
+
+
+@requires_torch
+def test_epoch_deprecation_warning_is_torchs_text():
+    assert optim.lr_scheduler.EPOCH_DEPRECATION_WARNING == torch.optim.lr_scheduler.EPOCH_DEPRECATION_WARNING

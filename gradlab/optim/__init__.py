@@ -16,5 +16,5 @@ from .rmsprop import RMSprop
 from .rprop import Rprop
 from .sgd import SGD
 
-__all__ = ["Adadelta", "Adafactor", "Adagrad", "Adam", "AdamW", "Adamax", "ASGD", "LBFGS", "Lion", "NAdam", "Optimizer", "RAdam",
-           "RMSprop", "Rprop", "SGD", "lr_scheduler"]
+__all__ = ["Adadelta", "Adafactor", "Adagrad", "Adam", "AdamW", "Adamax", "ASGD", "LBFGS", "Lion", "NAdam", "Optimizer",
+           "RAdam", "RMSprop", "Rprop", "SGD", "lr_scheduler"]

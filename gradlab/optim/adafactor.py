@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .optimizer import Optimizer, _advance, _lerp_, _new_step
+from .optimizer import Optimizer, _advance, _kernel_switches, _lerp_, _new_step
 
 __all__ = ["Adafactor"]
 
@@ -25,7 +25,7 @@ class Adafactor(Optimizer):
     _decoupled_weight_decay = True
 
     def __init__(self, params, lr=1e-2, beta2_decay=-0.8, eps=(None, 1e-3), d=1.0, weight_decay=0.0, *,
-                 maximize=False):
+                 maximize=False, foreach=None):
         for ok, message in ((0.0 <= lr, f"Learning rate should be >= 0 but is: {lr}"),
                             (beta2_decay <= 0.0, f"beta2_decay should be <= 0 but is: {beta2_decay}"),
                             (eps[0] is None or 0.0 <= eps[0], f"epsilon1 should be >= 0 but is: {eps[0]}"),
@@ -36,6 +36,7 @@ class Adafactor(Optimizer):
                 raise ValueError(message)
         defaults = dict(lr=lr, beta2_decay=beta2_decay, eps=tuple(eps), d=d, weight_decay=weight_decay,
                         maximize=maximize)
+        defaults.update(_kernel_switches(foreach=foreach))
         super().__init__(params, defaults)
 
     def _init_state(self, p, group) -> dict:

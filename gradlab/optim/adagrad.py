@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .optimizer import Optimizer, _advance, _check_nonnegative, _new_step
+from .optimizer import Optimizer, _advance, _check_nonnegative, _kernel_switches, _new_step
 
 __all__ = ["Adagrad"]
 
@@ -14,11 +14,12 @@ class Adagrad(Optimizer):
     """
 
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0, eps=1e-10, *,
-                 maximize=False):
+                 maximize=False, foreach=None, differentiable=False, fused=None):
         _check_nonnegative(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,
                            initial_accumulator_value=initial_accumulator_value, eps=eps)
         defaults = dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
                         initial_accumulator_value=initial_accumulator_value, maximize=maximize)
+        defaults.update(_kernel_switches(foreach=foreach, differentiable=differentiable, fused=fused))
         super().__init__(params, defaults)
         for group in self.param_groups:  # PyTorch fills the state at construction
             for p in group["params"]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..creation import tensor
-from .optimizer import Optimizer, _advance, _check_nonnegative, _new_step, _zeros_like
+from .optimizer import Optimizer, _advance, _check_nonnegative, _kernel_switches, _new_step, _zeros_like
 
 __all__ = ["ASGD"]
 
@@ -16,9 +16,11 @@ class ASGD(Optimizer):
     of the default dtype, and the parameters move by those rounded values.
     """
 
-    def __init__(self, params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0, *, maximize=False):
+    def __init__(self, params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0, *, maximize=False,
+                 foreach=None, capturable=False, differentiable=False):
         _check_nonnegative(lr=lr, weight_decay=weight_decay)
         defaults = dict(lr=lr, lambd=lambd, alpha=alpha, t0=t0, weight_decay=weight_decay, maximize=maximize)
+        defaults.update(_kernel_switches(foreach=foreach, capturable=capturable, differentiable=differentiable))
         super().__init__(params, defaults)
 
     def _init_state(self, p, group) -> dict:

@@ -306,6 +306,21 @@ def _average_square_(buffer: Tensor, grad, beta: float):
     return buffer.array
 
 
+def _kernel_switches(**switches) -> dict:
+    """PyTorch's implementation switches, accepted and kept in each group as PyTorch keeps them.
+
+    ``foreach`` and ``fused`` choose among PyTorch's kernels for one same update, and ``capturable``
+    lets CUDA graphs capture it: gradlab has one kernel, so they change nothing. ``differentiable=True``
+    asks for the update to be recorded in the graph, which gradlab's in-place array updates are not.
+    """
+    if switches.get("fused") and switches.get("foreach"):
+        raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+    if switches.get("differentiable"):
+        raise ValueError("differentiable=True would backpropagate through optimizer.step(), but gradlab's optimizers "
+                         "update the parameters' arrays outside the graph; leave differentiable=False (the default)")
+    return switches
+
+
 def _check_nonnegative(**options) -> None:
     """PyTorch's constructor checks, with its messages: 'Invalid learning rate: -1'."""
     for name, value in options.items():

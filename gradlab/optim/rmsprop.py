@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from .optimizer import Optimizer, _advance, _average_square_, _check_nonnegative, _lerp_, _new_step, _zeros_like
+from .optimizer import (Optimizer, _advance, _average_square_, _check_nonnegative, _kernel_switches, _lerp_, _new_step,
+                        _zeros_like)
 
 __all__ = ["RMSprop"]
 
@@ -15,10 +16,11 @@ class RMSprop(Optimizer):
     """
 
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False, *,
-                 maximize=False):
+                 maximize=False, foreach=None, capturable=False, differentiable=False):
         _check_nonnegative(lr=lr, eps=eps, momentum=momentum, weight_decay=weight_decay, alpha=alpha)
         defaults = dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay, momentum=momentum, centered=centered,
                         maximize=maximize)
+        defaults.update(_kernel_switches(foreach=foreach, capturable=capturable, differentiable=differentiable))
         super().__init__(params, defaults)
 
     def _init_state(self, p, group) -> dict:

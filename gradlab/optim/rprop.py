@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .optimizer import Optimizer, _advance, _check_nonnegative, _new_step, _zeros_like
+from .optimizer import Optimizer, _advance, _check_nonnegative, _kernel_switches, _new_step, _zeros_like
 
 __all__ = ["Rprop"]
 
@@ -15,15 +15,18 @@ class Rprop(Optimizer):
     time (Riedmiller & Braun, 1993). Meant for full-batch training; it ignores the gradient's size.
     """
 
-    def __init__(self, params, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *, maximize=False):
+    def __init__(self, params, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *, maximize=False, foreach=None,
+                 capturable=False, differentiable=False):
         _check_nonnegative(lr=lr)
         if not 0.0 < etas[0] < 1.0 < etas[1]:
             raise ValueError(f"Invalid eta values: {etas[0]}, {etas[1]}")
         defaults = dict(lr=lr, etas=tuple(etas), step_sizes=tuple(step_sizes), maximize=maximize)
+        defaults.update(_kernel_switches(foreach=foreach, capturable=capturable, differentiable=differentiable))
         super().__init__(params, defaults)
 
     def _init_state(self, p, group) -> dict:
-        return dict(step=_new_step(), prev=_zeros_like(p), step_size=p._wrap(p.device.backend.full(p.shape, group["lr"], p.dtype)))
+        initial = p.device.backend.full(p.shape, group["lr"], p.dtype)  # every element starts at lr
+        return dict(step=_new_step(), prev=_zeros_like(p), step_size=p._wrap(initial))
 
     def _delta(self, p, grad, group):
         b = p.device.backend
