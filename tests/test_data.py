@@ -131,7 +131,8 @@ def test_stack_dataset_reads_datasets_side_by_side_as_torch():
 
 
 def test_stack_dataset_errors():
-    with pytest.raises(ValueError, match=r"Size mismatch between datasets: StackDataset needs one length, got \[4, 3\]"):
+    with pytest.raises(ValueError, match=r"Size mismatch between datasets: StackDataset needs one length, "
+                                         r"got \[4, 3\]"):
         StackDataset(Squares(4), Squares(3))
     with pytest.raises(ValueError, match="At least one dataset should be passed"):
         StackDataset()
@@ -490,7 +491,8 @@ def test_loader_worker_option_errors_match_torch(kwargs):
 def test_loader_worker_option_errors():
     with pytest.raises(TypeError, match="multiprocessing_context option should be a valid context object"):
         DataLoader(toy(3), num_workers=1, multiprocessing_context=3)
-    with pytest.raises(ValueError, match="timeout option bounds the wait for a worker's batch, so it needs num_workers > 0"):
+    with pytest.raises(ValueError, match="timeout option bounds the wait for a worker's batch, so it needs "
+                                         "num_workers > 0"):
         DataLoader(toy(3), timeout=5)
     assert DataLoader(toy(3), num_workers=2).prefetch_factor == 2 and gl.data.get_worker_info() is None
 

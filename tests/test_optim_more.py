@@ -501,3 +501,106 @@ def test_a_scheduler_of_your_own_subclasses_lr_scheduler():
 @requires_torch
 def test_epoch_deprecation_warning_is_torchs_text():
     assert optim.lr_scheduler.EPOCH_DEPRECATION_WARNING == torch.optim.lr_scheduler.EPOCH_DEPRECATION_WARNING
+
+
+# --- swa_utils -----------------------------------------------------------------------------------
+
+
+def averaged_run(lib, make_average):
+    """Five 'training steps' (weights set by hand, a forward pass for BatchNorm), each folded into the average."""
+    nn = gl.nn if lib is gl else torch.nn
+    model = nn.Sequential(nn.Linear(4, 3), nn.BatchNorm1d(3)).double()
+    average = make_average(model)
+    weights = [np.random.default_rng(k).standard_normal((3, 4)) for k in range(5)]
+    for k, w in enumerate(weights):
+        with (gl.no_grad() if lib is gl else torch.no_grad()):
+            model[0].weight.copy_(lib.tensor(w, dtype=lib.float64))
+            model[0].bias.fill_(float(k))
+        model(lib.tensor(np.arange(24.0).reshape(6, 4) + k, dtype=lib.float64))
+        average.update_parameters(model)
+    tensors = list(average.module.parameters()) + list(average.module.buffers())
+    return [t.detach().numpy().copy() for t in tensors], average
+
+
+@requires_torch
+@pytest.mark.parametrize("kind", ["swa", "ema_multi", "ema_one_by_one", "swa_multi", "ema_buffers"])
+def test_averaged_model_matches_torch(kind):
+    def make(swa):
+        return {"swa": lambda m: swa.AveragedModel(m),
+                "ema_multi": lambda m: swa.AveragedModel(m, multi_avg_fn=swa.get_ema_multi_avg_fn(0.9)),
+                "ema_one_by_one": lambda m: swa.AveragedModel(m, avg_fn=swa.get_ema_avg_fn(0.8)),
+                "swa_multi": lambda m: swa.AveragedModel(m, multi_avg_fn=swa.get_swa_multi_avg_fn()),
+                "ema_buffers": lambda m: swa.AveragedModel(m, multi_avg_fn=swa.get_ema_multi_avg_fn(0.7),
+                                                           use_buffers=True)}[kind]
+
+    ours, average = averaged_run(gl, make(optim.swa_utils))
+    theirs, _ = averaged_run(torch, make(torch.optim.swa_utils))
+    assert average.n_averaged.item() == 5 and len(ours) == len(theirs)
+    for a, b in zip(ours, theirs):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+def test_averaged_model_is_the_mean_of_the_weights_it_saw():
+    ours, average = averaged_run(gl, lambda m: optim.swa_utils.AveragedModel(m))
+    expected = np.mean([np.random.default_rng(k).standard_normal((3, 4)) for k in range(5)], axis=0)
+    np.testing.assert_allclose(ours[0], expected, rtol=1e-14)
+    np.testing.assert_allclose(ours[1], np.full(3, 2.0), rtol=1e-14)  # biases 0..4
+    x = gl.ones(2, 4, dtype=gl.float64)
+    average.eval()
+    np.testing.assert_allclose(average(x).detach().numpy(), average.module(x).detach().numpy())
+
+
+@requires_torch
+def test_update_bn_recomputes_the_statistics_as_torch():
+    def run(lib):
+        nn = gl.nn if lib is gl else torch.nn
+        model = nn.Sequential(nn.Linear(4, 3), nn.BatchNorm1d(3, momentum=0.3)).double()
+        with (gl.no_grad() if lib is gl else torch.no_grad()):
+            model[0].weight.copy_(lib.tensor(np.arange(12.0).reshape(3, 4) / 10, dtype=lib.float64))
+            model[0].bias.fill_(0.5)
+        model.eval()
+        batches = [(lib.tensor(np.arange(20.0).reshape(5, 4) * k, dtype=lib.float64), None) for k in (1, 2, 3)]
+        (optim.swa_utils if lib is gl else torch.optim.swa_utils).update_bn(batches, model)
+        bn = model[1]
+        return bn.running_mean.numpy(), bn.running_var.numpy(), bn.momentum, model.training
+
+    ours, theirs = run(gl), run(torch)
+    np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-12)
+    np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-12)
+    assert ours[2:] == theirs[2:] == (0.3, False)
+
+
+@requires_torch
+@pytest.mark.parametrize("options", [dict(swa_lr=0.05), dict(swa_lr=0.05, anneal_epochs=3, anneal_strategy="linear"),
+                                     dict(swa_lr=[0.05], anneal_epochs=0)], ids=str)
+def test_swalr_matches_torch(options):
+    def lrs(lib):
+        module = optim if lib is gl else torch.optim
+        opt = module.SGD([lib.zeros(2, requires_grad=True)], lr=0.5)
+        scheduler = module.swa_utils.SWALR(opt, **options)
+        seen = []
+        for _ in range(12):
+            opt.step()
+            scheduler.step()
+            seen.append(opt.param_groups[0]["lr"])
+        return seen, scheduler
+
+    (ours, scheduler), (theirs, _) = lrs(gl), lrs(torch)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-15)
+    assert ours[-1] == pytest.approx(0.05)
+    state = scheduler.state_dict()
+    assert "anneal_func" not in state and "optimizer" not in state
+
+
+def test_swa_utils_errors():
+    swa = optim.swa_utils
+    with pytest.raises(ValueError, match=r"^Invalid decay value 1.5 provided. Please provide a value in \[0,1\] "
+                                         r"range.$"):
+        swa.get_ema_multi_avg_fn(1.5)
+    with pytest.raises(AssertionError, match="Only one of avg_fn and multi_avg_fn should be provided"):
+        swa.AveragedModel(gl.nn.Linear(2, 2), avg_fn=swa.get_ema_avg_fn(), multi_avg_fn=swa.get_ema_multi_avg_fn())
+    opt = optim.SGD([gl.zeros(2, requires_grad=True)], lr=0.1)
+    with pytest.raises(ValueError, match="anneal_strategy must be one of 'cos' or 'linear', instead got step"):
+        swa.SWALR(opt, 0.05, anneal_strategy="step")
+    with pytest.raises(ValueError, match="anneal_epochs must be equal or greater than 0, got -1"):
+        swa.SWALR(opt, 0.05, anneal_epochs=-1)

@@ -18,3 +18,13 @@ from .sgd import SGD
 
 __all__ = ["Adadelta", "Adafactor", "Adagrad", "Adam", "AdamW", "Adamax", "ASGD", "LBFGS", "Lion", "NAdam", "Optimizer",
            "RAdam", "RMSprop", "Rprop", "SGD", "lr_scheduler"]
+
+
+def __getattr__(name):
+    """``optim.swa_utils`` loads on first use: it builds on gradlab.nn (AveragedModel is a Module),
+    which the optimizers themselves never need."""
+    if name == "swa_utils":
+        import importlib
+
+        return importlib.import_module(".swa_utils", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

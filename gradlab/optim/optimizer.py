@@ -288,15 +288,17 @@ def _advance(state: dict) -> float:
     return step.item()
 
 
-def _lerp_(buffer: Tensor, end, weight: float):
-    """buffer += weight * (end - buffer), computed the way torch.lerp rounds it; returns the new array."""
-    b, old = buffer.device.backend, buffer.array
+def _lerp(b, start, end, weight: float):
+    """start + weight * (end - start) on backend arrays, rounded the way torch.lerp rounds it."""
     if weight < 0.5:
-        new = b.add(old, b.mul(b.sub(end, old), weight))
-    else:
-        new = b.sub(end, b.mul(b.sub(end, old), 1 - weight))
-    buffer.array = new
-    return new
+        return b.add(start, b.mul(b.sub(end, start), weight))
+    return b.sub(end, b.mul(b.sub(end, start), 1 - weight))
+
+
+def _lerp_(buffer: Tensor, end, weight: float):
+    """buffer += weight * (end - buffer), as torch.lerp rounds it; returns the new array."""
+    buffer.array = _lerp(buffer.device.backend, buffer.array, end, weight)
+    return buffer.array
 
 
 def _average_square_(buffer: Tensor, grad, beta: float):

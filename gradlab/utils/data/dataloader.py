@@ -335,7 +335,9 @@ class _MultiProcessIterator(_BaseIterator):
         """The next ``(task_id, reply)`` from any worker; an error if one died or ``timeout`` passed."""
         deadline = time.monotonic() + self._timeout if self._timeout > 0 else None
         while True:
-            wait = STATUS_CHECK_INTERVAL if deadline is None else min(STATUS_CHECK_INTERVAL, deadline - time.monotonic())
+            wait = STATUS_CHECK_INTERVAL
+            if deadline is not None:
+                wait = min(wait, deadline - time.monotonic())
             try:
                 return self._result_queue.get(timeout=max(wait, 0))
             except queue.Empty:

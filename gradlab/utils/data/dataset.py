@@ -15,7 +15,8 @@ import warnings
 from ...random import randperm
 from ...tensor import Tensor
 
-__all__ = ["Dataset", "IterableDataset", "TensorDataset", "StackDataset", "Subset", "ConcatDataset", "ChainDataset", "random_split"]
+__all__ = ["Dataset", "IterableDataset", "TensorDataset", "StackDataset", "Subset", "ConcatDataset", "ChainDataset",
+           "random_split"]
 
 
 class Dataset:
