@@ -9,8 +9,6 @@ the answers back in order, so a seeded loader gives the same batches either way.
 from __future__ import annotations
 
 import itertools
-import multiprocessing
-import multiprocessing.context
 import pickle
 import queue
 import sys
@@ -125,6 +123,8 @@ class DataLoader:
     @multiprocessing_context.setter
     def multiprocessing_context(self, context):
         if context is not None:
+            import multiprocessing.context  # only loaders with workers need it: `import gradlab` stays light
+
             if self.num_workers == 0:
                 raise ValueError("multiprocessing_context can only be used with multi-process loading "
                                  f"(num_workers > 0), but got num_workers={self.num_workers}")
@@ -203,6 +203,8 @@ def _start_context(context):
     """The multiprocessing context workers start from: the loader's, else fork on Linux, else the default."""
     if context is not None:
         return context
+    import multiprocessing
+
     return multiprocessing.get_context("fork" if sys.platform.startswith("linux") else None)
 
 
