@@ -494,6 +494,8 @@ def test_loader_worker_option_errors():
     with pytest.raises(ValueError, match="timeout option bounds the wait for a worker's batch, so it needs "
                                          "num_workers > 0"):
         DataLoader(toy(3), timeout=5)
+    with pytest.raises(ValueError, match="prefetch_factor=0 would give the workers no batch to read"):
+        DataLoader(toy(3), num_workers=2, prefetch_factor=0)
     assert DataLoader(toy(3), num_workers=2).prefetch_factor == 2 and gl.data.get_worker_info() is None
 
 

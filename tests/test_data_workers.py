@@ -128,6 +128,38 @@ def test_workers_give_the_same_batches_in_the_same_order_as_the_main_process(num
     assert os.getpid() not in pids(workers) and pids(main) == {os.getpid()}
 
 
+class Jittery(Dataset):
+    """Sample i arrives after a delay of its own (0 to 4 ms), so workers answer out of order."""
+
+    def __getitem__(self, i):
+        import time
+
+        time.sleep((i * 7919 % 5) / 1000)
+        return i
+
+    def __len__(self):
+        return 30
+
+
+class JitteryRange(Range):
+    def __iter__(self):
+        import time
+
+        for i in super().__iter__():
+            time.sleep((i * 7919 % 5) / 1000)
+            yield i
+
+
+def test_answers_that_arrive_out_of_order_are_returned_in_order():
+    batches = [b.tolist() for b in DataLoader(Jittery(), batch_size=2, num_workers=3, timeout=LIMIT)]
+    assert batches == [[i, i + 1] for i in range(0, 30, 2)]
+    single = [b.tolist() for b in DataLoader(JitteryRange(0, 17), batch_size=2)]
+    workers = [b.tolist() for b in DataLoader(JitteryRange(0, 17), batch_size=2, num_workers=3, timeout=LIMIT)]
+    # the workers hold 0..5, 6..11 and 12..16; each batches its own slice, and their batches take turns
+    assert single == [[i, i + 1] for i in range(0, 16, 2)] + [[16]]
+    assert workers == [[0, 1], [6, 7], [12, 13], [2, 3], [8, 9], [14, 15], [4, 5], [10, 11], [16]]
+
+
 def test_tensor_batches_cross_processes_with_dtype_and_values():
     X = gl.arange(12).float().reshape(6, 2)
     loader = DataLoader(TensorDataset(X, gl.arange(6) % 2 == 0), batch_size=4, num_workers=2, timeout=LIMIT)

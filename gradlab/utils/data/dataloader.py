@@ -73,6 +73,9 @@ class DataLoader:
             prefetch_factor = 2
         elif prefetch_factor is not None and prefetch_factor < 0:
             raise ValueError("prefetch_factor option should be non-negative")
+        elif num_workers > 0 and prefetch_factor == 0:  # PyTorch fails later, on an assertion
+            raise ValueError("prefetch_factor=0 would give the workers no batch to read; it counts the batches each "
+                             "worker loads ahead, so use 1 or more (the default is 2)")
         if persistent_workers and num_workers == 0:
             raise ValueError("persistent_workers option needs num_workers > 0")
         iterable = isinstance(dataset, IterableDataset)
