@@ -140,6 +140,22 @@ def test_stack_dataset_errors():
         StackDataset(Squares(2), b=Squares(2))
 
 
+def test_datasets_and_samplers_are_generic_as_in_pytorch():
+    class Pairs(Dataset[tuple]):
+        def __getitem__(self, i):
+            return (i, -i)
+
+        def __len__(self):
+            return 3
+
+    class Evens(Sampler[int]):
+        def __iter__(self):
+            return iter([0, 2])
+
+    assert [b[1].tolist() for b in DataLoader(Pairs(), batch_size=2, sampler=Evens())] == [[0, -2]]
+    assert IterableDataset[int] is not None and isinstance(Pairs(), Dataset)
+
+
 def test_abstract_dataset_says_what_to_define():
     with pytest.raises(NotImplementedError, match="must define __getitem__"):
         Dataset()[0]

@@ -11,6 +11,7 @@ import bisect
 import itertools
 import math
 import warnings
+from typing import Generic, TypeVar
 
 from ...random import randperm
 from ...tensor import Tensor
@@ -19,8 +20,14 @@ __all__ = ["Dataset", "IterableDataset", "TensorDataset", "StackDataset", "Subse
            "random_split"]
 
 
-class Dataset:
-    """A map from index to sample: subclasses define ``__getitem__`` (and usually ``__len__``)."""
+T_co = TypeVar("T_co", covariant=True)
+
+
+class Dataset(Generic[T_co]):
+    """A map from index to sample: subclasses define ``__getitem__`` (and usually ``__len__``).
+
+    Generic, as PyTorch's: ``class Pairs(Dataset[tuple])`` names what a sample is, for type checkers.
+    """
 
     def __getitem__(self, index):
         raise NotImplementedError(f"{type(self).__name__} subclasses Dataset, so it must define __getitem__(self, i)")
@@ -29,7 +36,7 @@ class Dataset:
         return ConcatDataset([self, other])
 
 
-class IterableDataset(Dataset):
+class IterableDataset(Dataset[T_co]):
     """A stream of samples: subclasses define ``__iter__``; a DataLoader batches what it yields."""
 
     def __iter__(self):

@@ -7,6 +7,7 @@ from a ``gradlab.Generator`` when given one, so a seeded generator gives the sam
 from __future__ import annotations
 
 import itertools
+from typing import Generic, TypeVar
 
 import numpy as np
 
@@ -16,8 +17,12 @@ __all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler
            "BatchSampler"]
 
 
-class Sampler:
-    """Base class: subclasses define ``__iter__`` (the indices) and usually ``__len__``."""
+T_co = TypeVar("T_co", covariant=True)
+
+
+class Sampler(Generic[T_co]):
+    """Base class: subclasses define ``__iter__`` (the indices) and usually ``__len__``; generic like
+    PyTorch's (``Sampler[int]``, ``Sampler[list[int]]`` for a batch sampler)."""
 
     def __init__(self, data_source=None):
         pass
