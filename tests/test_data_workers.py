@@ -42,7 +42,7 @@ class Seeds(Dataset):
     def __getitem__(self, i):
         info = get_worker_info()
         return {"id": info.id, "num_workers": info.num_workers, "seed": info.seed, "gradlab": gl.rand(1).item(),
-                "numpy": np.random.rand(), "python": random.random()}
+                "numpy": np.random.rand(), "python": random.random(), "initial_seed": gl.initial_seed()}
 
     def __len__(self):
         return 4
@@ -183,6 +183,8 @@ def test_each_worker_is_seeded_from_the_loaders_generator_as_in_pytorch():
     assert [s["id"] for s in first] == [0, 1, 0, 1] and {s["num_workers"] for s in first} == {2}
     base_seed = first[0]["seed"]
     assert first[1]["seed"] == base_seed + 1 and run(0) == first and run(1)[0]["seed"] != base_seed
+    # what PyTorch's reproducibility notes read in a worker_init_fn: torch.initial_seed() is the worker's seed
+    assert [s["initial_seed"] for s in first[:2]] == [base_seed, base_seed + 1]
     for worker in (0, 1):
         seed = base_seed + worker
         assert first[worker]["gradlab"] == gl.rand(1, generator=gl.Generator().manual_seed(seed)).item()
