@@ -264,12 +264,14 @@ def test_a_workers_exception_is_raised_in_the_main_process_with_its_traceback(er
     assert next(iterator) == 4  # as in PyTorch, the loader goes on after reporting it
 
 
-def test_a_failing_worker_init_fn_is_reported_at_the_first_batch():
+def test_a_failing_worker_init_fn_is_reported_at_each_batch():
     def broken(worker_id):
         raise RuntimeError(f"no shard for worker {worker_id}")
 
-    with pytest.raises(RuntimeError, match=r"(?s)worker process 0\.\nOriginal Traceback.*no shard for worker 0"):
-        next(iter(DataLoader(Numbers(4), num_workers=1, worker_init_fn=broken, timeout=LIMIT)))
+    iterator = iter(DataLoader(Numbers(4), num_workers=1, worker_init_fn=broken, timeout=LIMIT))
+    for _ in range(2):  # and at every batch after it: that worker can do none
+        with pytest.raises(RuntimeError, match=r"(?s)worker process 0\.\nOriginal Traceback.*no shard for worker 0"):
+            next(iterator)
 
 
 def test_a_batch_that_cannot_be_pickled_is_an_error_not_a_hang():

@@ -119,13 +119,13 @@ def worker_loop(dataset, index_queue, result_queue, done_event, auto_collation, 
         seed = seed_worker(base_seed, worker_id)
         _worker_info = WorkerInfo(id=worker_id, num_workers=num_workers, seed=seed, dataset=dataset)
 
-        fetcher, pending_error = None, None
+        fetcher, startup_error = None, None
         try:
             if worker_init_fn is not None:
                 worker_init_fn(worker_id)
             fetcher = make_fetcher(dataset, auto_collation, collate_fn, drop_last)
         except Exception:
-            pending_error = WorkerError(worker_id)  # answered to the first task, as PyTorch does
+            startup_error = WorkerError(worker_id)  # the answer to every task, since none can be done
         stream_ended, parent = False, os.getppid()
         while os.getppid() == parent:  # a worker whose main process died stops too
             try:
@@ -140,13 +140,13 @@ def worker_loop(dataset, index_queue, result_queue, done_event, auto_collation, 
                 try:
                     fetcher = make_fetcher(dataset, auto_collation, collate_fn, drop_last)
                 except Exception:
-                    pending_error = WorkerError(worker_id)
+                    fetcher, startup_error = None, WorkerError(worker_id)
                 continue
             if done_event.is_set() or stream_ended:
                 continue
             task_id, index = task
-            if pending_error is not None:
-                reply, pending_error = pending_error, None
+            if fetcher is None:
+                reply = startup_error
             else:
                 try:
                     reply = pickle.dumps(fetcher.fetch(index), protocol=pickle.HIGHEST_PROTOCOL)
