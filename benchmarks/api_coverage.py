@@ -99,10 +99,11 @@ OUT_OF_SCOPE = [
      r"convolution|alpha_dropout_|feature_alpha_dropout_|embedding_renorm_|norm_except_dim|frobenius_norm"),
     ("the PyTorch profiler and Kineto (gradlab's lab shows time on the graph instead)",
      r"profiler|profiler_legacy|profiler_util|Profiler.*|kineto_available|DeviceType|monitor"),
-    ("deprecated and removed upstream (DataPipes, legacy modules, doc fragments)",
-     r"DFIterDataPipe|DataChunk|IterDataPipe|MapDataPipe|datapipes|functional_datapipe|graph_settings|"
-     r"guaranteed_datapipes_determinism|non_deterministic|runtime_validation|runtime_validation_disabled|"
-     r"argument_validation|Container|NLLLoss2d|reproducibility_notes|sparse_support_notes|common_notes"),
+    ("deprecated and removed upstream: DataPipes", r"DFIterDataPipe|DataChunk|IterDataPipe|MapDataPipe|datapipes|"
+     r"functional_datapipe|graph|graph_settings|guaranteed_datapipes_determinism|non_deterministic|"
+     r"runtime_validation|runtime_validation_disabled|argument_validation", ("torch.utils.data",)),
+    ("deprecated legacy modules and documentation fragments",
+     r"Container|NLLLoss2d|reproducibility_notes|sparse_support_notes|common_notes"),
 ]
 _OUT_OF_SCOPE = [(rule[0], re.compile(rule[1]), rule[2] if len(rule) > 2 else None) for rule in OUT_OF_SCOPE]
 

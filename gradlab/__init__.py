@@ -25,7 +25,7 @@ from .random import (Generator, initial_seed, manual_seed, multinomial, normal, 
 from .scalar import Scalar
 from . import cuda, linalg, special  # gradlab.special as torch.special
 from .autograd import functional as _functional  # built on Tensor, so after it
-from . import nn, optim, data  # gradlab.nn, gradlab.optim, ... as in torch
+from . import nn, optim, utils, data  # gradlab.nn, gradlab.optim, ... as in torch
 from .io import load, save
 
 autograd.functional = _functional

@@ -40,7 +40,6 @@ ALLOWED_UPWARD = {
 
 # Cycles that another branch is removing: the set of modules in the cycle -> why it is tolerated for now.
 KNOWN_CYCLES = {
-    frozenset({"gradlab.data", "gradlab.utils", "gradlab.utils.data"}): "known, being fixed on branch h-data",
 }
 
 
