@@ -161,13 +161,15 @@ class Lerp(Function):
     def forward(ctx, start, end, weight):
         _lerp_dtypes(start, end, weight)
         backend = start.device.backend
-        w = weight.array if isinstance(weight, TrackedTensor) else weight
+        tensor_weight = isinstance(weight, TrackedTensor)
+        w = weight.array if tensor_weight else weight
         try:
             diff = backend.sub(end.array, start.array)
             # PyTorch's two-sided form: exact at w = 0 and w = 1, and monotone in between
-            low = backend.add(start.array, backend.mul(w, diff))
-            high = backend.sub(end.array, backend.mul(diff, backend.sub(1.0, w)))
-            out = backend.where(backend.lt(backend.abs(w), 0.5), low, high)
+            low = backend.add(start.array, backend.mul(diff, w))
+            high = backend.sub(end.array, backend.mul(diff, backend.sub(1.0, w) if tensor_weight else 1.0 - w))
+            out = backend.where(backend.lt(backend.abs(w), 0.5), low, high) if tensor_weight else (
+                low if -0.5 < w < 0.5 else high)
         except ValueError:
             broadcast_shapes(start.shape, end.shape, getattr(weight, "shape", ()), op="lerp")
             raise
