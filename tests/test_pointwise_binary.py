@@ -287,3 +287,14 @@ def test_aliases_are_the_same_ops():
         assert alias(a, b).tolist() == op(a, b).tolist()
     assert a.divide(b, rounding_mode="floor").tolist() == [1.0, -2.0]
     assert gl.absolute(a).tolist() == [6.0, 3.0] and gl.negative(a).tolist() == [-6.0, 3.0]
+
+
+@pytest.mark.parametrize("dtype", [gl.float16, gl.float32])
+def test_narrow_floats_keep_their_dtype_with_numbers_and_tensors(dtype):
+    x, y = gl.tensor([0.3, 0.6], dtype=dtype), gl.tensor([0.5, 0.2], dtype=dtype)
+    for name in ("atan2", "hypot", "copysign", "fmod", "remainder", "xlogy", "logaddexp", "logaddexp2", "fmax",
+                 "fmin", "nextafter", "igamma", "igammac"):
+        assert getattr(gl, name)(x, y).dtype is dtype, name
+    for out in (gl.xlogy(x, 2), gl.xlogy(2, x), gl.copysign(x, -1), gl.fmod(x, 0.25), gl.lerp(x, y, 0.3),
+                gl.lerp(x, y, 0.7), gl.lerp(x, y, x), gl.addcmul(x, x, y, value=2), gl.special.zeta(3.0, x + 1)):
+        assert out.dtype is dtype

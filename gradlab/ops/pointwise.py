@@ -49,8 +49,10 @@ def _fmax(pick):
     return compute
 
 
-def _fmod(b, x, y):
-    return b.fmod(x, y)
+def _frac(b, a):
+    """x − trunc(x), NaN at ±inf (where inf − inf would be)."""
+    finite = b.where(b.isinf(a), math.nan, a)
+    return b.sub(finite, b.where(b.ge(finite, 0), b.floor(finite), b.ceil(finite)))
 
 
 def _heaviside(b, x, values):
@@ -67,14 +69,7 @@ Log10 = elementwise("log10", "log10", lambda g, x, y: g / (x * _LN10), saves="x"
 Exp2 = elementwise("exp2", lambda b, a: b.pow(2.0, a), lambda g, x, y: g * y * _LN2, saves="out",
                    doc="2^x: the gradient is multiplied by the output times ln 2.",
                    derivative="∂L/∂x = g · out · ln 2")
-def _frac(b, a):
-    """x − trunc(x), NaN at ±inf (where inf − inf would be)."""
-    finite = b.where(b.isinf(a), math.nan, a)
-    return b.sub(finite, b.where(b.ge(finite, 0), b.floor(finite), b.ceil(finite)))
-
-
-Frac = elementwise("frac", _frac,
-                   lambda g, x, y: g, inputs="floats", saves="",
+Frac = elementwise("frac", _frac, lambda g, x, y: g, inputs="floats", saves="",
                    doc="frac(x) = x − trunc(x): the gradient passes unchanged (trunc is piecewise constant).",
                    derivative="∂L/∂x = g")
 Signbit = elementwise("signbit", _signbit, inputs="any",
@@ -98,7 +93,7 @@ Copysign = binary("copysign", lambda b, x, y: b.copysign(x, y),
                   lambda g, a, b, out: g * 0.0, saves="a out",
                   doc="copysign(a, b) = |a| with b's sign: a gets g · out / a (±g), b gets zero.",
                   derivative="∂L/∂a = g · out / a (0 at a = 0);  ∂L/∂b = 0")
-Fmod = binary("fmod", _fmod, lambda g, a, b, out: g, lambda g, a, b, out: -g * div(a, b, rounding_mode="trunc"),
+Fmod = binary("fmod", lambda b, x, y: b.fmod(x, y), lambda g, a, b, out: g, lambda g, a, b, out: -g * div(a, b, rounding_mode="trunc"),
               inputs="keep",
               doc="fmod(a, b), the remainder with a's sign (C's fmod): a gets g, b gets −g · trunc(a / b).",
               derivative="∂L/∂a = g;  ∂L/∂b = −g · trunc(a / b)")
@@ -166,13 +161,15 @@ class Lerp(Function):
     def forward(ctx, start, end, weight):
         _lerp_dtypes(start, end, weight)
         backend = start.device.backend
-        w = weight.array if isinstance(weight, TrackedTensor) else weight
+        tensor_weight = isinstance(weight, TrackedTensor)
+        w = weight.array if tensor_weight else weight
         try:
             diff = backend.sub(end.array, start.array)
             # PyTorch's two-sided form: exact at w = 0 and w = 1, and monotone in between
-            low = backend.add(start.array, backend.mul(w, diff))
-            high = backend.sub(end.array, backend.mul(diff, backend.sub(1.0, w)))
-            out = backend.where(backend.lt(backend.abs(w), 0.5), low, high)
+            low = backend.add(start.array, backend.mul(diff, w))
+            high = backend.sub(end.array, backend.mul(diff, backend.sub(1.0, w) if tensor_weight else 1.0 - w))
+            out = backend.where(backend.lt(backend.abs(w), 0.5), low, high) if tensor_weight else (
+                low if -0.5 < w < 0.5 else high)
         except ValueError:
             broadcast_shapes(start.shape, end.shape, getattr(weight, "shape", ()), op="lerp")
             raise

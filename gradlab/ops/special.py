@@ -25,6 +25,8 @@ _LOG_PI = math.log(math.pi)
 def _xlogy(log):
     """x · log(y) (or log1p(y)), 0 where x = 0 unless y is NaN: the convention that makes 0 · log 0 = 0."""
     def compute(b, x, y):
+        if not hasattr(y, "shape"):  # a number as an array of x's dtype: where() would widen it to float64
+            y = b.full((), y, b.dtype_of(x))
         zero = b.eq(x, 0)
         product = b.mul(x, getattr(b, log)(b.where(zero, 1.0, y)))  # 1 stands in where x = 0: no 0 · (−inf)
         return b.where(b.isnan(y), math.nan, b.where(zero, 0.0, product))
