@@ -18,6 +18,7 @@ from .autograd import enable_grad, gradcheck as _gradcheck, inference_mode, is_g
 from .ops.functional import *  # noqa: F401,F403  (gradlab.exp, gradlab.matmul, ... as in torch)
 from .tensor import Tensor, is_floating_point, is_tensor, numel
 from .tensor_types import *  # noqa: F401,F403  (gradlab.FloatTensor, gradlab.LongTensor, ... as in torch)
+from .tensor_types import Variable
 from .creation import (arange, as_tensor, empty, empty_like, eye, from_numpy, full, full_like, linspace, ones,
                        ones_like, tensor, tril_indices, triu_indices, zeros, zeros_like)
 from .random import (Generator, initial_seed, manual_seed, multinomial, normal, rand, rand_like, randint, randn,
@@ -29,6 +30,7 @@ from . import nn, optim, utils, data  # gradlab.nn, gradlab.optim, ... as in tor
 from .io import load, save
 
 autograd.functional = _functional
+autograd.Variable = Variable
 autograd.gradcheck = _gradcheck.gradcheck
 autograd.gradgradcheck = _gradcheck.gradgradcheck
 

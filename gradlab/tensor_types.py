@@ -32,3 +32,19 @@ def _legacy_type(dtype: dt.DType, name: str) -> type:
 LEGACY_TYPES = {name: _legacy_type(dtype, name) for dtype, name in _LEGACY_NAMES.items()}
 globals().update(LEGACY_TYPES)
 __all__ = sorted(LEGACY_TYPES)
+
+
+class _VariableType(type):
+    def __call__(cls, data, requires_grad: bool = False, volatile: bool = False) -> Tensor:
+        if not isinstance(data, Tensor):
+            raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
+        out = data.detach()  # the same memory, as a leaf of its own
+        return out.requires_grad_(True) if requires_grad else out
+
+    def __instancecheck__(cls, obj) -> bool:
+        return isinstance(obj, Tensor)
+
+
+class Variable(metaclass=_VariableType):
+    """PyTorch's old autograd wrapper, kept for old scripts: ``Variable(t, requires_grad=True)`` is
+    ``t.detach().requires_grad_()``. Since PyTorch 0.4 every tensor is a Variable."""
