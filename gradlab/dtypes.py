@@ -110,9 +110,9 @@ def get_default_dtype() -> DType:
     return _DefaultDType.value
 
 
-def set_default_dtype(dtype: DType) -> None:
+def set_default_dtype(d: DType) -> None:
     """Change the default floating-point dtype, as ``torch.set_default_dtype`` does."""
-    dtype = as_dtype(dtype)
+    dtype = as_dtype(d)
     if not dtype.is_floating_point:
         raise TypeError(f"set_default_dtype: only floating-point dtypes can be the default, got {dtype}")
     _DefaultDType.value = dtype

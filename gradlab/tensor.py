@@ -184,9 +184,12 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
 
     # --- reading values back ---------------------------------------------------------------------
 
-    def numpy(self) -> np.ndarray:
-        """The values as a numpy array (the same memory on 'cpu'), like ``torch.Tensor.numpy``."""
-        if self.requires_grad:
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        """The values as a numpy array (the same memory on 'cpu'), like ``torch.Tensor.numpy``.
+
+        ``force=True`` also serves a tensor that requires grad (its detached values), as in PyTorch.
+        """
+        if self.requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
         self.device.backend.synchronize()
         return self.device.backend.to_numpy(self.array)
@@ -563,8 +566,15 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
     def zero_(self):
         return self.fill_(0)
 
-    def uniform_(self, a=0.0, b=1.0, *, generator=None):
-        """Fill with uniform random numbers from [a, b), in place (``w.uniform_(-k, k)``)."""
+    def uniform_(self, a=0.0, b=1.0, *, generator=None, **bounds):
+        """Fill with uniform random numbers from [a, b), in place (``w.uniform_(-k, k)``).
+
+        PyTorch names the bounds ``from`` and ``to``, which Python reserves; ``**{"from": 0, "to": 1}`` works.
+        """
+        unknown = set(bounds) - {"from", "to"}
+        if unknown:
+            raise TypeError(f"uniform_() got an unexpected keyword argument {sorted(unknown)[0]!r}")
+        a, b = bounds.get("from", a), bounds.get("to", b)
         values = self.device.backend.random_uniform(generator_rng(generator), self.shape, a, b, self.dtype)
         return self._inplace("uniform_", lambda x: x._wrap(values))
 
