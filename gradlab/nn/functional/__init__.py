@@ -11,3 +11,5 @@ from .sparse import *  # noqa: F401,F403
 from .conv import *  # noqa: F401,F403
 from .linear import *  # noqa: F401,F403
 from .pooling import *  # noqa: F401,F403
+from .vision import *  # noqa: F401,F403
+from .distance import *  # noqa: F401,F403

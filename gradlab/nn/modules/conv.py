@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 from ...creation import empty
-from ...ops.shape import pad
+from ..functional.vision import pad
 from .. import init
 from ..functional.conv import conv, conv_geometry, conv_transpose, ntuple
 from ..parameter import Parameter
