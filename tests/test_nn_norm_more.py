@@ -1,4 +1,5 @@
-"""Instance normalisation: F.instance_norm and InstanceNorm1d/2d/3d (affine, running statistics, unbatched)."""
+"""Instance normalisation (F.instance_norm, InstanceNorm1d/2d/3d) and local response normalisation (LocalResponseNorm,
+CrossMapLRN2d)."""
 
 import numpy as np
 import pytest
@@ -71,3 +72,31 @@ def test_instance_norm_errors():
     with pytest.raises(ValueError, match="Expected more than 1 spatial element"):
         layer(gl.ones(2, 3, 1) * 5)
     assert layer.running_mean.numpy().tolist() == [0, 0, 0]  # raised before any buffer changed
+
+
+@requires_torch
+@pytest.mark.parametrize("shape", [(2, 5, 4), (2, 5, 3, 4), (1, 6, 2, 3, 2)], ids=["3d", "4d", "5d"])
+def test_local_response_norm_matches_torch(shape):
+    for args in [(3,), (2,), (4, 0.3, 0.5, 1.5)]:
+        compare_modules(nn.LocalResponseNorm(*args), torch.nn.LocalResponseNorm(*args), randn(*shape))
+    assert gradcheck(lambda x: F.local_response_norm(x, 3, alpha=0.5), (leaf(*shape),))
+
+
+@requires_torch
+@pytest.mark.parametrize("channels", [2, 3, 5, 7])
+@pytest.mark.parametrize("size", [2, 3, 5])
+def test_cross_map_lrn2d_forward_matches_torch(channels, size):
+    x = randn(2, channels, 3, 4)
+    layer, t_layer = nn.CrossMapLRN2d(size, alpha=0.5, k=2), torch.nn.CrossMapLRN2d(size, alpha=0.5, k=2)
+    assert_close(layer(gl.tensor(x)), t_layer(torch.tensor(x)))
+    assert repr(layer) == repr(t_layer)
+    # PyTorch's hand-written backward is not the derivative of its forward (its own gradcheck fails for most
+    # channel counts); gradlab's gradient is the true one
+    assert gradcheck(lambda t: layer(t), (leaf(1, channels, 2, 2),))
+
+
+def test_local_response_norm_errors():
+    with pytest.raises(ValueError, match=r"Expected 3D or higher dimensionality input \(got 2 dimensions\)"):
+        F.local_response_norm(gl.ones(2, 3), 2)
+    with pytest.raises(ValueError, match="CrossMapLRN2d: Expected input to be 4D, got 3D instead"):
+        nn.CrossMapLRN2d(3)(gl.ones(2, 3, 4))

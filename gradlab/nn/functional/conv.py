@@ -1,4 +1,4 @@
-"""Convolution as a matrix product over windows: conv1d, conv2d, conv_transpose1d/2d, unfold, fold.
+"""Convolution as a matrix product over windows: conv1d/2d/3d, conv_transpose1d/2d/3d, unfold, fold.
 
 The input's windows are a strided view (no copy); laid out once as columns (im2col) they meet the
 weight, reshaped to (out_channels, in_channels × kernel), in ONE matrix product. Three Functions
@@ -21,7 +21,7 @@ from typing import NamedTuple
 from ...autograd.function import Function
 from ...ops._common import TrackedTensor, shape_str
 
-__all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "unfold", "fold"]
+__all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "unfold", "fold"]
 
 
 class Geometry(NamedTuple):
@@ -366,6 +366,12 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return conv("conv2d", input, weight, bias, geo, 2)
 
 
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """3-D convolution of (N, C, D, H, W) volumes with weight (out, C/groups, kD, kH, kW)."""
+    geo = conv_geometry("conv3d", 3, weight.shape[2:], stride, padding, dilation, groups)
+    return conv("conv3d", input, weight, bias, geo, 3)
+
+
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     """The adjoint of conv1d in its input ('deconvolution'): (N, C_in, L) → (N, C_out, L_out)."""
     return conv_transpose("conv_transpose1d", input, weight, bias, stride, padding, output_padding, groups, dilation, 1)
@@ -374,6 +380,11 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     """The adjoint of conv2d in its input ('deconvolution'): upsamples (N, C_in, H, W) by the stride."""
     return conv_transpose("conv_transpose2d", input, weight, bias, stride, padding, output_padding, groups, dilation, 2)
+
+
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """The adjoint of conv3d in its input: upsamples (N, C_in, D, H, W) volumes by the stride."""
+    return conv_transpose("conv_transpose3d", input, weight, bias, stride, padding, output_padding, groups, dilation, 3)
 
 
 class Unfold(Function):

@@ -13,7 +13,7 @@ from ...autograd.grad_mode import grad_state
 from ...dtypes import float16, float32, float64
 from ...ops._common import describe, float_dtype_required, shape_str, sum_to_shape
 
-__all__ = ["batch_norm", "instance_norm", "layer_norm", "group_norm", "rms_norm", "normalize"]
+__all__ = ["batch_norm", "instance_norm", "layer_norm", "group_norm", "rms_norm", "normalize", "local_response_norm"]
 
 
 def _count(shape, axes) -> int:
@@ -330,3 +330,28 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
         raise RuntimeError(f"normalize: out has shape {shape_str(out.shape)} but the result has shape "
                            f"{shape_str(result.shape)}")
     return out.copy_(result)
+
+
+def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
+    """x / (k + alpha · mean of x² over ``size`` neighbouring channels)^beta (AlexNet's normalisation).
+
+    The neighbourhood of channel c is c − size//2 … c + (size − 1)//2, zero-padded at the ends,
+    averaged as PyTorch does it with an average pool over the channel axis.
+    """
+    from .pooling import avg_pool2d, avg_pool3d
+    from .vision import pad
+    if input.ndim < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality input (got {input.ndim} dimensions): "
+                         f"local_response_norm takes (N, C, *), got {describe(input)}")
+    if input.numel() == 0:
+        return input
+    div = input * input
+    if input.ndim == 3:
+        div = pad(div.unsqueeze(1), (0, 0, size // 2, (size - 1) // 2))
+        div = avg_pool2d(div, (size, 1), stride=1).squeeze(1)
+    else:
+        sizes = input.shape
+        div = div.reshape(sizes[0], 1, sizes[1], sizes[2], -1)
+        div = pad(div, (0, 0, 0, 0, size // 2, (size - 1) // 2))
+        div = avg_pool3d(div, (size, 1, 1), stride=1).squeeze(1).reshape(sizes)
+    return input / (div * alpha + k) ** beta

@@ -1,0 +1,61 @@
+"""Conv3d / ConvTranspose3d (F.conv3d, F.conv_transpose3d) and the Fold / Unfold layers."""
+
+import pytest
+from helpers import assert_close, randn, requires_torch, torch
+from nn_parity import compare_modules
+
+import gradlab as gl
+import gradlab.nn as nn
+import gradlab.nn.functional as F
+from gradlab.autograd import gradcheck, gradgradcheck
+
+
+def leaf(*shape, seed=0):
+    return gl.tensor(randn(*shape, seed=seed), requires_grad=True)
+
+
+@requires_torch
+@pytest.mark.parametrize("kwargs", [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1, groups=2),
+                                    dict(kernel_size=(1, 2, 3), padding="same", padding_mode="reflect"),
+                                    dict(kernel_size=3, padding=1, padding_mode="circular", dilation=(1, 1, 2)),
+                                    dict(kernel_size=2, bias=False, padding_mode="replicate", padding=1)],
+                         ids=["plain", "strided-grouped", "same-reflect", "circular-dilated", "replicate-nobias"])
+def test_conv3d_matches_torch(kwargs):
+    torch.manual_seed(0)
+    x = randn(2, 4, 5, 4, 6)
+    compare_modules(nn.Conv3d(4, 6, **kwargs), torch.nn.Conv3d(4, 6, **kwargs), x)
+    compare_modules(nn.Conv3d(4, 6, **kwargs), torch.nn.Conv3d(4, 6, **kwargs), x[0])  # unbatched
+
+
+@requires_torch
+@pytest.mark.parametrize("kwargs", [dict(kernel_size=2, stride=2), dict(kernel_size=3, stride=2, padding=1,
+                                                                        output_padding=1, groups=2),
+                                    dict(kernel_size=(1, 2, 3), dilation=2)], ids=["plain", "padded", "dilated"])
+def test_conv_transpose3d_matches_torch(kwargs):
+    compare_modules(nn.ConvTranspose3d(4, 6, **kwargs), torch.nn.ConvTranspose3d(4, 6, **kwargs),
+                    randn(2, 4, 3, 2, 4))
+
+
+def test_conv3d_functional_gradcheck():
+    assert gradcheck(lambda x, w, b: F.conv3d(x, w, b, padding=1, stride=(1, 2, 1)),
+                     (leaf(1, 2, 3, 3, 2), leaf(3, 2, 2, 2, 2, seed=1), leaf(3, seed=2)))
+    assert gradcheck(lambda x, w: F.conv_transpose3d(x, w, stride=2), (leaf(1, 2, 2, 2, 1), leaf(2, 1, 2, 2, 2,
+                                                                                                  seed=1)))
+    assert gradgradcheck(lambda x, w: F.conv3d(x, w), (leaf(1, 1, 3, 2, 2), leaf(1, 1, 2, 1, 2, seed=1)))
+
+
+def test_conv3d_errors_name_the_layer():
+    with pytest.raises(RuntimeError, match=r"Conv3d\(2→3, 2×2×2\): expected a 5-D input \(N, C, D, H, W\) or 4-D "
+                                           r"\(C, D, H, W\), got 3-D input"):
+        nn.Conv3d(2, 3, 2)(gl.ones(2, 4, 4))
+
+
+@requires_torch
+def test_fold_and_unfold_layers_match_torch():
+    compare_modules(nn.Fold((4, 5), 2), torch.nn.Fold((4, 5), 2), randn(2, 12, 12))
+    compare_modules(nn.Fold(output_size=(5, 5), kernel_size=3, padding=1, stride=2),
+                    torch.nn.Fold(output_size=(5, 5), kernel_size=3, padding=1, stride=2), randn(2, 9, 9))
+    compare_modules(nn.Unfold((2, 3), dilation=2, padding=1), torch.nn.Unfold((2, 3), dilation=2, padding=1),
+                    randn(2, 3, 4, 5))
+    folded = nn.Fold((3, 3), 2)(nn.Unfold(2)(gl.ones(1, 1, 3, 3)))
+    assert_close(folded, [[[[1, 2, 1], [2, 4, 2], [1, 2, 1]]]])  # each pixel counted once per window covering it
