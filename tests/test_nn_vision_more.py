@@ -167,3 +167,73 @@ def test_channel_shuffle_matches_torch():
     assert gradcheck(lambda t: F.channel_shuffle(t, 2), (leaf(1, 4, 2),))
     with pytest.raises(RuntimeError, match="Number of channels must be divisible by groups. Got 6 channels and 4"):
         F.channel_shuffle(gl.ones(1, 6, 2), 4)
+
+
+# --- affine_grid and grid_sample ----------------------------------------------------------------
+
+@requires_torch
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_affine_grid_matches_torch(align_corners):
+    for theta, size in [(randn(2, 2, 3) * 0.5 + np.eye(2, 3), (2, 3, 4, 5)), (randn(1, 3, 4), (1, 2, 3, 4, 2))]:
+        g, t = gl.tensor(theta, requires_grad=True), torch.tensor(theta, requires_grad=True)
+        out = F.affine_grid(g, size, align_corners=align_corners)
+        t_out = torch.nn.functional.affine_grid(t, size, align_corners=align_corners)
+        assert_close(out, t_out)
+        out.sum().backward()
+        t_out.sum().backward()
+        assert_close(g.grad, t.grad)
+    assert gradcheck(lambda t: F.affine_grid(t, (1, 1, 3, 2), align_corners=align_corners), (leaf(1, 2, 3),))
+
+
+GRID_CASES = [(mode, padding, corners) for mode in ("bilinear", "nearest", "bicubic")
+              for padding in ("zeros", "border", "reflection") for corners in (False, True)]
+
+
+@requires_torch
+@pytest.mark.parametrize("mode, padding_mode, align_corners", GRID_CASES, ids=lambda v: str(v))
+def test_grid_sample_matches_torch_in_input_and_grid(mode, padding_mode, align_corners):
+    x = randn(2, 3, 4, 5)
+    grid = np.random.default_rng(1).uniform(-1.3, 1.3, (2, 3, 6, 2))  # some points outside the image
+    volumes = [(x, grid)]
+    if mode != "bicubic":
+        volumes.append((randn(1, 2, 3, 4, 5), np.random.default_rng(2).uniform(-1.2, 1.2, (1, 2, 3, 4, 3))))
+    for data, where in volumes:
+        gx, tx = gl.tensor(data, requires_grad=True), torch.tensor(data, requires_grad=True)
+        gg, tg = gl.tensor(where, requires_grad=True), torch.tensor(where, requires_grad=True)
+        kwargs = dict(mode=mode, padding_mode=padding_mode, align_corners=align_corners)
+        out, t_out = F.grid_sample(gx, gg, **kwargs), torch.nn.functional.grid_sample(tx, tg, **kwargs)
+        assert_close(out, t_out, rtol=1e-10, atol=1e-12)
+        seed = randn(*out.shape, seed=4)
+        out.backward(gl.tensor(seed))
+        t_out.backward(torch.tensor(seed))
+        assert_close(gx.grad, tx.grad, rtol=1e-10, atol=1e-12)
+        assert_close(gg.grad, tg.grad, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+def test_grid_sample_gradcheck(mode):
+    grid = gl.tensor(np.random.default_rng(0).uniform(-0.9, 0.9, (1, 2, 3, 2)), requires_grad=True)
+    assert gradcheck(lambda x, g: F.grid_sample(x, g, mode=mode, align_corners=False), (leaf(1, 2, 3, 4), grid))
+
+
+def test_grid_sample_with_the_identity_grid_returns_the_input():
+    x = gl.tensor(randn(1, 2, 4, 5))
+    grid = F.affine_grid(gl.tensor(np.eye(2, 3)[None]), (1, 2, 4, 5), align_corners=False)
+    assert_close(F.grid_sample(x, grid, align_corners=False), x, atol=1e-12)
+
+
+def test_grid_sample_errors():
+    x, grid = gl.ones(1, 1, 3, 3), gl.zeros(1, 2, 2, 2)
+    with pytest.raises(ValueError, match="expected mode to be 'bilinear', 'nearest' or 'bicubic', but got: 'area'"):
+        F.grid_sample(x, grid, mode="area", align_corners=False)
+    with pytest.raises(ValueError, match="expected padding_mode to be 'zeros', 'border', or 'reflection'"):
+        F.grid_sample(x, grid, padding_mode="wrap", align_corners=False)
+    with pytest.raises(RuntimeError, match="bicubic interpolation only supports 4D input"):
+        F.grid_sample(gl.ones(1, 1, 2, 2, 2), gl.zeros(1, 1, 1, 1, 3), mode="bicubic", align_corners=False)
+    with pytest.raises(RuntimeError, match=r"grid_sample: expected input \(N, C, H, W\) with grid \(N, H_out, W_out, "
+                                           r"2\)"):
+        F.grid_sample(x, gl.zeros(1, 2, 2, 3), align_corners=False)
+    with pytest.warns(UserWarning, match="Default grid_sample behavior has changed to align_corners=False"):
+        F.grid_sample(x, grid)
+    with pytest.raises(ValueError, match="Expected a batch of 2D affine matrices of shape Nx2x3 for size"):
+        F.affine_grid(gl.zeros(1, 3, 3), (1, 1, 2, 2), align_corners=False)

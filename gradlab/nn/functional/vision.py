@@ -1,4 +1,4 @@
-"""Resampling and rearranging images: pad, interpolate, pixel_shuffle, channel_shuffle.
+"""Resampling and rearranging images: pad, interpolate, pixel_shuffle, channel_shuffle, affine_grid, grid_sample.
 
 Interpolation is separable: resizing (N, C, D, H, W) is resizing W, then H, then D, one axis at a
 time. Along one axis every output position reads one input position (nearest) or a few, mixed with
@@ -9,6 +9,7 @@ The positions and weights follow PyTorch's kernels exactly (including their floa
 
 from __future__ import annotations
 
+import itertools
 import math
 import warnings
 
@@ -16,10 +17,12 @@ import numpy as np
 
 from ...dtypes import float64, int64
 from ...ops._common import TrackedTensor, describe, shape_str
+from ...ops.elementwise import where
 from ...ops.functional import pad as _pad
 
 __all__ = ["pad", "interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "pixel_shuffle",
-           "pixel_unshuffle", "channel_shuffle", "native_channel_shuffle"]
+           "pixel_unshuffle", "channel_shuffle", "native_channel_shuffle", "affine_grid", "grid_sample",
+           "GRID_SAMPLE_INTERPOLATION_MODES", "GRID_SAMPLE_PADDING_MODES"]
 
 
 def pad(input, pad, mode="constant", value=None):
@@ -259,3 +262,148 @@ def channel_shuffle(input, groups):
 
 
 native_channel_shuffle = channel_shuffle
+
+
+# --- spatial transformers: affine_grid and grid_sample --------------------------------------------
+
+GRID_SAMPLE_INTERPOLATION_MODES = {"bilinear": 0, "nearest": 1, "bicubic": 2}
+GRID_SAMPLE_PADDING_MODES = {"zeros": 0, "border": 1, "reflection": 2}
+
+
+def _align_corners_default(op, align_corners):
+    if align_corners is None:
+        warnings.warn(f"Default {op} behavior has changed to align_corners=False since 1.3.0. Please specify "
+                      f"align_corners=True if the old behavior is desired. See the documentation of {op} for details.",
+                      stacklevel=3)
+        return False
+    return align_corners
+
+
+def affine_grid(theta, size, align_corners=None):
+    """The sampling grid (N, H, W, 2) (or (N, D, H, W, 3)) of the affine maps theta (N, 2, 3) (or (N, 3, 4)):
+    each output pixel's normalised coordinates [x, y, 1] times thetaᵀ, ready for grid_sample."""
+    align_corners = _align_corners_default("affine_grid", align_corners)
+    if not isinstance(theta, TrackedTensor) or not theta.dtype.is_floating_point:
+        raise ValueError(f"Expected theta to have floating point type, but got "
+                         f"{theta.dtype if isinstance(theta, TrackedTensor) else type(theta).__name__}")
+    size = [int(s) for s in size]
+    if len(size) not in (4, 5):
+        raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D affine transforms, "
+                                  f"respectively. Got size {size}.")
+    nd = len(size) - 2
+    if theta.ndim != 3 or tuple(theta.shape[1:]) != (nd, nd + 1):
+        raise ValueError(f"Expected a batch of {nd}D affine matrices of shape Nx{nd}x{nd + 1} for size {size}. Got "
+                         f"{list(theta.shape)}.")
+    if min(size) <= 0:
+        raise ValueError(f"Expected non-zero, positive output size. Got {size}")
+    if theta.shape[0] != size[0]:
+        raise ValueError(f"affine_grid: theta holds {theta.shape[0]} matrices but size asks for a batch of {size[0]}")
+    axes = []  # x (the last dim) first, as the grid's coordinates are ordered
+    for n in reversed(size[2:]):
+        steps = np.linspace(-1.0, 1.0, n) if n > 1 else np.zeros(1)
+        axes.append(steps if align_corners else steps * (n - 1) / n)
+    mesh = list(np.meshgrid(*axes[::-1], indexing="ij"))[::-1]  # coordinates over (D,) H, W, listed x, y(, z)
+    base = np.stack(mesh + [np.ones_like(mesh[0])], axis=-1).reshape(-1, nd + 1)
+    grid = theta.new_tensor(base).matmul(theta.transpose(1, 2))  # (N, prod(size), nd)
+    return grid.reshape([size[0]] + size[2:] + [nd])
+
+
+def _unnormalize(coord, n, align_corners):
+    """[-1, 1] → pixel coordinates: the corner pixels' centres (align_corners) or their outer edges."""
+    return (coord + 1) / 2 * (n - 1) if align_corners else ((coord + 1) * n - 1) / 2
+
+
+def _reflect(coord, twice_low, twice_high):
+    """coord reflected into [twice_low / 2, twice_high / 2], as often as needed (PyTorch's reflect_coordinates)."""
+    if twice_low == twice_high:
+        return coord * 0
+    low, span = twice_low / 2, (twice_high - twice_low) / 2
+    coord = (coord - low).abs()
+    flips = (coord.detach() / span).floor()
+    extra = coord - flips * span
+    odd = (flips - (flips / 2).floor() * 2) == 1
+    return where(odd, span - extra + low, extra + low)
+
+
+def _pad_coordinate(coord, n, padding_mode, align_corners):
+    """Where a coordinate outside the image reads from: the edge (border) or its mirror image (reflection)."""
+    if padding_mode == "border":
+        return coord.clamp(0, n - 1)
+    if padding_mode == "reflection":
+        coord = _reflect(coord, 0, 2 * (n - 1)) if align_corners else _reflect(coord, -1, 2 * n - 1)
+        return coord.clamp(0, n - 1)
+    return coord
+
+
+def _cubic_weights(t):
+    a = _CUBIC_A
+
+    def near(x):
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def far(x):
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+
+    return [far(t + 1), near(t), near(1 - t), far(2 - t)]
+
+
+def _taps(coord, n, mode, padding_mode, align_corners):
+    """Along one axis: the (index, weight) pairs every output position reads, and where each index is inside.
+
+    Indices carry no gradient; the weights carry the gradient with respect to the grid.
+    """
+    coord = _unnormalize(coord, n, align_corners)
+    if mode == "bicubic":  # the taps themselves are padded, one by one
+        start = coord.detach().floor()
+        positions = [_pad_coordinate(start + k, n, padding_mode, align_corners) for k in (-1, 0, 1, 2)]
+        return list(zip(positions, _cubic_weights(coord - start)))
+    coord = _pad_coordinate(coord, n, padding_mode, align_corners)
+    if mode == "nearest":  # a constant weight: the grid's gradient is zero (as PyTorch reports it), not absent
+        return [(coord.detach().round(), coord * 0.0 + 1.0)]
+    start = coord.detach().floor()
+    frac = coord - start
+    return [(start, 1 - frac), (start + 1, frac)]
+
+
+def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
+    """Sample input (N, C, H, W) (or (N, C, D, H, W)) at the normalised coordinates of grid (N, H', W', 2):
+    grid[..., 0] is x (along W) and grid[..., 1] is y, both in [-1, 1]. Differentiable in input and grid."""
+    align_corners = _align_corners_default("grid_sample", align_corners)
+    if mode not in GRID_SAMPLE_INTERPOLATION_MODES:
+        raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', but "
+                         f"got: '{mode}'")
+    if padding_mode not in GRID_SAMPLE_PADDING_MODES:
+        raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or "
+                         f"'reflection', but got: '{padding_mode}'")
+    for name, t in (("input", input), ("grid", grid)):
+        if not isinstance(t, TrackedTensor):
+            raise TypeError(f"grid_sample: expected {name} to be a gradlab Tensor, got {type(t).__name__}")
+    if input.ndim not in (4, 5) or grid.ndim != input.ndim or grid.shape[0] != input.shape[0] \
+            or grid.shape[-1] != input.ndim - 2:
+        raise RuntimeError(f"grid_sample: expected input (N, C, H, W) with grid (N, H_out, W_out, 2), or input "
+                           f"(N, C, D, H, W) with grid (N, D_out, H_out, W_out, 3), same N; got input of shape "
+                           f"{shape_str(input.shape)} and grid of shape {shape_str(grid.shape)}")
+    if mode == "bicubic" and input.ndim != 4:
+        raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
+    if input.dtype is not grid.dtype:
+        raise RuntimeError(f"grid_sampler(): expected input and grid to have same dtype, but input has "
+                           f"{input.dtype.name} and grid has {grid.dtype.name}")
+    n, c, *sizes = input.shape
+    out_shape = tuple(grid.shape[1:-1])
+    per_axis = [_taps(grid[..., len(sizes) - 1 - d], size, mode, padding_mode, align_corners)
+                for d, size in enumerate(sizes)]  # per spatial dim of input (D, H, W); the grid lists x first
+    planes = input.reshape(n, c, -1)
+    out = None
+    for combo in itertools.product(*per_axis):
+        flat, weight, inside = None, None, None
+        for (position, w), size in zip(combo, sizes):
+            ok = (position >= 0) & (position <= size - 1)
+            index = position.clamp(0, size - 1).long()
+            flat = index if flat is None else flat * size + index
+            inside = ok if inside is None else inside & ok
+            weight = w if weight is None else weight * w
+        index = flat.reshape(n, 1, -1).expand(n, c, flat[0].numel())
+        values = planes.gather(2, index).reshape((n, c) + out_shape)
+        term = values * where(inside, weight, 0.0).unsqueeze(1)
+        out = term if out is None else out + term
+    return out
