@@ -59,3 +59,31 @@ def test_fold_and_unfold_layers_match_torch():
                     randn(2, 3, 4, 5))
     folded = nn.Fold((3, 3), 2)(nn.Unfold(2)(gl.ones(1, 1, 3, 3)))
     assert_close(folded, [[[[1, 2, 1], [2, 4, 2], [1, 2, 1]]]])  # each pixel counted once per window covering it
+
+
+GRAD_CASES = [(1, (2, 4, 9), (6, 2, 3), dict(stride=2, padding=1, groups=2)),
+              (2, (2, 3, 7, 8), (4, 3, 3, 2), dict(stride=(2, 3), padding=(1, 0), dilation=(1, 2))),
+              (3, (1, 2, 5, 4, 6), (3, 2, 2, 2, 3), dict(stride=2))]
+
+
+@requires_torch
+@pytest.mark.parametrize("nd, input_size, weight_size, kwargs", GRAD_CASES, ids=["1d", "2d", "3d"])
+def test_nn_grad_matches_torch(nd, input_size, weight_size, kwargs):
+    x, w = randn(*input_size), randn(*weight_size, seed=1)
+    y = getattr(torch.nn.functional, f"conv{nd}d")(torch.tensor(x), torch.tensor(w), **kwargs)
+    g = randn(*y.shape, seed=2)
+    assert_close(getattr(nn.grad, f"conv{nd}d_input")(input_size, gl.tensor(w), gl.tensor(g), **kwargs),
+                 getattr(torch.nn.grad, f"conv{nd}d_input")(input_size, torch.tensor(w), torch.tensor(g), **kwargs))
+    assert_close(getattr(nn.grad, f"conv{nd}d_weight")(gl.tensor(x), weight_size, gl.tensor(g), **kwargs),
+                 getattr(torch.nn.grad, f"conv{nd}d_weight")(torch.tensor(x), weight_size, torch.tensor(g), **kwargs))
+
+
+def test_nn_grad_is_the_gradient_of_the_convolution():
+    x, w = leaf(1, 2, 5, 4), leaf(3, 2, 2, 3, seed=1)
+    out = F.conv2d(x, w, stride=2, padding=1)
+    g = gl.tensor(randn(*out.shape, seed=2))
+    out.backward(g)
+    assert_close(nn.grad.conv2d_input(x.shape, w.detach(), g, stride=2, padding=1), x.grad)
+    assert_close(nn.grad.conv2d_weight(x.detach(), w.shape, g, stride=2, padding=1), w.grad)
+    with pytest.raises(ValueError, match="conv2d_input: input_size must hold 4 sizes"):
+        nn.grad.conv2d_input((5,), w, g)

@@ -122,3 +122,15 @@ def test_loss_errors_as_pytorch():
         F.poisson_nll_loss(x, x, reduction="bad")
     with pytest.raises(ValueError, match="bad is not a valid value for reduction"):
         F.hinge_embedding_loss(x, x, reduction="bad")
+
+
+@requires_torch
+def test_nll_loss2d_is_the_deprecated_nll_loss():
+    logp = np.log(np.random.default_rng(0).dirichlet(np.ones(3), (2, 4, 5)).transpose(0, 3, 1, 2))
+    target = np.random.default_rng(1).integers(0, 3, (2, 4, 5))
+    with pytest.warns(FutureWarning, match="`NLLLoss2d` has been deprecated"):
+        layer = nn.NLLLoss2d(ignore_index=1)
+    with pytest.warns(FutureWarning):
+        t_layer = torch.nn.NLLLoss2d(ignore_index=1)
+    compare_modules(layer, t_layer, logp, target)
+    assert isinstance(layer, nn.NLLLoss)

@@ -122,3 +122,44 @@ def test_max_unpool_errors():
         F.max_unpool2d(x, where + 16, 2)
     with pytest.raises(RuntimeError, match="expected indices to be an int64 tensor of the input's shape"):
         F.max_unpool2d(x, where.float(), 2)
+
+
+@requires_torch
+@pytest.mark.parametrize("kwargs", [dict(kernel_size=2, output_size=(5, 4)),
+                                    dict(kernel_size=3, output_ratio=(0.5, 0.5)),
+                                    dict(kernel_size=(2, 3), output_size=(8, 6))], ids=["size", "ratio", "rect"])
+def test_fractional_max_pool2d_matches_torch_for_given_samples(kwargs):
+    samples = np.random.default_rng(3).random((2, 3, 2))
+    layer = nn.FractionalMaxPool2d(**kwargs, return_indices=True, _random_samples=gl.tensor(samples))
+    t_layer = torch.nn.FractionalMaxPool2d(**kwargs, return_indices=True, _random_samples=torch.tensor(samples))
+    compare_modules(layer, t_layer, randn(2, 3, 9, 8), load=False)
+
+
+@requires_torch
+def test_fractional_max_pool3d_matches_torch_for_given_samples():
+    samples = np.random.default_rng(3).random((2, 2, 3))
+    out, where = F.fractional_max_pool3d_with_indices(gl.tensor(randn(2, 2, 6, 7, 5)), 2, output_size=(4, 5, 3),
+                                                      _random_samples=gl.tensor(samples))
+    t_out, t_where = torch.nn.functional.fractional_max_pool3d(torch.tensor(randn(2, 2, 6, 7, 5)), 2,
+                                                               output_size=(4, 5, 3), return_indices=True,
+                                                               _random_samples=torch.tensor(samples))
+    assert_close(out, t_out)
+    np.testing.assert_array_equal(where.numpy(), t_where.numpy())
+
+
+def test_fractional_max_pool_draws_windows_and_checks_its_arguments():
+    gl.manual_seed(0)
+    x = leaf(2, 3, 10, 10)
+    out = F.fractional_max_pool2d(x, 3, output_ratio=0.5)
+    assert out.shape == (2, 3, 5, 5)
+    samples = gl.tensor(np.random.default_rng(0).random((2, 3, 2)))
+    assert gradcheck(lambda t: F.fractional_max_pool2d(t, 2, output_size=(4, 3), _random_samples=samples),
+                     (leaf(2, 3, 6, 5),))
+    with pytest.raises(ValueError, match="FractionalMaxPool2d requires specifying either an output size, or a "
+                                         "pooling ratio"):
+        nn.FractionalMaxPool2d(2)
+    with pytest.raises(ValueError, match="output_ratio must be between 0 and 1"):
+        nn.FractionalMaxPool2d(2, output_ratio=1.5)
+    with pytest.raises(RuntimeError, match="fractional_max_pool2d\\(\\): pool height 3 too large relative to input "
+                                           "height 4"):
+        F.fractional_max_pool2d(gl.ones(1, 1, 4, 4), 3, output_size=(3, 2))

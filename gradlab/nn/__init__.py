@@ -3,4 +3,4 @@
 from . import functional, init  # noqa: F401
 from .modules import *  # noqa: F401,F403
 from .parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter  # noqa: F401
-from . import utils  # noqa: F401
+from . import grad, utils  # noqa: F401

@@ -21,13 +21,16 @@ import numpy as np
 from ...autograd.function import Function
 from ...dtypes import bool_, int64
 from ...ops._common import TrackedTensor, describe, shape_str
+from ...random import _rng
 from .conv import Geometry, _pad_or_crop, batched_input, ntuple
 
 __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices", "max_pool2d_with_indices",
            "max_pool3d_with_indices", "avg_pool1d", "avg_pool2d", "avg_pool3d", "lp_pool1d", "lp_pool2d", "lp_pool3d",
            "max_unpool1d", "max_unpool2d", "max_unpool3d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
            "adaptive_avg_pool3d", "adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d",
-           "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices", "adaptive_max_pool3d_with_indices"]
+           "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices", "adaptive_max_pool3d_with_indices",
+           "fractional_max_pool2d", "fractional_max_pool3d", "fractional_max_pool2d_with_indices",
+           "fractional_max_pool3d_with_indices"]
 
 
 def _windows(backend, x, kernel, geo, fill=0):
@@ -590,29 +593,41 @@ def adaptive_avg_pool3d(input, output_size):
     return _adaptive_avg_pool("adaptive_avg_pool3d", 3, input, output_size)
 
 
-def _adaptive_max_indices(backend, x, size):
-    """Where the maximum of every adaptive window is: flat per-plane positions, (N, C, *size) int64.
+def _window_max_indices(backend, x, taps):
+    """Where the maximum of every window is, as flat per-plane positions (N, C, *out) int64, the first largest
+    in row-major order winning.
 
-    Along each dim a window is padded to the longest one by repeating its first position (a repeat
-    never beats the original), so all windows are one gather and one argmax; the first largest wins.
+    ``taps[i]`` (host int64, shape (N or 1, C or 1, out_i, k_i)) lists the positions along spatial dim i that
+    each window covers; the windows of one plane are one gather and one argmax.
     """
-    spatial = tuple(x.shape[2:])
-    flat = np.zeros((), dtype=np.int64)  # the window positions, one dim at a time (Horner: flat · n + tap)
-    for i, (n, o) in enumerate(zip(spatial, size)):
-        bounds = _adaptive_bounds(n, o)
-        k = max((end - start for start, end in bounds), default=1)
-        taps = np.array([[start + j if start + j < end else start for j in range(k)] for start, end in bounds],
-                        dtype=np.int64).reshape(o, k)
-        flat = flat[..., None, None] * n + taps
-    nd = len(spatial)
-    # flat has axes (o0, k0, o1, k1, ...): the window taps last, in row-major order
-    flat = np.transpose(flat, tuple(range(0, 2 * nd, 2)) + tuple(range(1, 2 * nd, 2))).reshape(tuple(size) + (-1,))
+    n, c, spatial, nd = x.shape[0], x.shape[1], tuple(x.shape[2:]), len(taps)
+    flat = np.zeros((1, 1), dtype=np.int64)  # positions, one dim at a time (Horner: flat · size + tap)
+    for i, (size, tap) in enumerate(zip(spatial, taps)):
+        tap = tap.reshape(tap.shape[:2] + (1,) * (2 * i) + tap.shape[2:])
+        flat = flat.reshape(flat.shape + (1, 1)) * size + tap
+    out, k = flat.shape[2::2], math.prod(flat.shape[3::2])  # flat: (N, C, o0, k0, o1, k1, ...)
+    flat = np.transpose(flat, (0, 1) + tuple(range(2, 2 + 2 * nd, 2)) + tuple(range(3, 3 + 2 * nd, 2)))  # taps last
+    flat = np.ascontiguousarray(np.broadcast_to(flat.reshape(flat.shape[:2] + out + (k,)), (n, c) + out + (k,)))
     where = backend.asarray(flat, int64)
-    planes = backend.reshape(x.array, tuple(x.shape[:2]) + (-1,))
-    values = backend.getitem(planes, (slice(None), slice(None), where))  # (N, C, *size, K)
-    best = backend.reshape(backend.argmax(values, -1, True), tuple(x.shape[:2]) + tuple(size) + (1,))
-    taken = backend.take_along_axis(backend.broadcast_to(where, tuple(x.shape[:2]) + tuple(flat.shape)), best, -1)
-    return backend.reshape(taken, tuple(x.shape[:2]) + tuple(size))
+    planes = backend.reshape(x.array, (n, c, -1))
+    values = backend.reshape(backend.take_along_axis(planes, backend.reshape(where, (n, c, -1)), -1), where.shape)
+    best = backend.reshape(backend.argmax(values, -1, True), (n, c) + out + (1,))
+    return backend.reshape(backend.take_along_axis(where, best, -1), (n, c) + out)
+
+
+def _adaptive_taps(n, o):
+    """(1, 1, o, k): the positions of every adaptive window, padded to the longest by repeating its first
+    position (a repeat never beats the original)."""
+    bounds = _adaptive_bounds(n, o)
+    k = max((end - start for start, end in bounds), default=1)
+    taps = [[start + j if start + j < end else start for j in range(k)] for start, end in bounds]
+    return np.array(taps, dtype=np.int64).reshape(1, 1, o, k)
+
+
+def _gather_windows(x, where, out):
+    """x's values at the flat per-plane positions ``where`` (so the gradient goes back to exactly those)."""
+    values = x.reshape(x.shape[0], x.shape[1], -1).gather(2, where.reshape(x.shape[0], x.shape[1], -1))
+    return values.reshape(tuple(x.shape[:2]) + tuple(out))
 
 
 def _adaptive_max_pool(op, nd, input, output_size, return_indices):
@@ -627,9 +642,9 @@ def _adaptive_max_pool(op, nd, input, output_size, return_indices):
         out = x.new_zeros(tuple(x.shape[:2]) + size)
         where = x.new_zeros(tuple(x.shape[:2]) + size, dtype=int64)
     else:
-        where = x._wrap(_adaptive_max_indices(x.device.backend, x, size))
-        out = x.reshape(x.shape[0], x.shape[1], -1).gather(2, where.reshape(x.shape[0], x.shape[1], -1))
-        out = out.reshape(tuple(x.shape[:2]) + size)
+        taps = [_adaptive_taps(n, o) for n, o in zip(x.shape[2:], size)]
+        where = x._wrap(_window_max_indices(x.device.backend, x, taps))
+        out = _gather_windows(x, where, size)
     if unbatched:
         out, where = out.squeeze(0), where.squeeze(0)
     return (out, where) if return_indices else out
@@ -651,3 +666,87 @@ def _adaptive_max(nd, with_indices):
 adaptive_max_pool1d, adaptive_max_pool2d, adaptive_max_pool3d = (_adaptive_max(nd, False) for nd in (1, 2, 3))
 (adaptive_max_pool1d_with_indices, adaptive_max_pool2d_with_indices,
  adaptive_max_pool3d_with_indices) = (_adaptive_max(nd, True) for nd in (1, 2, 3))
+
+
+
+# --- fractional max pooling: pseudo-random windows that shrink by a non-integer factor ---------------
+
+def _fractional_starts(samples, n, o, k):
+    """PyTorch's interval sequence: window i starts at int((i + u) α) − int(u α), α = (n − k)/(o − 1), the
+    last at n − k; u is the plane's random sample (host arrays, computed in the input's precision)."""
+    starts = np.empty(samples.shape + (o,), dtype=np.int64)
+    if o > 1:
+        alpha = samples.dtype.type(n - k) / samples.dtype.type(o - 1)
+        i = np.arange(o - 1, dtype=samples.dtype)
+        starts[..., :-1] = ((i + samples[..., None]) * alpha).astype(np.int64) - (samples[..., None] * alpha).astype(
+            np.int64)
+    starts[..., -1] = n - k
+    return starts
+
+
+_SAMPLE_ORDER = {2: (1, 0), 3: (0, 1, 2)}  # which random sample drives which spatial dim (2-D: W first)
+
+
+def _fractional_max_pool(op, nd, input, kernel_size, output_size, output_ratio, return_indices, _random_samples):
+    x, unbatched = batched_input(op, input, nd)
+    kernel = ntuple(op, "kernel_size", kernel_size, nd, minimum=1)
+    if output_size is None and output_ratio is None:
+        raise ValueError(f"{op} requires specifying either an output_size or an output_ratio")
+    if output_size is None:
+        ratio = (output_ratio,) * nd if not hasattr(output_ratio, "__len__") else tuple(output_ratio)
+        if len(ratio) != nd:
+            raise ValueError(f"{op} requires output_ratio to either be a single Int or tuple of Ints.")
+        size = tuple(int(n * r) for n, r in zip(x.shape[2:], ratio))
+    else:
+        size = ntuple(op, "output_size", output_size, nd, minimum=1)
+    for name, n, o, k in zip(("time", "height", "width")[3 - nd:], x.shape[2:], size, kernel):
+        if o + k - 1 > n:
+            raise RuntimeError(f"{op}(): pool {name} {k} too large relative to input {name} {n} (output_size "
+                               f"{size}, kernel_size {kernel})")
+    backend = x.device.backend
+    if _random_samples is None:
+        samples = backend.random_uniform(_rng(None), (x.shape[0], x.shape[1], nd), 0.0, 1.0, x.dtype)
+    else:
+        if tuple(_random_samples.shape) != (x.shape[0], x.shape[1], nd):
+            raise RuntimeError(f"{op}(): expected _random_samples of shape ({x.shape[0]}, {x.shape[1]}, {nd}), got "
+                               f"{shape_str(_random_samples.shape)}")
+        samples = _random_samples.array
+    samples = backend.to_numpy(samples)
+    taps = []
+    for d, (n, o, k) in enumerate(zip(x.shape[2:], size, kernel)):
+        starts = _fractional_starts(samples[..., _SAMPLE_ORDER[nd][d]], n, o, k)
+        taps.append(starts[..., None] + np.arange(k))
+    where = x._wrap(_window_max_indices(backend, x, taps))
+    out = _gather_windows(x, where, size)
+    if unbatched:
+        out, where = out.squeeze(0), where.squeeze(0)
+    return (out, where) if return_indices else out
+
+
+def fractional_max_pool2d(input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+                          _random_samples=None):
+    """Max-pooling over pseudo-random, overlapping kernel_size windows placed so that (N, C, H, W) shrinks to
+    output_size (or by output_ratio), a factor that need not be an integer (Graham's fractional max-pooling)."""
+    return _fractional_max_pool("fractional_max_pool2d", 2, input, kernel_size, output_size, output_ratio,
+                                return_indices, _random_samples)
+
+
+def fractional_max_pool3d(input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+                          _random_samples=None):
+    """Fractional max-pooling of (N, C, T, H, W) volumes."""
+    return _fractional_max_pool("fractional_max_pool3d", 3, input, kernel_size, output_size, output_ratio,
+                                return_indices, _random_samples)
+
+
+def fractional_max_pool2d_with_indices(input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+                                       _random_samples=None):
+    """fractional_max_pool2d that always returns (output, indices)."""
+    return _fractional_max_pool("fractional_max_pool2d", 2, input, kernel_size, output_size, output_ratio, True,
+                                _random_samples)
+
+
+def fractional_max_pool3d_with_indices(input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+                                       _random_samples=None):
+    """fractional_max_pool3d that always returns (output, indices)."""
+    return _fractional_max_pool("fractional_max_pool3d", 3, input, kernel_size, output_size, output_ratio, True,
+                                _random_samples)

@@ -6,6 +6,8 @@ training script can build it once and call it every step; the maths lives in fun
 
 from __future__ import annotations
 
+import warnings
+
 from .. import functional as F
 from ..functional.loss import _legacy_reduction
 from .distance import PairwiseDistance
@@ -15,7 +17,7 @@ __all__ = [
     "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "CrossEntropyLoss", "NLLLoss", "BCELoss", "BCEWithLogitsLoss",
     "KLDivLoss", "MarginRankingLoss", "CosineEmbeddingLoss", "HingeEmbeddingLoss", "SoftMarginLoss",
     "MultiLabelSoftMarginLoss", "MultiMarginLoss", "MultiLabelMarginLoss", "TripletMarginLoss",
-    "TripletMarginWithDistanceLoss", "GaussianNLLLoss", "PoissonNLLLoss",
+    "TripletMarginWithDistanceLoss", "GaussianNLLLoss", "PoissonNLLLoss", "NLLLoss2d",
 ]
 
 
@@ -96,6 +98,17 @@ class NLLLoss(_WeightedLoss):
 
     def forward(self, input, target):
         return F.nll_loss(input, target, weight=self.weight, ignore_index=self.ignore_index, reduction=self.reduction)
+
+
+class NLLLoss2d(NLLLoss):
+    """The deprecated name of NLLLoss for (N, C, H, W) log-probabilities (NLLLoss takes them as they are)."""
+
+    def __init__(self, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
+                 reduction: str = "mean"):
+        warnings.warn("`NLLLoss2d` has been deprecated. Please use `NLLLoss` instead as a drop-in replacement and see "
+                      "https://pytorch.org/docs/main/nn.html#torch.nn.NLLLoss for more details.", FutureWarning,
+                      stacklevel=2)
+        super().__init__(weight, size_average, ignore_index, reduce, reduction)
 
 
 class BCELoss(_WeightedLoss):

@@ -12,7 +12,8 @@ from .module import Module
 
 __all__ = ["MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "LPPool1d", "LPPool2d",
            "LPPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
-           "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d"]
+           "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "FractionalMaxPool2d",
+           "FractionalMaxPool3d"]
 
 
 class _MaxPoolNd(Module):
@@ -236,3 +237,47 @@ class AdaptiveMaxPool3d(_AdaptiveMaxPool):
     """Maxima over an output_size grid of windows of (N, C, D, H, W)."""
 
     _function = staticmethod(F.adaptive_max_pool3d)
+
+
+
+class _FractionalMaxPoolNd(Module):
+    """Max-pooling over pseudo-random windows that shrink the input by output_size or output_ratio.
+
+    ``_random_samples`` (N, C, nd) fixes the windows (a buffer); without it each call draws new ones.
+    """
+
+    _nd = 2
+    _function = None
+
+    def __init__(self, kernel_size, output_size=None, output_ratio=None, return_indices=False, _random_samples=None):
+        super().__init__()
+        name = type(self).__name__
+        self.kernel_size = ntuple(name, "kernel_size", kernel_size, self._nd)
+        self.return_indices = return_indices
+        self.register_buffer("_random_samples", _random_samples)
+        self.output_size = ntuple(name, "output_size", output_size, self._nd) if output_size is not None else None
+        if output_ratio is not None:
+            output_ratio = tuple(output_ratio) if hasattr(output_ratio, "__len__") else (output_ratio,) * self._nd
+        self.output_ratio = output_ratio
+        if output_size is None and output_ratio is None:
+            raise ValueError(f"{name} requires specifying either an output size, or a pooling ratio")
+        if output_size is not None and output_ratio is not None:
+            raise ValueError("only one of output_size and output_ratio may be specified")
+        if output_ratio is not None and not all(0 < r < 1 for r in output_ratio):
+            raise ValueError(f"output_ratio must be between 0 and 1 (got {output_ratio})")
+
+    def forward(self, input):
+        return self._function(input, self.kernel_size, self.output_size, self.output_ratio, self.return_indices,
+                              _random_samples=self._random_samples)
+
+
+class FractionalMaxPool2d(_FractionalMaxPoolNd):
+    """Fractional max-pooling of (N, C, H, W)."""
+
+    _nd, _function = 2, staticmethod(F.fractional_max_pool2d)
+
+
+class FractionalMaxPool3d(_FractionalMaxPoolNd):
+    """Fractional max-pooling of (N, C, T, H, W)."""
+
+    _nd, _function = 3, staticmethod(F.fractional_max_pool3d)
