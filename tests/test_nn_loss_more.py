@@ -126,7 +126,7 @@ def test_loss_errors_as_pytorch():
 
 @requires_torch
 def test_nll_loss2d_is_the_deprecated_nll_loss():
-    logp = np.log(np.random.default_rng(0).dirichlet(np.ones(3), (2, 4, 5)).transpose(0, 3, 1, 2))
+    logp = np.ascontiguousarray(np.log(np.random.default_rng(0).dirichlet(np.ones(3), (2, 4, 5))).transpose(0, 3, 1, 2))
     target = np.random.default_rng(1).integers(0, 3, (2, 4, 5))
     with pytest.warns(FutureWarning, match="`NLLLoss2d` has been deprecated"):
         layer = nn.NLLLoss2d(ignore_index=1)
