@@ -22,3 +22,4 @@ from .upsampling import *  # noqa: F401,F403
 from .distance import *  # noqa: F401,F403
 from .fold import *  # noqa: F401,F403
 from .lazy import *  # noqa: F401,F403
+from .adaptive import *  # noqa: F401,F403
