@@ -134,3 +134,68 @@ def test_nll_loss2d_is_the_deprecated_nll_loss():
         t_layer = torch.nn.NLLLoss2d(ignore_index=1)
     compare_modules(layer, t_layer, logp, target)
     assert isinstance(layer, nn.NLLLoss)
+
+
+# --- CTC ------------------------------------------------------------------------------------------
+
+CTC_LOGITS = randn(12, 3, 5, seed=7)
+CTC_TARGETS = np.array([[1, 3, 3, 2], [4, 4, 1, 1], [2, 1, 3, 1]])  # repeated labels need a blank between
+CTC_INPUT_LENGTHS, CTC_TARGET_LENGTHS = np.array([12, 10, 7]), np.array([4, 2, 3])
+
+
+def ctc_pair(logits, *args, **kwargs):
+    """ctc_loss on log_softmax(logits) in gradlab and torch: values and gradients with respect to the logits."""
+    g, t = gl.tensor(logits, requires_grad=True), torch.tensor(logits, requires_grad=True)
+    dim = logits.ndim - 1
+    as_gl = [gl.tensor(a) if isinstance(a, np.ndarray) else a for a in args]
+    as_torch = [torch.tensor(a) if isinstance(a, np.ndarray) else a for a in args]
+    out = F.ctc_loss(F.log_softmax(g, dim), *as_gl, **kwargs)
+    t_out = torch.nn.functional.ctc_loss(torch.nn.functional.log_softmax(t, dim), *as_torch, **kwargs)
+    assert_close(out, t_out)
+    out.sum().backward()
+    t_out.sum().backward()
+    assert_close(g.grad, t.grad)
+
+
+@requires_torch
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_ctc_loss_matches_torch(reduction):
+    for zero_infinity in (False, True):
+        ctc_pair(CTC_LOGITS, CTC_TARGETS, CTC_INPUT_LENGTHS, CTC_TARGET_LENGTHS, reduction=reduction,
+                 zero_infinity=zero_infinity)
+    layer, t_layer = nn.CTCLoss(blank=0, reduction=reduction), torch.nn.CTCLoss(blank=0, reduction=reduction)
+    assert repr(layer) == repr(t_layer)
+    log_probs = np.log(np.random.default_rng(0).dirichlet(np.ones(5), (12, 3)))
+    # values only: PyTorch's gradient with respect to log_probs carries an extra exp(log_probs) (see ctc_pair)
+    compare_modules(layer, t_layer, log_probs, CTC_TARGETS, CTC_INPUT_LENGTHS, CTC_TARGET_LENGTHS, frozen=(0,))
+
+
+@requires_torch
+def test_ctc_loss_concatenated_targets_other_blank_unbatched_and_empty():
+    ctc_pair(CTC_LOGITS, np.array([1, 1, 1, 1, 3, 4, 0]), (5, 2, 3), (4, 1, 2), blank=2, reduction="none",
+             zero_infinity=True)  # the first sample cannot be aligned: loss and gradient 0
+    ctc_pair(CTC_LOGITS[:, 0].copy(), CTC_TARGETS[0], np.array(12), np.array(4))
+    ctc_pair(CTC_LOGITS, CTC_TARGETS, CTC_INPUT_LENGTHS, np.array([0, 2, 3]), reduction="none")
+
+
+def test_ctc_loss_is_infinite_for_an_impossible_alignment():
+    lp = F.log_softmax(gl.tensor(CTC_LOGITS), 2)
+    loss = F.ctc_loss(lp, gl.tensor([[1, 1, 1]] * 3), (3, 5, 5), (3, 3, 3), reduction="none")
+    assert loss.numpy()[0] == np.inf and np.isfinite(loss.numpy()[1:]).all()  # 1 _ 1 _ 1 needs 5 steps
+
+
+def test_ctc_loss_gradcheck():
+    lp = gl.tensor(np.log(np.random.default_rng(0).dirichlet(np.ones(3), (4, 2))), requires_grad=True)
+    assert gradcheck(lambda x: F.ctc_loss(x, gl.tensor([[1, 2], [1, 1]]), (4, 3), (2, 1)), (lp,))
+
+
+def test_ctc_loss_errors():
+    lp = gl.tensor(CTC_LOGITS)
+    with pytest.raises(RuntimeError, match="Expected input_lengths to have value at most 12, but got value 13"):
+        F.ctc_loss(lp, gl.tensor(CTC_TARGETS), (13, 1, 1), (1, 1, 1))
+    with pytest.raises(RuntimeError, match="blank must be in label range"):
+        F.ctc_loss(lp, gl.tensor(CTC_TARGETS), (12, 1, 1), (1, 1, 1), blank=5)
+    with pytest.raises(RuntimeError, match="Expected tensor to have size at least 5 at dimension 1"):
+        F.ctc_loss(lp, gl.tensor(CTC_TARGETS), (12, 1, 1), (5, 1, 1))
+    with pytest.raises(RuntimeError, match="expected target_lengths to hold 3 lengths"):
+        F.ctc_loss(lp, gl.tensor(CTC_TARGETS), (12, 1, 1), (5, 1))

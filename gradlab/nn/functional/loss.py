@@ -12,12 +12,15 @@ from __future__ import annotations
 import math
 import warnings
 
+import numpy as np
+
 from ...autograd.function import Function
 from ...autograd.grad_mode import grad_state
-from ...dtypes import int64
+from ...dtypes import bool_, int64
 from ...ops._common import (TrackedTensor, binary_operands, broadcast_shapes, describe, float_dtype_required, shape_str,
                             sum_to_shape)
 from ...ops.elementwise import where
+from ...ops.functional import cat
 from .activation import logsigmoid, softplus
 from .distance import pairwise_distance
 
@@ -26,7 +29,7 @@ __all__ = [
     "binary_cross_entropy_with_logits", "kl_div", "margin_ranking_loss", "cosine_embedding_loss",
     "hinge_embedding_loss", "soft_margin_loss", "multilabel_soft_margin_loss", "multi_margin_loss",
     "multilabel_margin_loss", "triplet_margin_loss", "triplet_margin_with_distance_loss", "gaussian_nll_loss",
-    "poisson_nll_loss",
+    "poisson_nll_loss", "ctc_loss",
 ]
 
 _REDUCTIONS = ("mean", "sum", "none")
@@ -726,3 +729,126 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
         stirling = safe * safe.log() - safe + 0.5 * (2 * math.pi * safe).log()
         loss = loss + where(target > 1, stirling, 0.0)
     return _reduce(loss, reduction)
+
+
+# --- connectionist temporal classification ------------------------------------------------------
+
+def _lengths(op, name, lengths, count):
+    """input_lengths / target_lengths (a tensor, list or tuple) as host ints, one per sample."""
+    if isinstance(lengths, TrackedTensor):
+        values = lengths.device.backend.to_numpy(lengths.array).reshape(-1)
+    else:
+        values = np.asarray(lengths).reshape(-1)
+    if values.dtype.kind not in "iu":
+        raise RuntimeError(f"{op}: {name} must be integers, got {values.dtype}")
+    if len(values) != count:
+        raise RuntimeError(f"{op}: expected {name} to hold {count} lengths (one per sample), got {len(values)}")
+    return values.astype(np.int64)
+
+
+def _logaddexp(*terms):
+    """log Σ exp(terms), exactly −inf where every term is −inf, with finite gradients everywhere (−inf entries,
+    states no alignment reaches, would otherwise turn the gradient into NaN)."""
+    top = terms[0]
+    for t in terms[1:]:
+        top = top.maximum(t)
+    top = top.detach()
+    unreachable = top == -math.inf
+    shift = where(unreachable, 0.0, top)
+    total = None
+    for t in terms:
+        e = (where(unreachable, 0.0, t) - shift).exp()
+        total = e if total is None else total + e
+    return where(unreachable, -math.inf, total.log() + shift)
+
+
+def _extended_targets(op, targets, out_lengths, n, classes, blank, unbatched):
+    """Each target with a blank before, between and after its labels ((N, 2S + 1), padded with blanks), and
+    where a label may follow the label two back directly (it differs from it: no blank needed between)."""
+    labels = targets.device.backend.to_numpy(targets.array).astype(np.int64)
+    longest = int(out_lengths.max()) if n else 0
+    if unbatched:  # one target, padded or not
+        labels = labels.reshape(1, -1)
+    if labels.ndim == 2:
+        if labels.shape[0] != n:
+            raise RuntimeError(f"{op}: padded targets must have one row per sample: got targets of shape "
+                               f"{shape_str(targets.shape)} for a batch of {n}")
+        if labels.shape[1] < longest:
+            raise RuntimeError(f"{op}: Expected tensor to have size at least {longest} at dimension 1, but got size "
+                               f"{labels.shape[1]} for argument #2 'targets' (a padded (N, S) target)")
+        padded = labels[:, :max(longest, 1)]
+    else:  # the targets of all samples, one after the other
+        if labels.size != out_lengths.sum():
+            raise RuntimeError(f"{op}: concatenated targets hold {labels.size} labels but target_lengths sum to "
+                               f"{out_lengths.sum()}")
+        padded = np.zeros((n, max(longest, 1)), dtype=np.int64)
+        for i, (end, length) in enumerate(zip(np.cumsum(out_lengths), out_lengths)):
+            padded[i, :length] = labels[end - length:end]
+    padded = np.where(np.arange(padded.shape[1]) < out_lengths[:, None], padded, blank)
+    if ((padded < 0) | (padded >= classes)).any():
+        raise IndexError(f"{op}: target labels must be in [0, {classes - 1}]")
+    extended = np.full((n, 2 * padded.shape[1] + 1), blank, dtype=np.int64)
+    extended[:, 1::2] = padded
+    skip = np.zeros(extended.shape, dtype=bool)
+    skip[:, 2:] = (extended[:, 2:] != blank) & (extended[:, 2:] != extended[:, :-2])
+    return extended, skip
+
+
+def _forward_variables(lp, extended, skip, in_lengths):
+    """α[n, s] = log p(the first s symbols of the extended target | the first T_n steps): each step an alignment
+    stays on its symbol, moves to the next, or skips a blank; a sample's α stops changing after its T_n steps."""
+    steps, n, width = lp.shape[0], lp.shape[1], extended.shape[1]
+    emit = lp.gather(2, extended.unsqueeze(0).expand(steps, n, width))  # (T, N, 2S + 1)
+    none = lp.new_full((n, 1), -math.inf)
+    starts = lp.new_tensor(np.arange(width) < 2, dtype=bool_)  # a blank or the first label
+    alpha = where(starts, emit[0], -math.inf)
+    running = lp.new_tensor(in_lengths).unsqueeze(1)
+    for t in range(1, steps):
+        step = cat((none, alpha[:, :-1]), 1)
+        jump = where(skip, cat((none, none, alpha[:, :-2]), 1), -math.inf)
+        alpha = where(running > t, _logaddexp(alpha, step, jump) + emit[t], alpha)
+    return alpha
+
+
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean", zero_infinity=False):
+    """−log p(target | input) summed over every alignment of the target to the T input steps (Graves et al.).
+
+    log_probs (T, N, C) (or (T, C)) are log-softmax outputs; targets are (N, S) padded or the N targets
+    concatenated. The forward recursion over the extended target (a blank around every label) runs on
+    Tensor operations, so gradients of any order follow. 'mean' divides each loss by its target length.
+    The gradient is the true one with respect to log_probs (PyTorch's adds exp(log_probs), which its
+    log_softmax backward then cancels); an impossible alignment has loss inf and a zero gradient where
+    PyTorch's is NaN (zero_infinity=True also sets the loss to 0).
+    """
+    op = "ctc_loss"
+    _tensors(op, log_probs=log_probs, targets=targets)
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    unbatched = log_probs.ndim == 2
+    if log_probs.ndim not in (2, 3):
+        raise RuntimeError(f"{op}: expected log_probs of shape (T, N, C) or (T, C), got {describe(log_probs)}")
+    lp = log_probs.unsqueeze(1) if unbatched else log_probs
+    steps, n, classes = lp.shape
+    if not 0 <= blank < classes:
+        raise RuntimeError(f"{op}: blank must be in label range (blank={blank}, {classes} classes)")
+    in_lengths = _lengths(op, "input_lengths", input_lengths, n)
+    out_lengths = _lengths(op, "target_lengths", target_lengths, n)
+    if (in_lengths > steps).any() or (in_lengths < 0).any():
+        raise RuntimeError(f"{op}: Expected input_lengths to have value at most {steps}, but got value "
+                           f"{in_lengths.max() if (in_lengths > steps).any() else in_lengths.min()}")
+    extended, skip = _extended_targets(op, targets, out_lengths, n, classes, blank, unbatched)
+    alpha = _forward_variables(lp, targets.new_tensor(extended), lp.new_tensor(skip, dtype=bool_), in_lengths)
+    last = targets.new_tensor(2 * out_lengths).unsqueeze(1)  # the final blank; the last label is just before it
+    final = alpha.gather(1, last).squeeze(1)
+    has_label = targets.new_tensor(out_lengths > 0, dtype=bool_)
+    before = where(has_label, alpha.gather(1, (last - 1).clamp_min(0)).squeeze(1), -math.inf)
+    loss = -_logaddexp(final, before)
+    no_input = lp.new_tensor(np.where(out_lengths == 0, 0.0, math.inf))  # T = 0: only an empty target fits
+    loss = where(lp.new_tensor(in_lengths > 0, dtype=bool_), loss, no_input)
+    if zero_infinity:
+        loss = where(loss == math.inf, 0.0, loss)
+    if reduction == "mean":
+        return (loss / lp.new_tensor(np.maximum(out_lengths, 1))).mean()
+    if reduction == "sum":
+        return loss.sum()
+    return loss.squeeze(0) if unbatched else loss
