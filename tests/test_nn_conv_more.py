@@ -87,3 +87,19 @@ def test_nn_grad_is_the_gradient_of_the_convolution():
     assert_close(nn.grad.conv2d_weight(x.detach(), w.shape, g, stride=2, padding=1), w.grad)
     with pytest.raises(ValueError, match="conv2d_input: input_size must hold 4 sizes"):
         nn.grad.conv2d_input((5,), w, g)
+
+
+@requires_torch
+@pytest.mark.parametrize("pad", [0, 1, 2])
+def test_conv_tbc_matches_torch(pad):
+    x, w, b = randn(7, 2, 3), randn(3, 3, 4, seed=1), randn(4, seed=2)
+    pairs = [(gl.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)) for a in (x, w, b)]
+    out = F.conv_tbc(*[p[0] for p in pairs], pad)
+    t_out = torch.conv_tbc(*[p[1] for p in pairs], pad)
+    assert_close(out, t_out)
+    out.sum().backward()
+    t_out.sum().backward()
+    for g, t in pairs:
+        assert_close(g.grad, t.grad)
+    with pytest.raises(RuntimeError, match="conv_tbc: Input dim 2 \\(input channels\\) is not == dim 1"):
+        F.conv_tbc(gl.ones(7, 2, 5), gl.ones(3, 3, 4), gl.ones(4))

@@ -3,4 +3,5 @@
 from . import functional, init  # noqa: F401
 from .modules import *  # noqa: F401,F403
 from .parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter  # noqa: F401
-from . import grad, utils  # noqa: F401
+from . import common_types, grad, utils  # noqa: F401
+from .factory import factory_kwargs  # noqa: F401
