@@ -21,8 +21,8 @@ from typing import NamedTuple
 from ...autograd.function import Function
 from ...ops._common import TrackedTensor, shape_str
 
-__all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "conv_tbc", "unfold",
-           "fold"]
+__all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "conv_tbc",
+           "unfold", "fold"]
 
 
 class Geometry(NamedTuple):
