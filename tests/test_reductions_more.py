@@ -104,6 +104,10 @@ CASES = [
      lambda a: a.prod(1, keepdims=True), None),
     ("cumsum_keywords", lambda L, x: L.cumsum(x, dim=1, dtype=L.float64), [(2, 3)], lambda a: a.cumsum(1), None),
     ("cumprod_keywords", lambda L, x: x.cumprod(dim=0, dtype=L.float64), [(2, 3)], lambda a: a.cumprod(0), None),
+    ("cumprod_in_place", lambda L, x: (x * 1).cumprod_(dim=1), [(2, 3)], lambda a: a.cumprod(1), None),
+    ("cumsum_in_place", lambda L, x: (x * 1).cumsum_(0), [(2, 3)], lambda a: a.cumsum(0), None),
+    ("max_other", lambda L, x, y: L.max(x, other=y), [(2, 3), (2, 3)], np.maximum, None),
+    ("min_other_method", lambda L, x, y: x.min(other=y), [(2, 3), (3,)], np.minimum, None),
 ]
 IDS = [c[0] for c in CASES]
 
@@ -283,6 +287,11 @@ def test_renorm_in_place():
     x = gl.tensor(a)
     assert x.renorm_(2, 0, 1.0) is x
     assert_close(x, _np_renorm(a, 2, 0, 1.0))
+
+
+def test_max_takes_dim_or_other_not_both():
+    with pytest.raises(TypeError, match=r"max\(\): give dim or other, not both"):
+        gl.max(gl.ones(2), 0, other=gl.ones(2))
 
 
 def test_diff_of_bool_is_not_equal():

@@ -90,6 +90,21 @@ CASES = [
     ("split_with_sizes_copy", lambda L, x: L.split_with_sizes_copy(x, [1, 2], 1), [(2, 3)],
      lambda a: np.split(a, [1], 1)),
     ("alias_copy", lambda L, x: L.alias_copy(x), [(2, 3)], lambda a: a),
+    ("unsafe_split_with_sizes", lambda L, x: L.unsafe_split_with_sizes(x, [1, 2], 1), [(2, 3)],
+     lambda a: np.split(a, [1], 1)),
+    ("unsafe_split_with_sizes_method", lambda L, x: x.unsafe_split_with_sizes([2, 1]), [(3, 2)],
+     lambda a: np.split(a, [2])),
+    ("H", lambda L, x: x.H, [(2, 3)], lambda a: a.T),
+    ("mH", lambda L, x: x.mH, [(2, 3, 4)], lambda a: a.swapaxes(-1, -2)),
+    ("adjoint", lambda L, x: L.adjoint(x), [(2, 3, 4)], lambda a: a.swapaxes(-1, -2)),
+    ("adjoint_method", lambda L, x: x.adjoint(), [(2, 3)], lambda a: a.T),
+    ("swapaxes_keywords", lambda L, x: L.swapaxes(x, axis0=0, axis1=2), [(2, 3, 4)], lambda a: a.swapaxes(0, 2)),
+    ("swapaxes_method_keywords", lambda L, x: x.swapaxes(axis0=1, axis1=0), [(2, 3)], lambda a: a.T),
+    ("swapdims_keywords", lambda L, x: L.swapdims(x, dim0=0, dim1=1), [(2, 3)], lambda a: a.T),
+    ("tensor_split_sections_keyword", lambda L, x: L.tensor_split(x, sections=3), [(7,)],
+     lambda a: np.array_split(a, 3)),
+    ("tensor_split_indices_keyword", lambda L, x: x.tensor_split(indices=[1, 3], dim=1), [(2, 5)],
+     lambda a: np.split(a, [1, 3], 1)),
     ("slice_copy", lambda L, x: L.slice_copy(x, 1, 1, 7, 2), [(2, 8)], lambda a: a[:, 1:7:2]),
     ("slice_copy_defaults", lambda L, x: L.slice_copy(x), [(3, 2)], lambda a: a),
     ("unfold_copy", lambda L, x: L.unfold_copy(x, 1, 2, 2), [(2, 4)], lambda a: _windows(a, 1, 2, 2)),
@@ -190,6 +205,52 @@ def test_gradgradcheck_as_strided():
 
 
 # --- what comes back: views, copies, dtypes ---------------------------------------------------------
+
+def test_detach_copy_is_a_copy_outside_the_graph():
+    x = leaf(randn(2, 3))
+    y = gl.detach_copy(x)
+    assert not y.requires_grad and y.grad_fn is None and y._base is None
+    assert_close(y, x.detach().numpy())
+    y[0, 0] = 5.0
+    assert x[0, 0].item() != 5.0
+
+
+def test_deprecated_resize_is_a_reshape_that_warns():
+    x = leaf(randn(2, 3))
+    with pytest.warns(UserWarning, match="non-inplace resize is deprecated"):
+        y = x.resize(3, 2)
+    with pytest.warns(UserWarning, match="non-inplace resize is deprecated"):
+        z = x.resize_as(gl.ones(6))
+    assert y.shape == (3, 2) and z.shape == (6,)
+    (y.sum() + z.sum()).backward()
+    assert_close(x.grad, np.full((2, 3), 2.0))
+    with pytest.warns(UserWarning), pytest.raises(RuntimeError, match=r"resize: requested resize to 4 \(4 elements in "
+                                                                      r"total\), but the given tensor has a size of "
+                                                                      r"2x3 \(6 elements\)"):
+        x.resize(4)
+
+
+def test_H_mH_and_adjoint_need_matrices():
+    with pytest.raises(RuntimeError, match=r"tensor.H is only supported on matrices \(2-D tensors\). Got 3-D tensor"):
+        gl.ones(2, 3, 4).H
+    with pytest.raises(RuntimeError, match=r"tensor.mH is only supported on matrices or batches of matrices. Got 1-D"):
+        gl.ones(3).mH
+    with pytest.raises(RuntimeError, match=r"tensor.adjoint\(\) is only supported on matrices or batches"):
+        gl.adjoint(gl.ones(3))
+
+
+def test_tensor_split_takes_exactly_one_way_of_splitting():
+    with pytest.raises(TypeError, match=r"tensor_split\(\): give exactly one of indices_or_sections, sections= or "
+                                        r"indices=, got 2"):
+        gl.tensor_split(gl.ones(4), 2, sections=2)
+
+
+def test_functional_in_place_shape_changes():
+    x = gl.arange(4.0)
+    assert gl.as_strided_(x, (2,), (2,)) is x and x.tolist() == [0.0, 2.0]
+    y = gl.ones(2, 3)
+    assert gl.resize_as_(y, the_template=gl.ones(3, 2)) is y and y.shape == (3, 2)
+
 
 def test_views_share_memory_and_copies_do_not():
     x = gl.arange(12.0).reshape(3, 4).clone()

@@ -51,18 +51,19 @@ from .copies import *  # noqa: E402,F401,F403  (view_copy, permute_copy, ..., ma
 from .copies import __all__ as _copy_names  # noqa: E402
 from .differences import cumulative_trapezoid, diff, gradient, trapezoid, trapz  # noqa: E402
 from .reductions import logcumsumexp  # noqa: E402
-from .shape import (as_strided, atleast_1d, atleast_2d, atleast_3d, block_diag, broadcast_shapes, broadcast_tensors,
-                    cartesian_prod, column_stack, combinations, constant_pad_nd, dsplit, dstack, fliplr, flipud,
-                    hsplit, hstack, ravel, rot90, row_stack, split_with_sizes, tensor_split,
-                    unravel_index, unsafe_chunk, unsafe_split, unsafe_split_with_sizes, vander, vsplit, vstack)
+from .shape import (as_strided, as_strided_, atleast_1d, atleast_2d, atleast_3d, block_diag, broadcast_shapes,
+                    broadcast_tensors, cartesian_prod, column_stack, combinations, constant_pad_nd, dsplit, dstack,
+                    fliplr, flipud, hsplit, hstack, ravel, resize_as_, rot90, row_stack, split_with_sizes,
+                    tensor_split, unravel_index, unsafe_chunk, unsafe_split, unsafe_split_with_sizes, vander, vsplit,
+                    vstack)
 from .statistics import (aminmax, bincount, corrcoef, count_nonzero, cov, dist, frobenius_norm, histc, histogram,
                          nanmean, nansum, norm_except_dim, renorm, std_mean, var_mean)
 
 __all__ += _copy_names
 __all__ += ["cumulative_trapezoid", "diff", "gradient", "trapezoid", "trapz", "logcumsumexp"]
-__all__ += ["as_strided", "atleast_1d", "atleast_2d", "atleast_3d", "block_diag", "broadcast_shapes",
+__all__ += ["as_strided", "as_strided_", "atleast_1d", "atleast_2d", "atleast_3d", "block_diag", "broadcast_shapes",
             "broadcast_tensors", "cartesian_prod", "column_stack", "combinations", "constant_pad_nd", "dsplit",
-            "dstack", "fliplr", "flipud", "hsplit", "hstack", "ravel", "rot90", "row_stack",
+            "dstack", "fliplr", "flipud", "hsplit", "hstack", "ravel", "resize_as_", "rot90", "row_stack",
             "split_with_sizes", "tensor_split", "unravel_index", "unsafe_chunk", "unsafe_split",
             "unsafe_split_with_sizes", "vander", "vsplit", "vstack"]
 __all__ += ["aminmax", "bincount", "corrcoef", "count_nonzero", "cov", "dist", "frobenius_norm", "histc", "histogram",

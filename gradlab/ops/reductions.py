@@ -575,7 +575,11 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
     return Prod.apply(input, dim, keepdim, dtype)
 
 
-def _max_or_min(op, input, dim, keepdim, whole, along, elementwise):
+def _max_or_min(op, input, dim, keepdim, whole, along, elementwise, other=None):
+    if other is not None:
+        if dim is not None:
+            raise TypeError(f"{op}(): give dim or other, not both (got dim={dim!r} and {describe(other)})")
+        dim = other
     if dim is None:
         return whole.apply(input, None, keepdim, op)
     if isinstance(dim, TrackedTensor):
@@ -587,14 +591,14 @@ def _max_or_min(op, input, dim, keepdim, whole, along, elementwise):
     return result(*along.apply(input, dim, keepdim, op))
 
 
-def max(input, dim=None, keepdim=False):
+def max(input, dim=None, keepdim=False, *, other=None):
     """max(x): the largest value. max(x, dim): namedtuple (values, indices). max(x, other): maximum."""
-    return _max_or_min("max", input, dim, keepdim, Amax, MaxDim, "maximum")
+    return _max_or_min("max", input, dim, keepdim, Amax, MaxDim, "maximum", other)
 
 
-def min(input, dim=None, keepdim=False):
+def min(input, dim=None, keepdim=False, *, other=None):
     """min(x): the smallest value. min(x, dim): namedtuple (values, indices). min(x, other): minimum."""
-    return _max_or_min("min", input, dim, keepdim, Amin, MinDim, "minimum")
+    return _max_or_min("min", input, dim, keepdim, Amin, MinDim, "minimum", other)
 
 
 def amax(input, dim=None, keepdim=False):
@@ -695,11 +699,11 @@ class ReductionMethods:
     def prod(self, dim=None, keepdim=False, *, dtype=None):
         return prod(self, dim, keepdim, dtype=dtype)
 
-    def max(self, dim=None, keepdim=False):
-        return max(self, dim, keepdim)
+    def max(self, dim=None, keepdim=False, *, other=None):
+        return max(self, dim, keepdim, other=other)
 
-    def min(self, dim=None, keepdim=False):
-        return min(self, dim, keepdim)
+    def min(self, dim=None, keepdim=False, *, other=None):
+        return min(self, dim, keepdim, other=other)
 
     def amax(self, dim=None, keepdim=False):
         return amax(self, dim, keepdim)

@@ -17,9 +17,9 @@ from .splitting import (Narrow, Split, SplittingMethods, Unbind, chunk, dsplit, 
                         split_with_sizes, tensor_split, unbind, unsafe_chunk, unsafe_split, unsafe_split_with_sizes,
                         vsplit)
 from .views import (AsStrided, Expand, Permute, Reshape, Squeeze, Transpose, Unfold, Unsqueeze, View, ViewMethods,
-                    as_strided, atleast_1d, atleast_2d, atleast_3d, broadcast_shapes, broadcast_tensors, broadcast_to,
-                    expand, flatten, movedim, moveaxis, permute, ravel, reshape, squeeze, swapaxes,
-                    swapdims, t, transpose, unflatten, unravel_index, unsqueeze, view)
+                    as_strided, as_strided_, atleast_1d, atleast_2d, atleast_3d, broadcast_shapes, broadcast_tensors,
+                    broadcast_to, expand, flatten, moveaxis, movedim, permute, ravel, reshape, resize_as_, squeeze,
+                    swapaxes, swapdims, t, transpose, unflatten, unravel_index, unsqueeze, view)
 from .repeat import Repeat, repeat, tile
 
 globals().update(COPIES)  # view_copy, permute_copy, ...

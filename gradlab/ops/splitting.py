@@ -134,9 +134,15 @@ def _clamped(i, size):
     return min(builtins.max(i + size if i < 0 else i, 0), size)
 
 
-def tensor_split(input, indices_or_sections, dim=0):
+def tensor_split(input, indices_or_sections=None, dim=0, *, sections=None, indices=None):
     """numpy's array_split: ``n`` pieces as equal as can be (the first size % n one longer), or the pieces
-    between the listed indices (clamped to the dim, possibly empty); every piece a view."""
+    between the listed indices (clamped to the dim, possibly empty); every piece a view. PyTorch also
+    takes them by keyword: sections=n or indices=[...]."""
+    given = [v for v in (indices_or_sections, sections, indices) if v is not None]
+    if len(given) != 1:
+        raise TypeError("tensor_split(): give exactly one of indices_or_sections, sections= or indices=, "
+                        f"got {len(given)}")
+    indices_or_sections = given[0]
     axis = normalize_dim("tensor_split", dim, input.ndim)
     size = input.shape[axis]
     if isinstance(indices_or_sections, TrackedTensor):
@@ -209,8 +215,8 @@ class SplittingMethods:
     def split_with_sizes(self, split_sizes, dim=0):
         return split_with_sizes(self, split_sizes, dim)
 
-    def tensor_split(self, indices_or_sections, dim=0):
-        return tensor_split(self, indices_or_sections, dim)
+    def tensor_split(self, indices_or_sections=None, dim=0, *, sections=None, indices=None):
+        return tensor_split(self, indices_or_sections, dim, sections=sections, indices=indices)
 
     def hsplit(self, indices_or_sections):
         return hsplit(self, indices_or_sections)

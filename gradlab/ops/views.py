@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import math
 import operator
+import warnings
 
 from ..autograd.function import Function
 from ..autograd.grad_mode import grad_state
+from ..autograd.views import follow_retained_grad
 from ..dtypes import bool_, int64
 from ._common import broadcast_shapes as _broadcast_shapes
 from ._common import data_in, describe, int_tuple, normalize_dim, normalize_dims, shape_str, sum_to_shape
@@ -230,7 +232,12 @@ def transpose(input, dim0, dim1):
     return Transpose.apply(input, tuple(dims))
 
 
-swapaxes = swapdims = transpose
+swapdims = transpose
+
+
+def swapaxes(input, axis0, axis1):
+    """numpy's name for transpose(input, axis0, axis1)."""
+    return transpose(input, axis0, axis1)
 
 
 def t(input):
@@ -538,10 +545,7 @@ def _change_in_place(x, op: str, view):
     if view.grad_fn is not None:
         old_node, old_nr = x.grad_fn, x._output_nr
         x.grad_fn, x._output_nr = view.grad_fn, view._output_nr
-        keep = getattr(x, "_retains_grad", None)
-        if keep and old_node is not None:  # retain_grad follows the tensor to its new grad_fn
-            old_node._tensor_hooks[old_nr].remove(keep)
-            x._hook_list().append(keep)
+        follow_retained_grad(x, old_node, old_nr)
     x._version[0] += 1
     if x._base is not None:
         x._view_version = x._version[0]  # its new history describes its values as they are now
@@ -572,6 +576,28 @@ def _resize(x, op: str, sizes: tuple):
         x.array = backend.reshape(grown, sizes)
     x._version[0] += 1
     return x
+
+
+def _resize_keeping_numel(x, op, sizes):
+    warnings.warn("non-inplace resize is deprecated", UserWarning, stacklevel=3)
+    numel = math.prod(sizes)
+    if numel != x.numel():
+        raise RuntimeError(
+            f"{op}: requested resize to {'x'.join(map(str, sizes))} ({numel} elements in total), but the given tensor "
+            f"has a size of {'x'.join(map(str, x.shape))} ({x.numel()} elements). autograd's resize can only change "
+            "the shape of a given tensor, while preserving the number of elements; use .reshape(...)"
+        )
+    return Reshape.apply(x, sizes)
+
+
+def as_strided_(input, size, stride, storage_offset=None):
+    """as_strided in place: the tensor itself reads its memory through the new sizes and strides."""
+    return _change_in_place(input, "as_strided_", as_strided(input, size, stride, storage_offset))
+
+
+def resize_as_(input, the_template, *, memory_format=None):
+    """input.resize_(the_template.shape): the first elements kept, zeros added if it grows."""
+    return _resize(input, "resize_as_", tuple(the_template.shape))
 
 
 def _sizes(op, args, keyword):
@@ -608,13 +634,13 @@ class ViewMethods:
         return as_strided(self, size, stride, storage_offset)
 
     def as_strided_(self, size, stride, storage_offset=None):
-        return _change_in_place(self, "as_strided_", as_strided(self, size, stride, storage_offset))
+        return as_strided_(self, size, stride, storage_offset)
 
     def resize_(self, *sizes, memory_format=None):
         return _resize(self, "resize_", int_tuple("resize_", sizes))
 
     def resize_as_(self, tensor, memory_format=None):
-        return _resize(self, "resize_as_", tuple(tensor.shape))
+        return resize_as_(self, tensor)
 
     def squeeze_(self, dim=None):
         return _change_in_place(self, "squeeze_", squeeze(self, dim))
@@ -628,7 +654,10 @@ class ViewMethods:
     def transpose_(self, dim0, dim1):
         return _change_in_place(self, "transpose_", transpose(self, dim0, dim1))
 
-    swapaxes_ = swapdims_ = transpose_
+    swapdims_ = transpose_
+
+    def swapaxes_(self, axis0, axis1):
+        return _change_in_place(self, "swapaxes_", transpose(self, axis0, axis1))
 
     def view_as(self, other):
         return View.apply(self, _new_shape("view_as", self, (other.shape,)))
@@ -654,7 +683,18 @@ class ViewMethods:
     def transpose(self, dim0, dim1):
         return transpose(self, dim0, dim1)
 
-    swapaxes = swapdims = transpose
+    swapdims = transpose
+
+    def swapaxes(self, axis0, axis1):
+        return swapaxes(self, axis0, axis1)
+
+    def resize(self, *sizes):
+        """Deprecated in PyTorch: a differentiable reshape that keeps the number of elements (it warns)."""
+        return _resize_keeping_numel(self, "resize", int_tuple("resize", sizes))
+
+    def resize_as(self, tensor):
+        """Deprecated in PyTorch: resize(tensor.shape)."""
+        return _resize_keeping_numel(self, "resize_as", tuple(tensor.shape))
 
     def t(self):
         return t(self)
