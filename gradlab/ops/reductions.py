@@ -13,6 +13,7 @@ from collections import namedtuple
 
 from .. import dtypes as dt
 from ..autograd.function import Function
+from .autocast import autocast_op
 from ._common import TrackedTensor, describe, normalize_dim, normalize_dims
 
 max_result = namedtuple("max", ("values", "indices"))
@@ -523,6 +524,7 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
     return Mean.apply(input, dim, keepdim, dtype)
 
 
+@autocast_op("fp32")
 def prod(input, dim=None, keepdim=False, *, dtype=None):
     return Prod.apply(input, dim, keepdim, dtype)
 
@@ -639,6 +641,7 @@ class ReductionMethods:
     def mean(self, dim=None, keepdim=False, *, dtype=None):
         return Mean.apply(self, dim, keepdim, dtype)
 
+    @autocast_op("fp32")
     def prod(self, dim=None, keepdim=False, *, dtype=None):
         return Prod.apply(self, dim, keepdim, dtype)
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import functools
 
-from .backends.device import _load_backend
-from .random import manual_seed
+from ..backends.device import _load_backend
+from ..random import manual_seed
 
 
 @functools.lru_cache(maxsize=1)
@@ -38,4 +38,6 @@ def manual_seed_all(seed: int) -> None:
     manual_seed(seed)
 
 
-__all__ = ["device_count", "is_available", "manual_seed", "manual_seed_all", "synchronize"]
+from . import amp  # noqa: E402  (gradlab.cuda.amp.autocast / GradScaler, PyTorch's older spelling)
+
+__all__ = ["amp", "device_count", "is_available", "manual_seed", "manual_seed_all", "synchronize"]
