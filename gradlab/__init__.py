@@ -23,7 +23,7 @@ from .tensor import Tensor, is_floating_point, is_tensor, numel
 from .autograd import functional as _functional, gradcheck as _gradcheck  # noqa: E402
 from . import cuda, data, linalg, nn, optim  # noqa: E402  (gradlab.nn, gradlab.optim, ... as in torch)
 from .io import load, save  # noqa: E402
-from . import amp, cpu  # noqa: E402  (mixed precision; gradlab.cpu.amp as in torch)
+from . import amp, cpu, distributed  # noqa: E402  (mixed precision; gradlab.cpu.amp; one-process distributed)
 from .amp import GradScaler, autocast  # noqa: E402
 from .ops.autocast import (autocast_decrement_nesting, autocast_increment_nesting, clear_autocast_cache,  # noqa: E402
                            get_autocast_cpu_dtype, get_autocast_dtype, get_autocast_gpu_dtype, is_autocast_available,

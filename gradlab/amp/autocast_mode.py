@@ -11,17 +11,12 @@ import collections.abc
 import functools
 import warnings
 
+from .. import cuda
 from .. import dtypes as dt
 from ..autograd.function import TrackedTensor
 from ..ops import autocast as state
 
 _SUPPORTED_DTYPES = (dt.bfloat16, dt.float16)
-
-
-def _cuda_available() -> bool:
-    from .. import cuda  # the CUDA queries sit above the tensor layer; asked only when CUDA autocast is requested
-
-    return cuda.is_available()
 
 
 class autocast:
@@ -39,7 +34,7 @@ class autocast:
         self.device = device_type
         self.fast_dtype = state.get_autocast_dtype(device_type) if dtype is None else dt.as_dtype(dtype)
         self._cache_enabled = state.is_autocast_cache_enabled() if cache_enabled is None else bool(cache_enabled)
-        if enabled and device_type == "cuda" and not _cuda_available():
+        if enabled and device_type == "cuda" and not cuda.is_available():
             warnings.warn("CUDA is not available. Disabling autocast.", stacklevel=2)
             enabled = False
         elif enabled and self.fast_dtype not in _SUPPORTED_DTYPES:

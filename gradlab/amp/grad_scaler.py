@@ -14,8 +14,10 @@ from collections import defaultdict
 
 import numpy as np
 
+from .. import cuda
 from .. import dtypes as dt
 from ..autograd.function import TrackedTensor
+from ..creation import full
 from ..autograd.grad_mode import no_grad
 
 
@@ -40,13 +42,10 @@ class GradScaler:
                  backoff_factor: float = 0.5, growth_interval: int = 2000, enabled: bool = True):
         self._device = device
         self._enabled = enabled
-        if device == "cuda" and enabled:
-            from .. import cuda  # the CUDA queries sit above the tensor layer
-
-            if not cuda.is_available():
-                warnings.warn("gradlab.cuda.amp.GradScaler is enabled, but CUDA is not available.  Disabling.",
-                              stacklevel=2)
-                self._enabled = False
+        if device == "cuda" and enabled and not cuda.is_available():
+            warnings.warn("gradlab.cuda.amp.GradScaler is enabled, but CUDA is not available.  Disabling.",
+                          stacklevel=2)
+            self._enabled = False
         if self._enabled:
             if growth_factor <= 1.0:
                 raise AssertionError("The growth factor must be > 1.0.")
@@ -82,8 +81,6 @@ class GradScaler:
         if self._scale is None:
             self._scale = np.float32(self._init_scale)
             self._growth_tracker = self._init_growth_tracker
-        from ..creation import full  # tensors are made above this module's imports' layer
-
         return output * full((), float(self._scale), dtype=dt.float32, device=output.device)
 
     def _unscale_grads_(self, optimizer, inv_scale: float, allow_fp16: bool) -> bool:

@@ -12,7 +12,7 @@ import contextlib
 
 enabled = True  # use cuDNN where it is available (never, here)
 benchmark = False  # let cuDNN time several algorithms and keep the fastest
-benchmark_limit = 10  # how many algorithms benchmark mode tries
+benchmark_limit = None  # how many algorithms benchmark mode tries (None, as PyTorch reports without cuDNN)
 deterministic = False  # ask cuDNN for deterministic algorithms only
 allow_tf32 = True  # let cuDNN convolutions use TensorFloat-32 on Ampere GPUs
 

@@ -38,6 +38,14 @@ def manual_seed_all(seed: int) -> None:
     manual_seed(seed)
 
 
-from . import amp  # noqa: E402  (gradlab.cuda.amp.autocast / GradScaler, PyTorch's older spelling)
+def __getattr__(name):
+    """``gradlab.cuda.amp`` (PyTorch's older spelling of gradlab.amp) loads on first use: it is built on
+    gradlab.amp, which asks this module whether CUDA is available."""
+    if name == "amp":
+        import importlib
+
+        return importlib.import_module(".amp", __name__)
+    raise AttributeError(f"module 'gradlab.cuda' has no attribute {name!r}")
+
 
 __all__ = ["amp", "device_count", "is_available", "manual_seed", "manual_seed_all", "synchronize"]
