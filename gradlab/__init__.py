@@ -25,6 +25,18 @@ from . import cuda, data, linalg, nn, optim  # noqa: E402  (gradlab.nn, gradlab.
 from .io import load, save  # noqa: E402
 from . import amp, cpu, distributed  # noqa: E402  (mixed precision; gradlab.cpu.amp; one-process distributed)
 from .amp import GradScaler, autocast  # noqa: E402
+from . import testing  # noqa: E402
+from .generator import default_generator  # noqa: E402
+from .random import bernoulli, get_rng_state, poisson, randint_like, set_rng_state  # noqa: E402
+from .settings import (are_deterministic_algorithms_enabled, get_default_device,  # noqa: E402
+                       get_deterministic_debug_mode, get_float32_matmul_precision, get_num_interop_threads,
+                       get_num_threads, is_anomaly_check_nan_enabled, is_anomaly_enabled,
+                       is_deterministic_algorithms_warn_only_enabled, is_warn_always_enabled, set_anomaly_enabled,
+                       set_deterministic_debug_mode, set_float32_matmul_precision, set_num_interop_threads,
+                       set_num_threads, set_warn_always, use_deterministic_algorithms)
+from .size import Size  # noqa: E402
+from math import e, inf, nan, pi  # noqa: E402  (gradlab.pi, gradlab.inf as in torch)
+newaxis = None  # x[:, gradlab.newaxis], as numpy's and torch's
 from .ops.autocast import (autocast_decrement_nesting, autocast_increment_nesting, clear_autocast_cache,  # noqa: E402
                            get_autocast_cpu_dtype, get_autocast_dtype, get_autocast_gpu_dtype, is_autocast_available,
                            is_autocast_cache_enabled, is_autocast_cpu_enabled, is_autocast_enabled,

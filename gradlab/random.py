@@ -159,3 +159,55 @@ def randn_like(input, *, generator=None, dtype=None, device=None, requires_grad=
     """Standard normal numbers in the shape (and, unless given, dtype and device) of ``input``."""
     return randn(input.shape, generator=generator, dtype=dtype or input.dtype, device=device or input.device,
                  requires_grad=requires_grad)
+
+
+def randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_grad=False, generator=None):
+    """Random integers in [low, high) in the shape of ``input``: ``randint_like(x, 10)`` or ``randint_like(x, 2, 10)``.
+
+    The dtype and device follow ``input`` unless given (so a float input gives whole-number floats).
+    """
+    if high is None:
+        low, high = 0, low
+    return randint(low, high, tuple(input.shape), generator=generator, dtype=dtype or input.dtype,
+                   device=device or input.device, requires_grad=requires_grad)
+
+
+def bernoulli(input, p=None, *, generator=None):
+    """0/1 draws, 1 with probability ``input`` elementwise (or ``p`` for every element), in input's dtype."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"bernoulli(): argument 'input' must be Tensor, not {type(input).__name__}")
+    out = input.detach().clone()
+    return out.bernoulli_(input if p is None else p, generator=generator)
+
+
+def poisson(input, generator=None):
+    """Poisson counts with rates ``input`` (non-negative), as floats of input's dtype."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"poisson(): argument 'input' must be Tensor, not {type(input).__name__}")
+    backend = input.device.backend
+    backend.synchronize()
+    rates = np.asarray(backend.to_numpy(input.array), dtype=np.float64)
+    if not np.all(rates >= 0):
+        raise RuntimeError("poisson: invalid Poisson rate, expected rate to be non-negative (and not NaN)")
+    return input._wrap(backend.asarray(_rng(generator).poisson(rates), input.dtype))
+
+
+def get_rng_state() -> Tensor:
+    """The default generator's state as a uint8 tensor; ``set_rng_state`` puts it back (as in PyTorch)."""
+    state = default_generator.get_state()["state"]
+    packed = state["state"].to_bytes(16, "little") + state["inc"].to_bytes(16, "little")
+    extra = default_generator.get_state()
+    packed += bytes([extra["has_uint32"]]) + int(extra["uinteger"]).to_bytes(4, "little")
+    return Tensor(np.frombuffer(packed, dtype=np.uint8).copy(), dtype=dt.uint8)
+
+
+def set_rng_state(new_state) -> None:
+    """Restore the default generator from a state that ``get_rng_state`` returned."""
+    if not isinstance(new_state, Tensor) or new_state.dtype is not dt.uint8 or tuple(new_state.shape) != (37,):
+        raise RuntimeError(f"set_rng_state: expected the uint8 tensor of 37 bytes that get_rng_state returns, got "
+                           f"{new_state!r:.60}")
+    packed = bytes(new_state.numpy().tolist())
+    default_generator.set_state({"bit_generator": "PCG64",
+                                 "state": {"state": int.from_bytes(packed[:16], "little"),
+                                           "inc": int.from_bytes(packed[16:32], "little")},
+                                 "has_uint32": packed[32], "uinteger": int.from_bytes(packed[33:37], "little")})

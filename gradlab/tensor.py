@@ -25,6 +25,8 @@ from .ops.conversion import Cast, Clone, Fill, ToDevice
 from .ops.elementwise import ElementwiseMethods
 from .ops.indexing import IndexingMethods
 from .ops.linalg import LinalgMethods
+from .ops.queries import QueryMethods
+from .ops.random_methods import RandomMethods
 from .ops.reductions import ReductionMethods
 from .ops.repeat import RepeatMethods
 from .ops.shape import ShapeMethods
@@ -35,7 +37,7 @@ _NATIVE_TO_DTYPE = dt.NATIVE_TO_DTYPE
 
 
 class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMethods, ReductionMethods, ShapeMethods,
-             IndexingMethods, LinalgMethods, RepeatMethods):
+             IndexingMethods, LinalgMethods, RepeatMethods, QueryMethods, RandomMethods):
     """A multi-dimensional array that can remember how it was computed.
 
     ``array`` is the backend's array (a numpy ndarray on 'cpu'); ``device`` says which backend.
