@@ -281,3 +281,87 @@ def test_assert_allclose_is_the_deprecated_lenient_form():
         gl.testing.assert_allclose([1.0, float("nan")], gl.tensor([1.0, float("nan")], dtype=gl.float64))
     with pytest.warns(FutureWarning), pytest.raises(AssertionError, match="Mismatched elements: 1 / 2"):
         gl.testing.assert_allclose(gl.tensor([1.0, 2.0]), [1.0, 3.0])
+
+
+# --- factories -------------------------------------------------------------------------------------------------
+
+WINDOWS = ["hann_window", "hamming_window", "blackman_window", "bartlett_window", "kaiser_window"]
+
+
+@requires_torch
+@pytest.mark.parametrize("name", WINDOWS)
+@pytest.mark.parametrize("length", [0, 1, 2, 7, 16])
+@pytest.mark.parametrize("periodic", [True, False])
+def test_windows_match_torch(name, length, periodic):
+    ours = getattr(gl, name)(length, periodic, dtype=gl.float64)
+    theirs = getattr(torch, name)(length, periodic, dtype=torch.float64)
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), atol=1e-12)
+    assert getattr(gl, name)(length).dtype is gl.float32
+
+
+@requires_torch
+def test_window_parameters_and_errors():
+    np.testing.assert_allclose(gl.hamming_window(9, True, 0.5, 0.5).numpy(),
+                               torch.hamming_window(9, True, 0.5, 0.5).numpy(), atol=1e-6)
+    np.testing.assert_allclose(gl.kaiser_window(9, False, 5.0).numpy(), torch.kaiser_window(9, False, 5.0).numpy(),
+                               atol=1e-6)
+    with pytest.raises(RuntimeError, match="hann_window requires non-negative window_length, got window_length=-1"):
+        gl.hann_window(-1)
+    with pytest.raises(RuntimeError, match="hann_window expects floating point dtypes, got: int64"):
+        gl.hann_window(4, dtype=gl.int64)
+
+
+@requires_torch
+def test_logspace_and_scalar_tensor_match_torch():
+    for args, kwargs in (((0, 2, 3), {}), ((0, 3, 4), {"base": 2}), ((-1, 1, 5), {"dtype": gl.float64})):
+        theirs_kwargs = {k: (torch.float64 if v is gl.float64 else v) for k, v in kwargs.items()}
+        ours, theirs = gl.logspace(*args, **kwargs), torch.logspace(*args, **theirs_kwargs)
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6)
+        assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
+    with pytest.raises(RuntimeError, match="logspace: number of steps must be non-negative, got -2"):
+        gl.logspace(0, 1, -2)
+    s = gl.scalar_tensor(3)
+    assert s.shape == () and s.dtype is gl.float32 and s.item() == torch.scalar_tensor(3).item() == 3.0
+    assert gl.scalar_tensor(2, dtype=gl.int64).dtype is gl.int64
+
+
+def test_asarray_shares_memory_unless_told_to_copy():
+    a = np.arange(3.0)
+    shared = gl.asarray(a)
+    a[0] = 7.0
+    assert shared[0].item() == 7.0
+    copied = gl.asarray(a, copy=True)
+    a[1] = 9.0
+    assert copied[1].item() == 1.0
+    t = gl.ones(2)
+    assert gl.asarray(t) is t and gl.asarray([1, 2]).dtype is gl.int64
+    with pytest.raises(ValueError, match="asarray: can't alias ndarray with the requested dtype/device without a copy"):
+        gl.asarray(a, dtype=gl.float32, copy=False)
+    assert gl.asarray([1.0], requires_grad=True).requires_grad
+
+
+@requires_torch
+def test_frombuffer_shares_memory_and_checks_lengths_as_torch():
+    buffer = bytearray(np.arange(4, dtype=np.int16).tobytes())
+    ours = gl.frombuffer(buffer, dtype=gl.int16, count=2, offset=2)
+    assert ours.tolist() == torch.frombuffer(bytearray(buffer), dtype=torch.int16, count=2, offset=2).tolist() == [1, 2]
+    buffer[2] = 5
+    assert ours[0].item() == 5
+    with pytest.raises(ValueError, match=r"both buffer length \(0\) and count \(-1\) must not be 0"):
+        gl.frombuffer(bytearray(), dtype=gl.int16)
+    with pytest.raises(ValueError, match=r"requested buffer length \(5 \* 2 bytes\) after offset \(0 bytes\) must not "
+                                         r"be greater than actual buffer length \(8 bytes\)"):
+        gl.frombuffer(buffer, dtype=gl.int16, count=5)
+    with pytest.raises(ValueError, match="must be a multiple of element size"):
+        gl.frombuffer(bytearray(3), dtype=gl.int16)
+
+
+@requires_torch
+def test_empty_strided_has_the_strides_asked_for():
+    ours, theirs = gl.empty_strided((2, 3), (1, 2)), torch.empty_strided((2, 3), (1, 2))
+    assert ours.stride() == theirs.stride() == (1, 2) and ours.shape == (2, 3) and not ours.is_contiguous()
+    ours.fill_(1.5)
+    assert ours.tolist() == [[1.5] * 3] * 2
+    assert gl.empty_strided((0, 3), (3, 1)).shape == (0, 3)
+    with pytest.raises(RuntimeError, match="mismatch in length of strides and shape"):
+        gl.empty_strided((2, 3), (1,))
