@@ -35,15 +35,17 @@ from .settings import (are_deterministic_algorithms_enabled, get_default_device,
                        set_deterministic_debug_mode, set_float32_matmul_precision, set_num_interop_threads,
                        set_num_threads, set_warn_always, use_deterministic_algorithms)
 from .size import Size  # noqa: E402
+from .layouts import (channels_last, channels_last_3d, contiguous_format, layout, memory_format,  # noqa: E402
+                      preserve_format, strided)
 from .factories import (asarray, bartlett_window, blackman_window, empty_strided, frombuffer,  # noqa: E402
                         hamming_window, hann_window, kaiser_window, logspace, scalar_tensor)
 from math import e, inf, nan, pi  # noqa: E402  (gradlab.pi, gradlab.inf as in torch)
 newaxis = None  # x[:, gradlab.newaxis], as numpy's and torch's
 from .ops.autocast import (autocast_decrement_nesting, autocast_increment_nesting, clear_autocast_cache,  # noqa: E402
-                           get_autocast_cpu_dtype, get_autocast_dtype, get_autocast_gpu_dtype, is_autocast_available,
+                           get_autocast_cpu_dtype, get_autocast_dtype, is_autocast_available,
                            is_autocast_cache_enabled, is_autocast_cpu_enabled, is_autocast_enabled,
                            set_autocast_cache_enabled, set_autocast_cpu_dtype, set_autocast_cpu_enabled,
-                           set_autocast_dtype, set_autocast_enabled, set_autocast_gpu_dtype)
+                           set_autocast_dtype, set_autocast_enabled)
 
 autograd.functional = _functional
 autograd.gradcheck = _gradcheck.gradcheck

@@ -14,6 +14,7 @@ import numpy as np
 from . import dtypes as dt
 from .backends.device import resolve_device
 from .creation import _finish, _float_default, _size, as_tensor, from_numpy
+from .layouts import check_options
 from .tensor import Tensor
 
 
@@ -21,8 +22,9 @@ def _native(dtype) -> np.dtype:
     return dt.numpy_bfloat16() if dtype is dt.bfloat16 else np.dtype(dtype.name)
 
 
-def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False) -> Tensor:
     """A 0-d tensor holding ``s``, in the default float dtype unless ``dtype`` says otherwise (as torch)."""
+    check_options("scalar_tensor", layout, pin_memory)
     device = resolve_device(device)
     array = device.backend.asarray(np.asarray(s), _float_default(dtype))
     return _finish(array, device, requires_grad, "scalar_tensor")
@@ -71,8 +73,10 @@ def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False) -> Ten
     return t.requires_grad_(True) if requires_grad else t
 
 
-def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False,
+                  layout=None, pin_memory=False) -> Tensor:
     """An uninitialised tensor with the given strides (in elements), laid over just enough memory."""
+    check_options("empty_strided", layout, pin_memory)
     size, stride = _size("empty_strided", (size,)), tuple(stride)
     if len(size) != len(stride):
         raise RuntimeError(f"empty_strided: mismatch in length of strides and shape: size {list(size)} has "
@@ -92,8 +96,10 @@ def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False)
     return _finish(array, device, requires_grad, "empty_strided")
 
 
-def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False,
+             layout=None, pin_memory=False) -> Tensor:
     """``steps`` values from base**start to base**end, evenly spaced in the exponent."""
+    check_options("logspace", layout, pin_memory)
     if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)):
         raise TypeError(f"logspace: steps must be an integer, got {steps!r}")
     if steps < 0:
@@ -129,30 +135,40 @@ def _cosine_sum(*coefficients):
     return window
 
 
-def hann_window(window_length, periodic=True, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+def hann_window(window_length, periodic=True, *, dtype=None, device=None, requires_grad=False,
+                layout=None, pin_memory=False) -> Tensor:
     """0.5 - 0.5 cos(2πn/(N-1))."""
+    check_options("hann_window", layout, pin_memory)
     return _window("hann_window", _cosine_sum(0.5, 0.5), window_length, periodic, dtype, device, requires_grad)
 
 
 def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype=None, device=None,
-                   requires_grad=False) -> Tensor:
+                   requires_grad=False,
+                   layout=None, pin_memory=False) -> Tensor:
     """alpha - beta cos(2πn/(N-1))."""
+    check_options("hamming_window", layout, pin_memory)
     return _window("hamming_window", _cosine_sum(alpha, beta), window_length, periodic, dtype, device, requires_grad)
 
 
-def blackman_window(window_length, periodic=True, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+def blackman_window(window_length, periodic=True, *, dtype=None, device=None, requires_grad=False,
+                    layout=None, pin_memory=False) -> Tensor:
     """0.42 - 0.5 cos(2πn/(N-1)) + 0.08 cos(4πn/(N-1))."""
+    check_options("blackman_window", layout, pin_memory)
     return _window("blackman_window", _cosine_sum(0.42, 0.5, 0.08), window_length, periodic, dtype, device,
                    requires_grad)
 
 
-def bartlett_window(window_length, periodic=True, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+def bartlett_window(window_length, periodic=True, *, dtype=None, device=None, requires_grad=False,
+                    layout=None, pin_memory=False) -> Tensor:
     """The triangle 1 - |2n/(N-1) - 1|."""
+    check_options("bartlett_window", layout, pin_memory)
     return _window("bartlett_window", lambda n: 1 - np.abs(2 * np.arange(n) / (n - 1) - 1), window_length, periodic,
                    dtype, device, requires_grad)
 
 
-def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, device=None, requires_grad=False,
+                  layout=None, pin_memory=False) -> Tensor:
     """I0(beta sqrt(1 - (2n/(N-1) - 1)²)) / I0(beta), with I0 the modified Bessel function of order 0."""
+    check_options("kaiser_window", layout, pin_memory)
     return _window("kaiser_window", lambda n: np.kaiser(n, beta), window_length, periodic, dtype, device,
                    requires_grad)

@@ -12,6 +12,7 @@ from . import dtypes as dt
 from .backends.device import resolve_device
 from .creation import _finish, _size
 from .generator import Generator, default_generator, generator_rng as _rng
+from .layouts import check_options
 from .tensor import Tensor
 
 
@@ -35,22 +36,26 @@ def _float_dtype(op, dtype):
     return dtype
 
 
-def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
+def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
     """Uniform random numbers in [0, 1)."""
+    check_options("rand", layout, pin_memory)
     device = resolve_device(device)
     array = device.backend.random_uniform(_rng(generator), _size("rand", size), 0.0, 1.0, _float_dtype("rand", dtype))
     return _finish(array, device, requires_grad, "rand")
 
 
-def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
+def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
     """Standard normal random numbers (mean 0, standard deviation 1)."""
+    check_options("randn", layout, pin_memory)
     device = resolve_device(device)
     array = device.backend.random_normal(_rng(generator), _size("randn", size), 0.0, 1.0, _float_dtype("randn", dtype))
     return _finish(array, device, requires_grad, "randn")
 
 
-def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
+def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad=False,
+            layout=None, pin_memory=False):
     """Random integers in [low, high): ``randint(10, (3,))`` or ``randint(2, 10, (3,))``."""
+    check_options("randint", layout, pin_memory)
     if size is None:
         if high is None or isinstance(high, (int, np.integer)):
             raise TypeError("randint: missing the size argument, e.g. randint(0, 10, (3,)) or randint(10, (3,))")
@@ -65,8 +70,10 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None, device=Non
     return _finish(array, device, requires_grad, "randint")
 
 
-def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
+def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None, requires_grad=False,
+           layout=None, pin_memory=False):
     """Normal random numbers; ``mean``/``std`` may be tensors (elementwise) or numbers with a ``size``."""
+    check_options("normal", layout, pin_memory)
     if isinstance(std, Tensor):
         backend = std.device.backend
         if bool(backend.to_numpy(backend.any(backend.lt(std.array, 0)))):
@@ -85,8 +92,9 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
     return _finish(array, device, requires_grad, "normal")
 
 
-def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):
+def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
     """A random permutation of 0 .. n-1."""
+    check_options("randperm", layout, pin_memory)
     if n < 0:
         raise RuntimeError(f"randperm: n must be non-negative, got {n}")
     device = resolve_device(device)
@@ -149,23 +157,29 @@ def _multinomial_rows(input, num_samples, replacement) -> np.ndarray:
     return probs
 
 
-def rand_like(input, *, generator=None, dtype=None, device=None, requires_grad=False):
+def rand_like(input, *, generator=None, dtype=None, device=None, requires_grad=False,
+              layout=None, pin_memory=False, memory_format=None):
     """Uniform [0, 1) numbers in the shape (and, unless given, dtype and device) of ``input``."""
+    check_options("rand_like", layout, pin_memory, memory_format, ndim=input.ndim)
     return rand(input.shape, generator=generator, dtype=dtype or input.dtype, device=device or input.device,
                 requires_grad=requires_grad)
 
 
-def randn_like(input, *, generator=None, dtype=None, device=None, requires_grad=False):
+def randn_like(input, *, generator=None, dtype=None, device=None, requires_grad=False,
+               layout=None, pin_memory=False, memory_format=None):
     """Standard normal numbers in the shape (and, unless given, dtype and device) of ``input``."""
+    check_options("randn_like", layout, pin_memory, memory_format, ndim=input.ndim)
     return randn(input.shape, generator=generator, dtype=dtype or input.dtype, device=device or input.device,
                  requires_grad=requires_grad)
 
 
-def randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_grad=False, generator=None):
+def randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_grad=False,
+                 layout=None, pin_memory=False, memory_format=None, generator=None):
     """Random integers in [low, high) in the shape of ``input``: ``randint_like(x, 10)`` or ``randint_like(x, 2, 10)``.
 
     The dtype and device follow ``input`` unless given (so a float input gives whole-number floats).
     """
+    check_options("randint_like", layout, pin_memory, memory_format, ndim=input.ndim)
     if high is None:
         low, high = 0, low
     return randint(low, high, tuple(input.shape), generator=generator, dtype=dtype or input.dtype,

@@ -205,13 +205,13 @@ def test_state_functions_match_torch_defaults_and_round_trip():
         assert not gl.is_autocast_cache_enabled()
         gl.set_autocast_enabled(True)  # the one-argument form means 'cuda'
         assert gl.is_autocast_enabled() and gl.is_autocast_enabled("cuda")
-        gl.set_autocast_gpu_dtype(gl.bfloat16)
-        assert gl.get_autocast_gpu_dtype() is gl.bfloat16
+        gl.set_autocast_dtype("cuda", gl.bfloat16)
+        assert gl.get_autocast_dtype("cuda") is gl.bfloat16
     finally:
         gl.set_autocast_enabled("cpu", False)
         gl.set_autocast_enabled(False)
         gl.set_autocast_cpu_dtype(gl.bfloat16)
-        gl.set_autocast_gpu_dtype(gl.float16)
+        gl.set_autocast_dtype("cuda", gl.float16)
         gl.set_autocast_cache_enabled(True)
     assert not gl.ops.autocast.state.active and gl.ops.autocast._anywhere.threads == 0
 

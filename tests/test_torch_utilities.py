@@ -117,10 +117,9 @@ def test_constants_match_torch():
 
 @requires_torch
 @pytest.mark.parametrize("dtype", ["float32", "float16", "int64", "int8", "uint8", "bool"])
-def test_is_signed_and_is_complex_match_torch(dtype):
+def test_is_signed_matches_torch(dtype):
     ours, theirs = gl.zeros(2, dtype=getattr(gl, dtype)), torch.zeros(2, dtype=getattr(torch, dtype))
     assert gl.is_signed(ours) is ours.is_signed() is theirs.is_signed()
-    assert gl.is_complex(ours) is ours.is_complex() is theirs.is_complex() is False
 
 
 @requires_torch
@@ -365,3 +364,51 @@ def test_empty_strided_has_the_strides_asked_for():
     assert gl.empty_strided((0, 3), (3, 1)).shape == (0, 3)
     with pytest.raises(RuntimeError, match="mismatch in length of strides and shape"):
         gl.empty_strided((2, 3), (1,))
+
+
+# --- layout, memory_format and pin_memory keywords ----------------------------------------------------------------
+
+FACTORIES = [
+    ("zeros", lambda **kw: gl.zeros(2, 3, **kw)), ("ones", lambda **kw: gl.ones(2, **kw)),
+    ("empty", lambda **kw: gl.empty(2, **kw)), ("full", lambda **kw: gl.full((2,), 1.0, **kw)),
+    ("arange", lambda **kw: gl.arange(3, **kw)), ("linspace", lambda **kw: gl.linspace(0, 1, 3, **kw)),
+    ("eye", lambda **kw: gl.eye(2, **kw)), ("rand", lambda **kw: gl.rand(2, **kw)),
+    ("randn", lambda **kw: gl.randn(2, **kw)), ("randint", lambda **kw: gl.randint(0, 3, (2,), **kw)),
+    ("randperm", lambda **kw: gl.randperm(3, **kw)), ("normal", lambda **kw: gl.normal(0.0, 1.0, (2,), **kw)),
+    ("zeros_like", lambda **kw: gl.zeros_like(gl.ones(2), **kw)), ("ones_like", lambda **kw: gl.ones_like(gl.ones(2), **kw)),
+    ("full_like", lambda **kw: gl.full_like(gl.ones(2), 3.0, **kw)),
+    ("empty_like", lambda **kw: gl.empty_like(gl.ones(2), **kw)), ("rand_like", lambda **kw: gl.rand_like(gl.ones(2), **kw)),
+    ("randn_like", lambda **kw: gl.randn_like(gl.ones(2), **kw)),
+    ("randint_like", lambda **kw: gl.randint_like(gl.ones(2), 3, **kw)),
+    ("scalar_tensor", lambda **kw: gl.scalar_tensor(1.0, **kw)), ("logspace", lambda **kw: gl.logspace(0, 1, 2, **kw)),
+    ("hann_window", lambda **kw: gl.hann_window(4, **kw)),
+    ("empty_strided", lambda **kw: gl.empty_strided((2,), (1,), **kw)),
+]
+
+
+@pytest.mark.parametrize("name, make", FACTORIES)
+def test_factories_accept_the_strided_layout_and_refuse_sparse_and_pinning(name, make):
+    assert make(layout=gl.strided, pin_memory=False).shape == make().shape
+    with pytest.raises(RuntimeError, match=rf"{name}: layout=gradlab.sparse_coo is not supported: gradlab tensors "
+                                           r"are dense \(gradlab.strided\)"):
+        make(layout=gl.layouts.sparse_coo)
+    with pytest.raises(RuntimeError, match=rf"{name}: pin_memory=True requires a CUDA or other accelerator backend"):
+        make(pin_memory=True)
+
+
+@requires_torch
+def test_memory_format_is_a_hint_with_no_effect_but_its_rank_is_checked():
+    images = gl.ones(2, 3, 4, 4)
+    out = gl.zeros_like(images, memory_format=gl.channels_last)
+    assert out.shape == (2, 3, 4, 4) and out.tolist() == gl.zeros(2, 3, 4, 4).tolist()
+    assert gl.empty_like(gl.ones(2), memory_format=gl.preserve_format).shape == (2,)
+    assert gl.empty(2, 3, memory_format=gl.contiguous_format).shape == (2, 3)
+    with pytest.raises(RuntimeError, match="empty_like: required rank 4 tensor to use channels_last format"):
+        gl.empty_like(gl.ones(2), memory_format=gl.channels_last)
+    with pytest.raises(RuntimeError, match="required rank 4 tensor to use channels_last format"):
+        torch.empty_like(torch.ones(2), memory_format=torch.channels_last)
+    with pytest.raises(TypeError, match=r"zeros\(\): argument 'layout' must be gradlab.layout, not str"):
+        gl.zeros(2, layout="strided")
+    assert (repr(gl.strided), repr(gl.channels_last)) == ("gradlab.strided", "gradlab.channels_last")
+    assert pickle.loads(pickle.dumps(gl.channels_last)) is gl.channels_last
+    assert gl.tensor([1.0], pin_memory=False).tolist() == [1.0]

@@ -107,10 +107,9 @@ def _deprecated_pair(device_type):
     return is_enabled, set_enabled, get_dtype, set_dtype
 
 
-# PyTorch's older per-device names ("gpu" is CUDA's)
+# PyTorch's older per-device names for the CPU
 is_autocast_cpu_enabled, set_autocast_cpu_enabled, get_autocast_cpu_dtype, set_autocast_cpu_dtype = (
     _deprecated_pair("cpu"))
-_, _, get_autocast_gpu_dtype, set_autocast_gpu_dtype = _deprecated_pair("cuda")
 
 
 def autocast_increment_nesting() -> int:

@@ -11,11 +11,6 @@ def _tensor(op: str, input):
     return input
 
 
-def is_complex(input) -> bool:
-    """False for every gradlab tensor: gradlab has no complex dtypes."""
-    return _tensor("is_complex", input).dtype.is_complex
-
-
 def is_signed(input) -> bool:
     """Whether the dtype holds negative numbers (floats and intN: yes; bool and uintN: no)."""
     return _tensor("is_signed", input).dtype.is_signed
@@ -40,9 +35,6 @@ class QueryMethods:
     """Tensor's query methods (mixed into gradlab.Tensor)."""
 
     __slots__ = ()
-
-    def is_complex(self) -> bool:
-        return is_complex(self)
 
     def is_signed(self) -> bool:
         return is_signed(self)
