@@ -23,9 +23,8 @@ from .tensor import Tensor, is_floating_point, is_tensor, numel
 from .autograd import functional as _functional, gradcheck as _gradcheck  # noqa: E402
 from . import cuda, data, linalg, nn, optim  # noqa: E402  (gradlab.nn, gradlab.optim, ... as in torch)
 from .io import load, save  # noqa: E402
-from . import amp, cpu, distributed  # noqa: E402  (mixed precision; gradlab.cpu.amp; one-process distributed)
+from . import amp, cpu  # noqa: E402  (mixed precision; gradlab.cpu.amp as in torch)
 from .amp import GradScaler, autocast  # noqa: E402
-from . import testing  # noqa: E402
 from .generator import default_generator  # noqa: E402
 from .random import bernoulli, get_rng_state, poisson, randint_like, set_rng_state  # noqa: E402
 from .settings import (are_deterministic_algorithms_enabled, get_default_device,  # noqa: E402
@@ -55,9 +54,10 @@ __version__ = "0.1.0"
 
 
 def __getattr__(name):
-    """``gradlab.lab`` loads on first use, so ``import gradlab`` never imports the lab's dependencies."""
-    if name == "lab":
+    """``gradlab.lab`` loads on first use, so ``import gradlab`` never imports the lab's dependencies;
+    ``gradlab.testing`` and ``gradlab.distributed`` load on first use too, to keep the import fast."""
+    if name in ("lab", "testing", "distributed"):
         import importlib
 
-        return importlib.import_module(".lab", __name__)
+        return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'gradlab' has no attribute {name!r}")
