@@ -12,6 +12,7 @@ import numpy as np
 
 from . import dtypes as dt
 from .backends.device import resolve_device
+from .layouts import check_options
 from .tensor import Tensor, as_backend_array
 
 
@@ -51,8 +52,9 @@ def _float_default(dtype) -> dt.DType:
 # --- tensors from data -------------------------------------------------------------------------
 
 
-def tensor(data, dtype=None, device=None, requires_grad=False) -> Tensor:
+def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False) -> Tensor:
     """A new tensor holding a copy of ``data`` (numbers, nested lists, a numpy array or a tensor)."""
+    check_options("tensor", pin_memory=pin_memory)
     array, device = as_backend_array(data, dtype, device, "tensor", copy=True)
     return _finish(array, device, requires_grad, "tensor")
 
@@ -80,8 +82,9 @@ def from_numpy(array: np.ndarray) -> Tensor:
 # --- constant tensors --------------------------------------------------------------------------
 
 
-def full(size, fill_value, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False) -> Tensor:
     """A tensor filled with one value; its dtype follows the value (bool, int64 or the default float)."""
+    check_options("full", layout, pin_memory)
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
     dtype = dt.as_dtype(dtype) if dtype is not None else dt.scalar_dtype(fill_value)
@@ -91,18 +94,22 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False) -> T
     return _finish(array, device, requires_grad, "full")
 
 
-def zeros(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
+def zeros(*size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False) -> Tensor:
+    check_options("zeros", layout, pin_memory)
     device = resolve_device(device)
     return _finish(device.backend.zeros(_size("zeros", size), _float_default(dtype)), device, requires_grad, "zeros")
 
 
-def ones(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
+def ones(*size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False) -> Tensor:
+    check_options("ones", layout, pin_memory)
     device = resolve_device(device)
     return _finish(device.backend.ones(_size("ones", size), _float_default(dtype)), device, requires_grad, "ones")
 
 
-def empty(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
+def empty(*size, dtype=None, device=None, requires_grad=False,
+          layout=None, pin_memory=False, memory_format=None) -> Tensor:
     """A tensor whose values are whatever was in memory: fill it before reading it."""
+    check_options("empty", layout, pin_memory, memory_format)
     device = resolve_device(device)
     return _finish(device.backend.empty(_size("empty", size), _float_default(dtype)), device, requires_grad, "empty")
 
@@ -116,30 +123,40 @@ def _like(op, fill, input, dtype, device, requires_grad):
     return _finish(array, device, requires_grad, op)
 
 
-def zeros_like(input, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+def zeros_like(input, *, dtype=None, device=None, requires_grad=False,
+               layout=None, pin_memory=False, memory_format=None) -> Tensor:
+    check_options("zeros_like", layout, pin_memory, memory_format, ndim=input.ndim)
     return _like("zeros_like", 0, input, dtype, device, requires_grad)
 
 
-def ones_like(input, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+def ones_like(input, *, dtype=None, device=None, requires_grad=False,
+              layout=None, pin_memory=False, memory_format=None) -> Tensor:
+    check_options("ones_like", layout, pin_memory, memory_format, ndim=input.ndim)
     return _like("ones_like", 1, input, dtype, device, requires_grad)
 
 
-def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False,
+              layout=None, pin_memory=False, memory_format=None) -> Tensor:
+    check_options("full_like", layout, pin_memory, memory_format, ndim=input.ndim)
     return _like("full_like", fill_value, input, dtype, device, requires_grad)
 
 
-def empty_like(input, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+def empty_like(input, *, dtype=None, device=None, requires_grad=False,
+               layout=None, pin_memory=False, memory_format=None) -> Tensor:
+    check_options("empty_like", layout, pin_memory, memory_format, ndim=input.ndim)
     return _like("empty_like", None, input, dtype, device, requires_grad)
 
 
 # --- ranges ------------------------------------------------------------------------------------
 
 
-def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False,
+           layout=None, pin_memory=False) -> Tensor:
     """Values from start up to (not including) end; int64 unless an argument is a float.
 
     There are ceil((end - start) / step) values, start + i * step, so a negative step counts down.
     """
+    check_options("arange", layout, pin_memory)
     if end is None:
         start, end = 0, start
     start, end, step = (v.item() if isinstance(v, Tensor) else v for v in (start, end, step))
@@ -163,8 +180,10 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     return _finish(array, device, requires_grad, "arange")
 
 
-def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False,
+             layout=None, pin_memory=False) -> Tensor:
     """``steps`` evenly spaced values from start to end, both included."""
+    check_options("linspace", layout, pin_memory)
     if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)):
         raise TypeError(f"linspace: steps must be an integer, got {steps!r}")
     if steps < 0:
@@ -174,8 +193,9 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False)
     return _finish(array, device, requires_grad, "linspace")
 
 
-def eye(n, m=None, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False) -> Tensor:
     """The n×m identity matrix (ones on the diagonal); square when m is not given."""
+    check_options("eye", layout, pin_memory)
     m = n if m is None else m
     for name, value in (("n", n), ("m", m)):
         if value < 0:

@@ -32,6 +32,7 @@ from .ops.legacy_linalg import LegacyLinalgMethods
 from .ops.linalg import LinalgMethods
 from .ops.pointwise import PointwiseMethods
 from .ops.products import ProductMethods
+from .ops.random_methods import RandomMethods
 from .ops.real import RealMethods
 from .ops.reductions import ReductionMethods
 from .ops.repeat import RepeatMethods
@@ -50,7 +51,7 @@ _NATIVE_TO_DTYPE = dt.NATIVE_TO_DTYPE
 class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMethods, ReductionMethods, ShapeMethods,
              IndexingMethods, LinalgMethods, RepeatMethods, SortingMethods, SelectionMethods, DiagonalMethods,
              StatisticsMethods, ProductMethods, LegacyLinalgMethods, PointwiseMethods, TrigonometricMethods,
-             SpecialMethods, ComparisonMethods, BitwiseMethods, InPlaceMethods, RealMethods):
+             SpecialMethods, ComparisonMethods, BitwiseMethods, InPlaceMethods, RealMethods, RandomMethods):
     """A multi-dimensional array that can remember how it was computed.
 
     ``array`` is the backend's array (a numpy ndarray on 'cpu'); ``device`` says which backend.

@@ -4,3 +4,14 @@ from .contract import PRIMITIVES, Backend
 from .device import Device, default_device, resolve_device, set_default_device
 
 __all__ = ["PRIMITIVES", "Backend", "Device", "default_device", "resolve_device", "set_default_device"]
+
+_FLAG_MODULES = ("cuda", "cudnn", "mkldnn", "mps", "openmp")  # PyTorch's switches, with no effect here
+
+
+def __getattr__(name):
+    """``gradlab.backends.cudnn.benchmark = True`` works without importing the flag module first, as in torch."""
+    if name in _FLAG_MODULES:
+        import importlib
+
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'gradlab.backends' has no attribute {name!r}")

@@ -12,6 +12,7 @@ import string
 
 from ..autograd.function import Function
 from ..dtypes import int64
+from .autocast import autocast_op
 from ._common import ShapeError, TrackedTensor, broadcast_shapes, describe, shape_str, sum_to_shape
 
 # --- matmul ----------------------------------------------------------------------------------------
@@ -111,17 +112,20 @@ def _fixed_shape(op, a, b, a_ndim, b_ndim):
                            "broadcast: use matmul, or expand the smaller batch first")
 
 
+@autocast_op("lower")
 def matmul(input, other):
     """Matrix product with PyTorch's rules for vectors (1-D) and batches (N-D, broadcast)."""
     return Matmul.apply(input, other)
 
 
+@autocast_op("lower")
 def mm(input, mat2):
     """Matrix times matrix: (n, k) @ (k, m)."""
     _fixed_shape("mm", input, mat2, 2, 2)
     return Matmul.apply(input, mat2)
 
 
+@autocast_op("lower")
 def bmm(input, mat2):
     """A batch of matrix products: (b, n, k) @ (b, k, m), with equal batch sizes."""
     _fixed_shape("bmm", input, mat2, 3, 3)
@@ -341,6 +345,7 @@ class LinalgMethods:
 
     __slots__ = ()
 
+    @autocast_op("lower")
     def matmul(self, other):
         return Matmul.apply(self, other)
 
@@ -362,5 +367,6 @@ class LinalgMethods:
     ger = outer
     __matmul__ = matmul
 
+    @autocast_op("lower")
     def __rmatmul__(self, other):
         return Matmul.apply(other, self)

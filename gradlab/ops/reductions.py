@@ -13,6 +13,7 @@ from collections import namedtuple
 
 from .. import dtypes as dt
 from ..autograd.function import Function
+from .autocast import autocast_op
 from ._common import (TrackedTensor, array_in, data_in, describe, int_tuple, normalize_dim, normalize_dims,
                       sum_to_shape)
 
@@ -571,6 +572,7 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
     return Mean.apply(input, dim, keepdim, dtype)
 
 
+@autocast_op("fp32")
 def prod(input, dim=None, keepdim=False, *, dtype=None):
     return Prod.apply(input, dim, keepdim, dtype)
 
@@ -696,6 +698,7 @@ class ReductionMethods:
     def mean(self, dim=None, keepdim=False, *, dtype=None):
         return mean(self, dim, keepdim, dtype=dtype)
 
+    @autocast_op("fp32")
     def prod(self, dim=None, keepdim=False, *, dtype=None):
         return prod(self, dim, keepdim, dtype=dtype)
 

@@ -14,6 +14,7 @@ from ...autograd.function import Function
 from ...autograd.grad_mode import grad_state
 from ...dtypes import bool_
 from ...ops._common import ShapeError, broadcast_shapes, shape_str, sum_to_shape
+from ...ops.autocast import autocast_op
 from ...ops.shape import cat, pad, stack
 from ...tensor import Tensor
 from .dropout import dropout
@@ -181,6 +182,7 @@ def _heads(b, packed, num_heads, batch_first):
 
 # --- scaled_dot_product_attention -----------------------------------------------------------------
 
+@autocast_op("lower")
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
                                  enable_gqa=False):
     """softmax(q kᵀ / sqrt(E) + mask) v over the last two dims, as ``torch.nn.functional.scaled_dot_product_attention``.

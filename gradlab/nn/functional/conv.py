@@ -20,6 +20,7 @@ from typing import NamedTuple
 
 from ...autograd.function import Function
 from ...ops._common import TrackedTensor, shape_str
+from ...ops.autocast import autocast_op
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "conv_tbc",
            "unfold", "fold"]
@@ -278,6 +279,7 @@ def _check_kernel_fits(op, x, kernel, geo):
                            f"input size (input of shape {shape_str(x.shape)})")
 
 
+@autocast_op("lower")
 def conv(op, input, weight, bias, geo, nd):
     """The checked convolution that conv1d/conv2d and the Conv layers share; ``op`` names the caller in errors."""
     x, unbatched = batched_input(op, input, nd)
@@ -308,6 +310,7 @@ def transposed_size(op, x, kernel, stride, pads, dilation, extra):
     return size
 
 
+@autocast_op("lower")
 def conv_transpose(op, input, weight, bias, stride, padding, output_padding, groups, dilation, nd, output_size=None):
     """The checked transposed convolution; weight is (in_channels, out_channels/groups, *kernel)."""
     x, unbatched = batched_input(op, input, nd)

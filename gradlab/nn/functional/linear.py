@@ -9,6 +9,7 @@ from __future__ import annotations
 from ...autograd.function import Function
 from ...ops._common import TrackedTensor, shape_str
 from ...ops.linalg import einsum
+from ...ops.autocast import autocast_op
 
 __all__ = ["linear", "bilinear"]
 
@@ -53,6 +54,7 @@ def _rows(backend, a):
     return a if a.ndim == 2 else backend.reshape(a, (-1, a.shape[-1]))
 
 
+@autocast_op("lower")
 def checked_linear(op, input, weight, bias):
     """linear with errors that name ``op`` (the function, or the layer that called it)."""
     if not isinstance(input, TrackedTensor):

@@ -20,6 +20,7 @@ from ...dtypes import bool_, int64
 from ...ops._common import (TrackedTensor, binary_operands, broadcast_shapes, describe, float_dtype_required, shape_str,
                             sum_to_shape)
 from ...ops.elementwise import where
+from ...ops.autocast import autocast_op
 from ...ops.functional import cat
 from .activation import logsigmoid, softplus
 from .distance import pairwise_distance
@@ -158,6 +159,7 @@ def _pointwise(op: str, function, input, target, reduction, weight, *params, wei
     return _reduce(loss, reduction)
 
 
+@autocast_op("fp32")
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """Mean squared error (input - target)^2; weight (input's shape) gives sum(w * e) / sum(w) for 'mean'.
 
@@ -167,6 +169,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     return _pointwise("mse_loss", _MSE, input, target, reduction, weight)
 
 
+@autocast_op("fp32")
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """Mean absolute error |input - target|; weight (input's shape) gives sum(w * e) / sum(w) for 'mean'.
 
@@ -176,6 +179,7 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
     return _pointwise("l1_loss", _L1, input, target, reduction, weight)
 
 
+@autocast_op("fp32")
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     """0.5 d^2 / beta where |d| < beta, |d| - 0.5 beta beyond: quadratic near zero, robust to outliers.
 
@@ -189,6 +193,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     return _pointwise("smooth_l1_loss", _SmoothL1, input, target, reduction, None, float(beta))
 
 
+@autocast_op("fp32")
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     """0.5 d^2 where |d| < delta, delta * (|d| - 0.5 delta) beyond (smooth_l1 scaled by delta).
 
@@ -327,6 +332,7 @@ def _check_class_indices(op: str, input, target, dim: int, probabilities_allowed
                            f"input of shape {shape_str(input.shape)}, got target of shape {shape_str(target.shape)}")
 
 
+@autocast_op("fp32")
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
     """Negative log-likelihood: -weight[t] * input[t] for log-probabilities input and class indices target.
 
@@ -341,6 +347,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     return ClassIndexLoss.apply(input, target, weight, ignore_index, 0.0, reduction, False, op)
 
 
+@autocast_op("fp32")
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
                   label_smoothing=0.0):
     """-log softmax(input)[target]: the loss for classifying logits of shape (N, C) or (N, C, d1, ...).
@@ -421,6 +428,7 @@ def _check_broadcasts_to(op: str, name: str, tensor, shape) -> None:
                            f"{shape_str(shape)}")
 
 
+@autocast_op("fp32")
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
     """-w (y log x + (1 - y) log(1 - x)) for probabilities x in [0, 1] (the output of a sigmoid).
 
@@ -443,6 +451,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     return _reduce(loss if weight is None else loss * weight, reduction)
 
 
+@autocast_op("fp32")
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean",
                                      pos_weight=None):
     """binary_cross_entropy(sigmoid(x), y) computed stably: (1 - y) x - (1 + (pos_weight - 1) y) log sigmoid(x).
@@ -464,6 +473,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
 
 # --- distributions and embeddings -------------------------------------------------------------
 
+@autocast_op("fp32")
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
     """KL(target || model) pointwise: target * (log target - input), input being log-probabilities.
 
@@ -487,6 +497,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     return _reduce(loss, reduction)
 
 
+@autocast_op("fp32")
 def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
     """max(0, -y (x1 - x2) + margin): x1 should rank above x2 by margin where y = 1, below where y = -1."""
     op = "margin_ranking_loss"
@@ -503,6 +514,7 @@ def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, r
 _EPSILON = 1e-12  # keeps the cosine finite for zero vectors (PyTorch's constant)
 
 
+@autocast_op("fp32")
 def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
     """1 - cos(x1, x2) where y = 1 (pull together), max(0, cos(x1, x2) - margin) where y = -1 (push apart).
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import functools
 
-from .backends.device import _load_backend
-from .random import manual_seed
+from ..backends.device import _load_backend
+from ..random import manual_seed
 
 
 @functools.lru_cache(maxsize=1)
@@ -38,4 +38,14 @@ def manual_seed_all(seed: int) -> None:
     manual_seed(seed)
 
 
-__all__ = ["device_count", "is_available", "manual_seed", "manual_seed_all", "synchronize"]
+def __getattr__(name):
+    """``gradlab.cuda.amp`` (PyTorch's older spelling of gradlab.amp) loads on first use: it is built on
+    gradlab.amp, which asks this module whether CUDA is available."""
+    if name == "amp":
+        import importlib
+
+        return importlib.import_module(".amp", __name__)
+    raise AttributeError(f"module 'gradlab.cuda' has no attribute {name!r}")
+
+
+__all__ = ["amp", "device_count", "is_available", "manual_seed", "manual_seed_all", "synchronize"]
