@@ -212,8 +212,8 @@ def test_grid_sample_matches_torch_in_input_and_grid(mode, padding_mode, align_c
 
 @pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
 def test_grid_sample_gradcheck(mode):
-    grid = gl.tensor(np.random.default_rng(0).uniform(-0.9, 0.9, (1, 2, 3, 2)), requires_grad=True)
-    assert gradcheck(lambda x, g: F.grid_sample(x, g, mode=mode, align_corners=False), (leaf(1, 2, 3, 4), grid))
+    grid = gl.tensor(np.random.default_rng(0).uniform(-0.9, 0.9, (1, 2, 2, 2)), requires_grad=True)
+    assert gradcheck(lambda x, g: F.grid_sample(x, g, mode=mode, align_corners=False), (leaf(1, 1, 3, 3), grid))
 
 
 def test_grid_sample_with_the_identity_grid_returns_the_input():
@@ -237,3 +237,26 @@ def test_grid_sample_errors():
         F.grid_sample(x, grid)
     with pytest.raises(ValueError, match="Expected a batch of 2D affine matrices of shape Nx2x3 for size"):
         F.affine_grid(gl.zeros(1, 3, 3), (1, 1, 2, 2), align_corners=False)
+
+
+@requires_torch
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_antialiased_interpolate_matches_torch(mode, align_corners):
+    x = randn(2, 2, 9, 7)
+    for kwargs in [dict(size=(4, 3)), dict(size=(12, 5)), dict(scale_factor=0.4), dict(scale_factor=(2.5, 0.3))]:
+        g, t = gl.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+        out = F.interpolate(g, mode=mode, align_corners=align_corners, antialias=True, **kwargs)
+        t_out = torch.nn.functional.interpolate(t, mode=mode, align_corners=align_corners, antialias=True, **kwargs)
+        assert_close(out, t_out, rtol=1e-12, atol=1e-12)
+        seed = randn(*out.shape, seed=3)
+        out.backward(gl.tensor(seed))
+        t_out.backward(torch.tensor(seed))
+        assert_close(g.grad, t.grad, rtol=1e-12, atol=1e-12)
+
+
+def test_antialiased_interpolate_gradcheck_and_restrictions():
+    assert gradcheck(lambda t: F.interpolate(t, size=(2, 3), mode="bicubic", antialias=True), (leaf(1, 1, 5, 6),))
+    with pytest.raises(ValueError, match="Anti-alias option is restricted to bilinear and bicubic modes and requires "
+                                         "a 4-D tensor as input"):
+        F.interpolate(gl.ones(1, 1, 4), size=2, mode="linear", antialias=True)

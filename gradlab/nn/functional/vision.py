@@ -97,6 +97,40 @@ def _resample_axis(x, axis, taps, weights):
     return out
 
 
+def _triangle(x):
+    x = abs(x)
+    return 1 - x if x < 1 else 0.0
+
+
+def _keys_cubic(x, a=-0.5):  # antialiasing uses a = −0.5 (as PIL does), plain bicubic −0.75
+    x = abs(x)
+    if x < 1:
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+    return (((x - 5) * x + 8) * x - 4) * a if x < 2 else 0.0
+
+
+def _antialias_matrix(n, o, align_corners, scale, mode, real):
+    """(o, n) weights of an antialiased resize along one axis: when shrinking, the filter (triangle or cubic)
+    is stretched by the scale, so every input pixel under an output pixel contributes (PyTorch's and PIL's rule)."""
+    filter_fn, size = (_triangle, 2) if mode == "bilinear" else (_keys_cubic, 4)
+    s = float(_source_scale(n, o, align_corners, scale, real))
+    support = size * 0.5 * s if s >= 1.0 else size * 0.5
+    invscale = 1.0 / s if s >= 1.0 else 1.0
+    weights = np.zeros((o, n))
+    for i in range(o):
+        center = s * (i + 0.5)
+        low = max(int(center - support + 0.5), 0)
+        high = min(int(center + support + 0.5), n)
+        taps = np.array([filter_fn((j - center + 0.5) * invscale) for j in range(low, high)])
+        weights[i, low:high] = taps / taps.sum() if taps.sum() != 0 else taps
+    return weights.astype(real)
+
+
+def _filter_axis(x, axis, weights):
+    """x resampled along axis by the (o, n) weight matrix (one matrix product)."""
+    return x.movedim(axis, -1).matmul(x.new_tensor(weights).transpose(0, 1)).movedim(-1, axis)
+
+
 _MODES_BY_DIM = {3: ("linear",), 4: ("bilinear", "bicubic"), 5: ("trilinear",)}
 _ALL_MODES = ("nearest", "linear", "bilinear", "bicubic", "trilinear", "area", "nearest-exact")
 
@@ -142,7 +176,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     """Resize the spatial dims of (N, C, L), (N, C, H, W) or (N, C, D, H, W) to ``size`` or by ``scale_factor``.
 
     mode: 'nearest', 'nearest-exact', 'linear' (3-D), 'bilinear'/'bicubic' (4-D), 'trilinear' (5-D), or
-    'area' (adaptive average pooling). align_corners=True maps the corner pixels' centres onto each other.
+    'area' (adaptive average pooling). align_corners=True maps the corner pixels' centres onto each other;
+    antialias=True (bilinear/bicubic, 4-D) widens the filter when shrinking, so no input pixel is skipped.
     """
     if not isinstance(input, TrackedTensor):
         raise TypeError(f"interpolate: expected the input to be a gradlab Tensor, got {type(input).__name__}")
@@ -159,9 +194,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if mode not in ("nearest", "area", "nearest-exact") and mode not in _MODES_BY_DIM[input.ndim]:
         wanted = next(d for d, modes in _MODES_BY_DIM.items() if mode in modes)
         raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs {wanted}D input")
-    if antialias:
-        raise ValueError(f"interpolate: antialias=True is not available in gradlab (mode={mode!r}); resize with "
-                         "antialias=False, or blur first (e.g. avg_pool2d) when shrinking an image a lot")
+    if antialias and not (mode in ("bilinear", "bicubic") and input.ndim == 4):
+        raise ValueError(f"Anti-alias option is restricted to bilinear and bicubic modes and requires a 4-D tensor as "
+                         f"input (got mode={mode!r} and a {input.ndim}-D input)")
     if not input.dtype.is_floating_point and mode != "nearest" and mode != "nearest-exact":
         raise RuntimeError(f"interpolate: mode {mode!r} needs a floating-point input, got {describe(input)}")
     sizes, scales = _output_geometry(input, size, scale_factor, recompute_scale_factor, mode)
@@ -175,7 +210,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     out = input
     for i in reversed(range(input.ndim - 2)):
         n, o, s = input.shape[2 + i], sizes[i], None if scales is None else scales[i]
-        if mode in ("nearest", "nearest-exact"):
+        if antialias:
+            out = _filter_axis(out, 2 + i, _antialias_matrix(n, o, align_corners, s, mode, real))
+        elif mode in ("nearest", "nearest-exact"):
             out = _resample_axis(out, 2 + i, [_nearest_indices(n, o, s, mode == "nearest-exact")], None)
         elif mode == "bicubic":
             out = _resample_axis(out, 2 + i, *_cubic_taps(n, o, align_corners, s, real))
