@@ -14,7 +14,7 @@ from typing import Any
 
 from .anomaly import anomaly_state, checked_backward
 from .function import _FREED, AccumulateGrad, TrackedTensor, _edge
-from .grad_mode import grad_state
+from .grad_mode import set_enabled, thread_mode
 
 
 @dataclass(slots=True)
@@ -202,9 +202,10 @@ def _run(edges, root_grads, keep_graph, create_graph, targets, captured, accumul
     ready = [(-node._seq, node) for node in buffers if not deps[node]]  # sequence numbers are unique
     heapq.heapify(ready)
     heappop, heappush = heapq.heappop, heapq.heappush
-    user_mode = grad_state.enabled
+    mode = thread_mode()
+    user_mode = mode.enabled
     index = 0
-    grad_state.enabled = create_graph  # backward formulas are recorded only to differentiate them again
+    set_enabled(mode, create_graph)  # backward formulas are recorded only to differentiate them again
     try:
         while ready:
             node = heappop(ready)[1]
@@ -226,12 +227,12 @@ def _run(edges, root_grads, keep_graph, create_graph, targets, captured, accumul
                 if not remaining:
                     heappush(ready, (-child._seq, child))
             if steps:
-                grad_state.enabled = user_mode
+                set_enabled(mode, user_mode)
                 yield BackwardStep(index, node, tuple(grads_in), grads_out, leaf)
-                grad_state.enabled = create_graph
+                set_enabled(mode, create_graph)
                 index += 1
     finally:
-        grad_state.enabled = user_mode
+        set_enabled(mode, user_mode)
 
 
 def _run_node(node, grads_in, targets, captured, accumulate, create_graph, needed, keep_graph):
