@@ -22,7 +22,8 @@ class ThreadMode:
         self.inference = False
 
     def __del__(self):  # a thread that ended with recording off no longer counts
-        threads_off.discard(id(self))
+        if not self.enabled and threads_off is not None:  # (None: the interpreter is shutting down)
+            threads_off.discard(id(self))
 
 
 # The ThreadModes (by id) whose recording is off. Function.apply reads only this set while it is

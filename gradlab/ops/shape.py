@@ -13,7 +13,7 @@ import operator
 
 from ..autograd.function import Function
 from ..dtypes import promote
-from ._common import TrackedTensor, describe, normalize_dim, normalize_dims, shape_str, sum_to_shape
+from ._common import TrackedTensor, describe, normalize_dim, normalize_dims, shape_str
 
 
 # --- arguments ------------------------------------------------------------------------------------
@@ -280,7 +280,6 @@ class Expand(Function):
 
     @staticmethod
     def forward(ctx, x, shape):
-        ctx.shape = x.shape
         try:
             return x._view_of(x.device.backend.broadcast_to(x.array, shape))
         except ValueError:
@@ -289,7 +288,7 @@ class Expand(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        return sum_to_shape(grad, ctx.shape), None
+        return grad, None  # in the expanded shape: the engine sums it back, as for any broadcast input
 
 
 def _check_expand(shape, sizes) -> None:
