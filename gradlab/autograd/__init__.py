@@ -9,12 +9,13 @@ from .anomaly import detect_anomaly, is_anomaly_enabled
 from .engine import BackwardStep, backward, backward_steps, grad
 from .function import AccumulateGrad, Function, Node, TrackedTensor
 from .grad_mode import enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad, set_grad_enabled
+from .hooks import RemovableHandle
 from .observers import ObserverHandle, OpRecord, subscribe
 
 
 __all__ = [
-    "AccumulateGrad", "BackwardStep", "Function", "Node", "ObserverHandle", "OpRecord", "TrackedTensor",
-    "backward", "backward_steps", "detect_anomaly", "enable_grad", "grad", "inference_mode",
+    "AccumulateGrad", "BackwardStep", "Function", "Node", "ObserverHandle", "OpRecord", "RemovableHandle",
+    "TrackedTensor", "backward", "backward_steps", "detect_anomaly", "enable_grad", "grad", "inference_mode",
     "is_anomaly_enabled", "is_grad_enabled", "is_inference_mode_enabled", "no_grad", "set_grad_enabled",
     "subscribe",
 ]

@@ -13,6 +13,7 @@ import weakref
 
 from ..dtypes import FLOATING_NATIVES
 from . import observers
+from .hooks import RemovableHandle
 from .grad_mode import per_thread, set_enabled, thread_mode, threads_off
 
 
@@ -120,13 +121,15 @@ class Node:
         """Call ``hook(grad_inputs, grad_outputs)`` after this node's backward has run."""
         if self._post_hooks is None:
             self._post_hooks = []
-        return _RemovableHandle(self._post_hooks, hook)
+        self._post_hooks.append(hook)
+        return RemovableHandle(self._post_hooks, hook=hook)
 
     def register_prehook(self, hook):
         """Call ``hook(grad_outputs)`` before this node's backward; a returned tuple replaces them."""
         if self._pre_hooks is None:
             self._pre_hooks = []
-        return _RemovableHandle(self._pre_hooks, hook)
+        self._pre_hooks.append(hook)
+        return RemovableHandle(self._pre_hooks, hook=hook)
 
     def __repr__(self):
         return f"<{self.name()} object at {id(self):#x}>"
@@ -156,19 +159,6 @@ def accumulator(leaf) -> AccumulateGrad:
         node = AccumulateGrad(leaf)
         leaf._accumulator = weakref.ref(node)
     return node
-
-
-class _RemovableHandle:
-    """Returned by every register_* call: ``remove()`` takes the hook out again."""
-
-    def __init__(self, hooks: list, hook):
-        self._hooks = hooks
-        self._hook = hook
-        hooks.append(hook)
-
-    def remove(self) -> None:
-        if self._hook in self._hooks:
-            self._hooks.remove(self._hook)
 
 
 _PRIMITIVE_MODULES = ("gradlab.ops.", "gradlab.nn.functional.")
