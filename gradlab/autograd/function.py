@@ -57,6 +57,7 @@ class Node:
     function = None  # the Function class this node belongs to (set on each generated subclass)
     _saved = ()
     _saved_versions = ()
+    _saved_outputs = ()  # (position in _saved, output index) of saved outputs, kept without their history
     _materialize_grads = True
     _non_differentiable = ()
     _dirty = ()
@@ -98,6 +99,11 @@ class Node:
                     "after this tensor was used; use an out-of-place operation (e.g. x = x + 1 instead of "
                     "x += 1) or .clone() it first."
                 )
+        if self._saved_outputs:
+            saved = list(saved)
+            for i, nr in self._saved_outputs:
+                saved[i] = _with_history(saved[i], self, nr)
+            saved = tuple(saved)
         return saved
 
     def mark_non_differentiable(self, *tensors) -> None:
@@ -269,6 +275,8 @@ def _connect(node: Node, inputs: tuple, outputs):
     if outputs.array.dtype in FLOATING_NATIVES and id(outputs) not in node._non_differentiable:
         outputs.requires_grad = True
         outputs.grad_fn = node
+        if node._saved and _is_one_of(outputs, node._saved):
+            _save_outputs_without_history(node, (outputs,))
     node._output_shapes = (outputs.array.shape,)
     return outputs
 
@@ -296,7 +304,30 @@ def _connect_outputs(node: Node, inputs: tuple, outputs):
             out._output_nr = i
         shapes.append(out.shape)
     node._output_shapes = tuple(shapes)
+    if node._saved:
+        _save_outputs_without_history(node, outs)
     return outs[0] if single else tuple(outs)
+
+
+def _save_outputs_without_history(node: Node, outs) -> None:
+    """A saved output holds its own node (out.grad_fn is node): a cycle, so an unused graph would wait
+    for the garbage collector. Keep it without its history instead (the same memory and version
+    counter); ``saved_tensors`` gives the history back, as PyTorch's SavedVariable does."""
+    saved, where = list(node._saved), []
+    for i, t in enumerate(saved):
+        for nr, out in enumerate(outs):
+            if t is out and t is not None and t.grad_fn is node:
+                saved[i] = t.detach()
+                where.append((i, nr))
+    if where:
+        node._saved, node._saved_outputs = tuple(saved), tuple(where)
+
+
+def _with_history(t, node: Node, nr: int):
+    """A saved output as backward sees it: the same memory, with the node as its grad_fn again."""
+    out = t.detach()
+    out.requires_grad, out.grad_fn, out._output_nr = True, node, nr
+    return out
 
 
 def _is_one_of(t, inputs) -> bool:
