@@ -43,8 +43,8 @@ class _Pass:
     __slots__ = ("keep_graph", "create_graph", "accumulate", "steps", "targets", "captured", "needed")
 
     def __init__(self, keep_graph, create_graph, accumulate, steps, targets=None, captured=None):
-        self.keep_graph = keep_graph  # keep what forward saved, to run backward again (retain_graph)
-        self.create_graph = create_graph  # record the backward formulas, to differentiate them again
+        self.keep_graph = bool(keep_graph)  # keep what forward saved, to run backward again (retain_graph)
+        self.create_graph = bool(create_graph)  # record the backward formulas, to differentiate them again
         self.accumulate = accumulate  # add into .grad (backward), or only capture (autograd.grad)
         self.steps = steps  # yield a BackwardStep after each node (the lab), or just run to the end
         self.targets = targets
