@@ -14,7 +14,8 @@ so what you learn here carries over to the tensor engine unchanged.
 """
 import math
 import numbers
-from dataclasses import dataclass
+
+from .autograd.engine import BackwardStep
 
 
 class ScalarContext:
@@ -288,16 +289,6 @@ class Sqrt(ScalarFunction):
         return grad * math.inf if out == 0 else grad / (2 * out)  # vertical at 0, as in PyTorch
 
 
-@dataclass(frozen=True)
-class BackwardStep:
-    """One node's turn during backpropagation: the gradient that reached it,
-    and the share of that gradient it passes on to each of its inputs."""
-
-    node: "Scalar"
-    grad: float
-    input_grads: tuple
-
-
 def _operand(other, method):
     """Let plain numbers into an operation as constants; refuse anything else."""
     if isinstance(other, Scalar):
@@ -396,22 +387,23 @@ class Scalar:
     def backward_steps(self):
         """Backpropagate from this Scalar one node at a time, yielding a BackwardStep each.
 
-        Nodes are visited outputs first, so a node's gradient is complete before
-        it is passed on. ``backward()`` is exactly this generator run to the end.
+        Nodes are visited outputs first, so a node's gradient is complete before it is passed on;
+        the steps are the tensor engine's: ``grads_in`` is ``(grad,)``, ``grads_out`` has one
+        gradient per parent, and ``leaf`` is the node when it is an input. ``backward()`` is exactly
+        this generator run to the end.
         """
         pending = {self: 1.0}  # gradient gathered so far in this pass, per node
-        for node in reversed(self.topological_order()):
+        for index, node in enumerate(reversed(self.topological_order())):
             grad = pending.pop(node, 0.0)
             node.grad += grad
-            input_grads = ()
+            grads_out = ()
             if node.grad_fn is not None:
                 grads = node.grad_fn.function.backward(node.grad_fn, grad)
                 grads = grads if isinstance(grads, tuple) else (grads,)
-                input_grads = tuple((x, g) for x, g in zip(node.grad_fn.inputs, grads)
-                                    if isinstance(x, Scalar))
-                for parent, g in input_grads:
+                grads_out = tuple(g for x, g in zip(node.grad_fn.inputs, grads) if isinstance(x, Scalar))
+                for parent, g in zip(node.parents, grads_out):
                     pending[parent] = pending.get(parent, 0.0) + g
-            yield BackwardStep(node, grad, input_grads)
+            yield BackwardStep(index, node, (grad,), grads_out, node if node.grad_fn is None else None)
 
     def backward(self):
         """Add d(self)/d(node) into ``node.grad`` for every node in the graph."""

@@ -16,6 +16,7 @@ from . import dtypes as dt
 from .autograd import engine, views
 from .autograd.function import TrackedTensor
 from .autograd.grad_mode import grad_state
+from .autograd.hooks import RemovableHandle
 from .backends.device import Device, resolve_device
 from .generator import generator_rng, multinomial
 from .ops._common import describe, normalize_dim, shape_str
@@ -429,7 +430,12 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
         """Call ``hook(grad)`` when this tensor's gradient is computed; a returned tensor replaces it."""
         if not self.requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
-        return _TensorHookHandle(self._hook_list(), hook)
+        hooks = self._hook_list()
+        if hooks and getattr(hooks[-1], "keeps_grad", False):
+            hooks.insert(len(hooks) - 1, hook)  # retain_grad's hook stays last
+        else:
+            hooks.append(hook)
+        return RemovableHandle(hooks, hook=hook)
 
     def _hook_list(self) -> list:
         """Where this tensor's hooks live: on the leaf itself, or on its grad_fn under its output index."""
@@ -604,23 +610,6 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
         return self.pow_(other)
 
     __hash__ = object.__hash__
-
-
-class _TensorHookHandle:
-    """Returned by ``register_hook``; ``remove()`` takes the hook out again."""
-
-    def __init__(self, hooks: list, hook):
-        self._hooks, self._hook = hooks, hook
-        if hooks and getattr(hooks[-1], "keeps_grad", False):
-            hooks.insert(len(hooks) - 1, hook)  # retain_grad's hook stays last
-        else:
-            hooks.append(hook)
-
-    def remove(self) -> None:
-        for i, h in enumerate(self._hooks):
-            if h is self._hook:
-                del self._hooks[i]
-                return
 
 
 def _init(t, array, device) -> None:

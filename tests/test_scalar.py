@@ -181,19 +181,21 @@ def test_backward_steps_visit_each_node_once_consumers_first():
     steps = list(out.backward_steps())
     nodes = [s.node for s in steps]
     assert len(nodes) == len(set(map(id, nodes))) == len(out.topological_order())
-    assert nodes[0] is out and steps[0].grad == 1.0
+    assert nodes[0] is out and steps[0].grads_in == (1.0,)
+    assert [s.index for s in steps] == list(range(len(steps)))
     position = {id(n): i for i, n in enumerate(nodes)}
     for step in steps:
         assert all(position[id(p)] > position[id(step.node)] for p in step.node.parents)
-        assert tuple(p for p, _ in step.input_grads) == step.node.parents
-        assert step.grad == step.node.grad  # fresh graph: each node is visited once
+        assert len(step.grads_out) == len(step.node.parents)
+        assert step.grads_in == (step.node.grad,)  # fresh graph: each node is visited once
+        assert step.leaf is (step.node if not step.node.parents else None)
     # what flows into a node is the sum of what its consumers sent it
     sent = {}
     for step in steps:
-        for parent, g in step.input_grads:
+        for parent, g in zip(step.node.parents, step.grads_out):
             sent[id(parent)] = sent.get(id(parent), 0.0) + g
     for step in steps[1:]:
-        assert step.grad == pytest.approx(sent[id(step.node)])
+        assert step.grads_in[0] == pytest.approx(sent[id(step.node)])
 
 
 def test_exhausting_backward_steps_equals_backward():

@@ -10,13 +10,15 @@ from .anomaly import detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_en
 from .engine import BackwardStep, backward, backward_steps, grad
 from .function import AccumulateGrad, Function, Node, TrackedTensor
 from .grad_mode import enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad, set_grad_enabled
+from .hooks import RemovableHandle
 from .observers import ObserverHandle, OpRecord, subscribe
 
 
 __all__ = [
-    "AccumulateGrad", "BackwardStep", "Function", "Node", "ObserverHandle", "OpRecord", "TrackedTensor",
-    "anomaly_mode", "backward", "backward_steps", "detect_anomaly", "enable_grad", "grad", "inference_mode",
-    "is_anomaly_check_nan_enabled", "is_anomaly_enabled", "is_tensor_like", "set_detect_anomaly", "is_grad_enabled", "is_inference_mode_enabled", "no_grad", "set_grad_enabled",
+    "AccumulateGrad", "BackwardStep", "Function", "Node", "ObserverHandle", "OpRecord", "RemovableHandle",
+    "TrackedTensor", "anomaly_mode", "backward", "backward_steps", "detect_anomaly", "enable_grad", "grad",
+    "inference_mode", "is_anomaly_check_nan_enabled", "is_anomaly_enabled", "is_grad_enabled",
+    "is_inference_mode_enabled", "is_tensor_like", "no_grad", "set_detect_anomaly", "set_grad_enabled",
     "subscribe",
 ]
 

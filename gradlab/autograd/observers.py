@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, NamedTuple
 
+from .hooks import RemovableHandle
+
 
 class OpRecord(NamedTuple):
     """One operation as it ran: the Function class, its inputs, its outputs, and its graph node.
@@ -25,30 +27,15 @@ class OpRecord(NamedTuple):
 active: list = []
 
 
-class ObserverHandle:
-    """Returned by ``subscribe``; ``remove()`` detaches the observer (also usable as a context manager)."""
-
-    def __init__(self, fn: Callable[[OpRecord], None]):
-        self.fn = fn
-
-    def remove(self) -> None:
-        if self.fn in active:
-            active.remove(self.fn)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.remove()
-        return False
+ObserverHandle = RemovableHandle  # what subscribe returns: remove() detaches the observer
 
 
-def subscribe(fn: Callable[[OpRecord], None]) -> ObserverHandle:
+def subscribe(fn: Callable[[OpRecord], None]) -> RemovableHandle:
     """Call ``fn(record)`` after every operation from now on, until the handle is removed."""
     if not callable(fn):
         raise TypeError(f"autograd.subscribe expects a callable taking an OpRecord, got {type(fn).__name__}")
     active.append(fn)
-    return ObserverHandle(fn)
+    return RemovableHandle(active, hook=fn)
 
 
 def notify(function, inputs, outputs, node) -> None:

@@ -98,6 +98,10 @@ def _load_backend(type_: str):
                 f"the '{type_}' device needs the package '{error.name}', which is not installed; "
                 f"install it with: {hint}"
             ) from None
+        if type_ == "cpu":  # the one place the process-wide malloc choice is made (see host_memory)
+            from .host_memory import keep_freed_memory
+
+            keep_freed_memory()
         _backend_objects[type_] = getattr(module, class_name)()
     return _backend_objects[type_]
 

@@ -85,11 +85,16 @@ def _saved(node: Node, inputs: tuple = (), outputs: tuple = ()) -> list:
     if saved is _FREED:
         return [{"name": "freed", "freed": True}]
     names = _forward_arg_names(node.function) if node.function is not None else []
+    saved_outputs = dict(node._saved_outputs)  # outputs are kept without their history (see autograd.function)
+    n_outputs = len(node._output_shapes) if getattr(node, "_output_shapes", None) else 1
     result = []
     for i, t in enumerate(saved):
         if t is None:
             continue
-        name = next((names[j] if j < len(names) else f"input {j}" for j, x in enumerate(inputs) if x is t), None)
+        name = None
+        if i in saved_outputs:
+            name = "out" if n_outputs == 1 else f"out[{saved_outputs[i]}]"
+        name = name or next((names[j] if j < len(names) else f"input {j}" for j, x in enumerate(inputs) if x is t), None)
         if name is None:
             name = next((("out" if len(outputs) == 1 else f"out[{j}]") for j, x in enumerate(outputs) if x is t), None)
         if name is None:

@@ -144,9 +144,9 @@ class Stepping:
         """A step as the panel shows it: the gradient in, and what went to each input."""
         if self.is_scalar:
             node_id = self.node_id(raw.node)
-            grads_in = [summarize(raw.grad)]
-            sent = [(self.node_id(parent), g) for parent, g in raw.input_grads]
-            leaf = raw.node if raw.node.grad_fn is None else None
+            grads_in = [summarize(raw.grads_in[0])]
+            sent = [(self.node_id(parent), g) for parent, g in zip(raw.node.parents, raw.grads_out)]
+            leaf = raw.leaf
         else:
             node_id = self.node_id(raw.node)
             grads_in = [summarize(g) for g in raw.grads_in]

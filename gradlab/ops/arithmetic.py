@@ -2,9 +2,9 @@
 
 Each Function keeps forward and backward side by side. Backward is written with Tensor
 operations, so the same formula gives plain gradients normally and a differentiable graph under
-``create_graph=True`` (that is all higher-order gradients need). An input that was broadcast
-receives the gradient summed over the stretched dimensions: ``sum_to_shape`` does it where a
-formula needs it, and the engine does it for gradients returned in the broadcast shape.
+``create_graph=True`` (that is all higher-order gradients need). A formula returns
+the gradient of a broadcast input in the broadcast shape; the engine sums it back over the
+stretched dimensions (as PyTorch's does), so no formula here undoes broadcasting itself.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import math
 
 from ..autograd.function import Function
 from ..dtypes import bool_, get_default_dtype, result_dtype, result_dtype_with_scalar
-from ._common import TrackedTensor, binary_operands, broadcast_shapes, describe, sum_to_shape
+from ._common import TrackedTensor, binary_operands, broadcast_shapes, describe
 
 
 def _compute(op: str, primitive: str, a, b):
@@ -102,8 +102,8 @@ class Mul(Function):
         a, b = ctx.saved_tensors
         if b is None:
             return grad * ctx.b_number, None
-        grad_a = sum_to_shape(grad * b, a.shape) if ctx.needs_input_grad[0] else None
-        grad_b = sum_to_shape(grad * a, b.shape) if ctx.needs_input_grad[1] else None
+        grad_a = grad * b if ctx.needs_input_grad[0] else None
+        grad_b = grad * a if ctx.needs_input_grad[1] else None
         return grad_a, grad_b
 
 
@@ -125,8 +125,8 @@ class Div(Function):
         a, b = ctx.saved_tensors
         if b is None:
             return grad / ctx.b_number, None
-        grad_a = sum_to_shape(grad / b, a.shape) if ctx.needs_input_grad[0] else None
-        grad_b = sum_to_shape(-grad * a / (b * b), b.shape) if ctx.needs_input_grad[1] else None
+        grad_a = grad / b if ctx.needs_input_grad[0] else None
+        grad_b = -grad * a / (b * b) if ctx.needs_input_grad[1] else None
         return grad_a, grad_b
 
 
@@ -180,11 +180,11 @@ class Pow(Function):
         grad_a = None
         if ctx.needs_input_grad[0]:
             exponent = (b - 1).masked_fill(b == 0, 0.0)  # b * a^(b-1) is 0 where b == 0, even at a == 0 (not 0 * inf)
-            grad_a = sum_to_shape(grad * b * a ** exponent, a.shape)
+            grad_a = grad * b * a ** exponent
         grad_b = None
         if ctx.needs_input_grad[1]:
             log_a = a.log().masked_fill((a == 0) & (b >= 0), 0.0)  # 0^b contributes no gradient to b
-            grad_b = sum_to_shape(grad * out * log_a, b.shape)
+            grad_b = grad * out * log_a
         return grad_a, grad_b
 
 
@@ -280,7 +280,6 @@ class Remainder(Function):
     @staticmethod
     def forward(ctx, a, b):
         ctx.save_for_backward(a, b if isinstance(b, TrackedTensor) else None)
-        ctx.a_shape = a.shape
         out = _compute_no_bool("remainder", a, b)
         _refuse_integer_division_by_zero("remainder", out, b)
         return out
@@ -288,8 +287,8 @@ class Remainder(Function):
     @staticmethod
     def backward(ctx, grad):
         a, b = ctx.saved_tensors
-        grad_b = sum_to_shape(-grad * (a / b).floor(), b.shape) if b is not None and ctx.needs_input_grad[1] else None
-        return sum_to_shape(grad, ctx.a_shape), grad_b
+        grad_b = -grad * (a / b).floor() if b is not None and ctx.needs_input_grad[1] else None
+        return grad, grad_b
 
 
 def add(input, other, *, alpha=1):

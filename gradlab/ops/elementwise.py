@@ -3,8 +3,8 @@
 A one-input op is two small functions: how to compute it on a backend array, and its backward
 ``grad * f'(x)`` written with Tensor operations (so it can be differentiated again).
 ``elementwise`` turns such a pair into a Function; ops with tensors as bounds or branches
-(clamp, maximum, where) route the gradient with ``where`` and undo broadcasting with
-``sum_to_shape``.
+(clamp, maximum, where) route the gradient with ``where``; the engine sums it back over the
+dimensions where an input was broadcast.
 """
 
 from __future__ import annotations
@@ -13,8 +13,7 @@ import math
 
 from ..autograd.function import Function
 from ..dtypes import bool_, get_default_dtype, int64, promote, result_dtype, result_dtype_with_scalar, scalar_dtype
-from ._common import (TrackedTensor, binary_operands, broadcast_shapes, describe, float_dtype_required,
-                      sum_to_shape)
+from ._common import TrackedTensor, binary_operands, broadcast_shapes, describe, float_dtype_required
 from .arithmetic import _compute
 
 
@@ -246,13 +245,13 @@ class Clamp(Function):
         grad_x = grad_lo = grad_hi = None
         if ctx.needs_input_grad[0]:
             inside = x <= hi if lo is None else (x >= lo if hi is None else (x >= lo) & (x <= hi))
-            grad_x = sum_to_shape(where(inside, grad, 0.0), x.shape)
+            grad_x = where(inside, grad, 0.0)
         if ctx.needs_input_grad[1]:  # when lo > hi the output is hi everywhere, so lo never wins
             won = x < lo if hi is None else (x < lo) & (lo < hi)
-            grad_lo = sum_to_shape(where(won, grad, 0.0), lo.shape)
+            grad_lo = where(won, grad, 0.0)
         if ctx.needs_input_grad[2]:
             won = x > hi if lo is None else (x > hi) | (hi < lo)
-            grad_hi = sum_to_shape(where(won, grad, 0.0), hi.shape)
+            grad_hi = where(won, grad, 0.0)
         return grad_x, grad_lo, grad_hi
 
 
@@ -277,8 +276,8 @@ def _extremum(op: str, loses, winner: str):
         def backward(ctx, grad):
             a, b = ctx.saved_tensors
             shared = where(a == b, grad * 0.5, grad)
-            grad_a = sum_to_shape(where(loses(a, b), 0.0, shared), a.shape) if ctx.needs_input_grad[0] else None
-            grad_b = sum_to_shape(where(loses(b, a), 0.0, shared), b.shape) if ctx.needs_input_grad[1] else None
+            grad_a = where(loses(a, b), 0.0, shared) if ctx.needs_input_grad[0] else None
+            grad_b = where(loses(b, a), 0.0, shared) if ctx.needs_input_grad[1] else None
             return grad_a, grad_b
 
     Extremum.__name__ = Extremum.__qualname__ = op.capitalize()
@@ -325,14 +324,13 @@ class Where(Function):
         if backend.dtype_of(out) is not dtype:  # numpy widens for Python numbers where PyTorch does not
             out = backend.astype(out, dtype)
         ctx.save_for_backward(cond)
-        ctx.a_shape, ctx.b_shape = getattr(a, "shape", None), getattr(b, "shape", None)
         return cond._wrap(out)
 
     @staticmethod
     def backward(ctx, grad):
         (cond,) = ctx.saved_tensors
-        grad_a = sum_to_shape(where(cond, grad, 0.0), ctx.a_shape) if ctx.needs_input_grad[1] else None
-        grad_b = sum_to_shape(where(cond, 0.0, grad), ctx.b_shape) if ctx.needs_input_grad[2] else None
+        grad_a = where(cond, grad, 0.0) if ctx.needs_input_grad[1] else None
+        grad_b = where(cond, 0.0, grad) if ctx.needs_input_grad[2] else None
         return None, grad_a, grad_b
 
 

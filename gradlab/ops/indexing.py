@@ -171,7 +171,7 @@ class MaskedFill(Function):
     @staticmethod
     def forward(ctx, x, mask, value):
         ctx.save_for_backward(mask)
-        ctx.x_shape, ctx.value_dtype = x.shape, _dtype(value)
+        ctx.value_dtype = _dtype(value)
         backend = x.device.backend
         out = backend.where(mask.array, _value_data(x, value), x.array)
         return x._wrap(out if backend.dtype_of(out) is x.dtype else backend.astype(out, x.dtype))
@@ -179,7 +179,7 @@ class MaskedFill(Function):
     @staticmethod
     def backward(ctx, grad):
         (mask,) = ctx.saved_tensors
-        grad_x = sum_to_shape(MaskedFill.apply(grad, mask, 0.0), ctx.x_shape) if ctx.needs_input_grad[0] else None
+        grad_x = MaskedFill.apply(grad, mask, 0.0) if ctx.needs_input_grad[0] else None
         grad_value = None
         if ctx.needs_input_grad[2]:
             grad_value = MaskedFill.apply(grad, mask.logical_not(), 0.0).sum().to(ctx.value_dtype)

@@ -13,7 +13,7 @@ import math
 from ...autograd.function import Function
 from ...autograd.grad_mode import grad_state
 from ...dtypes import bool_
-from ...ops._common import ShapeError, broadcast_shapes, shape_str, sum_to_shape
+from ...ops._common import ShapeError, broadcast_shapes, shape_str
 from ...ops.autocast import autocast_op
 from ...ops.shape import cat, pad, stack
 from ...tensor import Tensor
@@ -47,9 +47,9 @@ class AttentionWeights(Function):
     def backward(ctx, grad):
         q, k, p, mask = ctx.saved_tensors
         d_scores = p * (grad - (grad * p).sum(-1, keepdim=True))
-        grad_q = sum_to_shape(d_scores.matmul(k) * ctx.scale, q.shape) if ctx.needs_input_grad[0] else None
-        grad_k = sum_to_shape(d_scores.mT.matmul(q) * ctx.scale, k.shape) if ctx.needs_input_grad[1] else None
-        grad_mask = sum_to_shape(d_scores, mask.shape) if ctx.needs_input_grad[2] else None
+        grad_q = d_scores.matmul(k) * ctx.scale if ctx.needs_input_grad[0] else None
+        grad_k = d_scores.mT.matmul(q) * ctx.scale if ctx.needs_input_grad[1] else None
+        grad_mask = d_scores if ctx.needs_input_grad[2] else None
         return grad_q, grad_k, grad_mask, None, None
 
 
@@ -127,7 +127,7 @@ class SelfAttention(Function):
         rows = b.einsum("...ij,...ij->...i", d_scores, p.array)
         b.isub(d_scores, b.reshape(rows, rows.shape + (1,)))
         b.imul(d_scores, p.array)
-        grad_mask = sum_to_shape(qkv._wrap(d_scores), mask.shape) if needs[2] else None
+        grad_mask = qkv._wrap(d_scores) if needs[2] else None
         grad_qkv = None
         if needs[0]:
             packed = b.empty(qkv.shape, qkv.dtype)
@@ -154,7 +154,7 @@ def _self_attention_graph(ctx, grad, qkv, mask):
     grad_q, grad_k, grad_v = d_scores.matmul(k) * scale, d_scores.mT.matmul(q) * scale, p.mT.matmul(g)
     inverse = _inverse(_PACKED_AXES[ctx.batch_first])
     grad_qkv = stack([grad_q, grad_k, grad_v]).permute(*inverse).reshape(a, n, width)
-    grad_mask = sum_to_shape(d_scores, mask.shape) if ctx.needs_input_grad[2] else None
+    grad_mask = d_scores if ctx.needs_input_grad[2] else None
     return grad_qkv, None, grad_mask, None, None, None
 
 

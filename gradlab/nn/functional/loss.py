@@ -17,8 +17,8 @@ import numpy as np
 from ...autograd.function import Function
 from ...autograd.grad_mode import grad_state
 from ...dtypes import bool_, int64
-from ...ops._common import (TrackedTensor, binary_operands, broadcast_shapes, describe, float_dtype_required, shape_str,
-                            sum_to_shape)
+from ...ops._common import (TrackedTensor, binary_operands, broadcast_shapes, describe, float_dtype_required,
+                            shape_str)
 from ...ops.elementwise import where
 from ...ops.autocast import autocast_op
 from ...ops.functional import cat
@@ -93,8 +93,8 @@ def _pointwise_loss(op: str, compute, gradient, doc: str, derivative: str):
         def backward(ctx, grad):
             input, target = ctx.saved_tensors
             g = gradient(grad, input - target, *ctx.params)
-            return ((sum_to_shape(g, input.shape) if ctx.needs_input_grad[0] else None,
-                     sum_to_shape(-g, target.shape) if ctx.needs_input_grad[1] else None)
+            return ((g if ctx.needs_input_grad[0] else None,
+                     -g if ctx.needs_input_grad[1] else None)
                     + (None,) * len(ctx.params))
 
     PointwiseLoss.__doc__, PointwiseLoss.derivative = doc, derivative

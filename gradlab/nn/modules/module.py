@@ -14,6 +14,7 @@ from collections.abc import Mapping
 
 from ... import dtypes as dt
 from ...autograd.function import Function
+from ...autograd.hooks import RemovableHandle
 from ...autograd.grad_mode import grad_state, no_grad
 from ...backends.device import Device, resolve_device
 from ...tensor import Tensor
@@ -31,28 +32,6 @@ class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpec
         return super().__repr__()
 
     __str__ = __repr__
-
-
-class RemovableHandle:
-    """Returned by every ``register_*_hook``: ``remove()`` takes the hook out again."""
-
-    _ids = itertools.count()
-
-    def __init__(self, hooks: dict, extra=()):
-        self.hooks = hooks
-        self.extra = extra  # the sets that flag this hook (e.g. 'called with kwargs')
-        self.id = next(RemovableHandle._ids)
-
-    def remove(self) -> None:
-        self.hooks.pop(self.id, None)
-        for flags in self.extra:
-            flags.discard(self.id)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.remove()
 
 
 _global_forward_pre_hooks: OrderedDict = OrderedDict()
@@ -75,7 +54,7 @@ def register_module_forward_hook(hook) -> RemovableHandle:
 
 
 def _add_hook(hooks: OrderedDict, hook, prepend: bool = False, flags=None) -> RemovableHandle:
-    handle = RemovableHandle(hooks, () if flags is None else (flags,))
+    handle = RemovableHandle(hooks, extra_dict=flags)
     hooks[handle.id] = hook
     if prepend:
         hooks.move_to_end(handle.id, last=False)
