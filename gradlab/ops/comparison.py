@@ -120,9 +120,16 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False):
     return ~found if invert else found
 
 
+def _tensor(op: str, input):
+    """The tensor a query asks about; anything else is PyTorch's TypeError."""
+    if not isinstance(input, TrackedTensor):
+        raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(input).__name__}")
+    return input
+
+
 def is_nonzero(input) -> bool:
     """Whether a one-element tensor holds a value other than zero."""
-    n = input.numel()
+    n = _tensor("is_nonzero", input).numel()
     if n != 1:
         which = "no values" if n == 0 else "more than one value"
         raise RuntimeError(f"is_nonzero: Boolean value of Tensor with {which} is ambiguous "
@@ -131,12 +138,12 @@ def is_nonzero(input) -> bool:
 
 
 def is_same_size(input, other) -> bool:
-    return tuple(input.shape) == tuple(other.shape)
+    return tuple(_tensor("is_same_size", input).shape) == tuple(_tensor("is_same_size", other).shape)
 
 
 def is_signed(input) -> bool:
-    """Whether the dtype holds negative numbers (every gradlab dtype but bool)."""
-    return input.dtype.is_signed
+    """Whether the dtype holds negative numbers (floats and intN; not bool or the unsigned uintN)."""
+    return _tensor("is_signed", input).dtype.is_signed
 
 
 class ComparisonMethods:
