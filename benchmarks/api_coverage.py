@@ -59,9 +59,9 @@ AREAS = {  # area name -> (PyTorch object, path of gradlab's counterpart)
 OUT_OF_SCOPE = [
     ("sparse tensors", r".*(sparse|_coo|coo_|csr|csc|bsr|bsc|crow_|ccol_|col_indices|row_indices).*|coalesce|"
                        r"is_coalesced|to_dense|dense_dim|indices|values|indices_copy|values_copy|smm|spmm|hspmm|"
-                       r"dsmm|saddmm|sspaddmm|SparseAdam|segment_reduce"),
-    ("quantized tensors", r".*(quantiz|qint|quint|qscheme|per_channel_|per_tensor_|fbgemm).*|qat|q_.*|int_repr|"
-                          r"choose_qparams_optimized|intrinsic|dequantize|is_quantized"),
+                       r"dsmm|hsmm|saddmm|sspaddmm|SparseAdam|segment_reduce"),
+    ("quantized tensors", r".*(quantiz|qint|quint|qscheme|per_channel_|per_tensor_|fbgemm|fake_quant).*|qat|q_.*|"
+                          r"int_repr|choose_qparams_optimized|intrinsic|dequantize|is_quantized|ao"),
     ("complex dtypes", r".*(complex|conj).*|cfloat|cdouble|chalf|real|imag|angle|polar|view_as_real.*|resolve_neg|"
                        r"is_neg|isreal|eig|eigvals|fft|stft|istft"),
     ("sub-byte and float8 dtypes (numpy has no array type for them)", r"float4_.*|float8_.*|bits.*|u?int[1-7]"),
@@ -75,7 +75,8 @@ OUT_OF_SCOPE = [
      r"merge_type_from_type_comment|unify_type_list|fork|wait|futures|overrides|.*torch_function.*|"
      r"DisableTorchFunction.*|boolean_dispatch|BroadcastingList\d|hash_tensor|PRIVATE_OPS|ThroughputBenchmark|"
      r"Benchmark.*|(Des|S)erializationStorageContext|ScriptModuleSerializer|AVG|SUM|AggregationType|"
-     r"BufferDict|slice_inverse|ScalingType|SwizzleType|is_view_replay_enabled|enforce_grad_layout_policy"),
+     r"BufferDict|slice_inverse|ScalingType|SwizzleType|is_view_replay_enabled|enforce_grad_layout_policy|"
+     r"assert_int_or_pair|classproperty|cpp|FatalError"),
     ("functorch transforms (torch.func, vmap, control-flow operators): a second autograd system",
      r"func|vmap|cond|while_loop"),
     ("nested and masked tensors", r"nested|jagged|to_padded_tensor|is_nested|masked"),
@@ -125,6 +126,8 @@ def public_names(obj) -> list[str]:
         module = getattr(value, "__module__", None) if callable(value) else None
         if module is not None and not module.startswith("torch"):
             continue  # e.g. lr_scheduler.Counter (collections), bisect_right: imported helpers, not API
+        if name in ("TYPE_CHECKING", "torch") or value is torch:
+            continue  # typing's flag, and torch's names for itself
         if name in ("TYPE_CHECKING", "Callable", "Optional", "Any", "Literal", "Self", "SupportsFloat",
                     "TypedDict", "Mapping", "Sequence", "cast", "override", "overload", "partial", "inf",
                     "Tensor", "DType", "T") and obj is not torch and obj is not torch.Tensor:
@@ -213,7 +216,22 @@ def tests_text() -> str:
     return "\n".join(p.read_text() for p in sorted((ROOT / "tests").rglob("*.py")))
 
 
-def classify(area: str, torch_obj, gradlab_path: str, tests: str) -> dict[str, list]:
+def name_templates(tests: str) -> list:
+    """The names tests build with f-strings (getattr(nn, f"LPPool{nd}d")), as patterns a name can match."""
+    templates = []
+    for body in re.findall(r'f"([^"\n]*\{[^"\n]*)"', tests) + re.findall(r"f'([^'\n]*\{[^'\n]*)'", tests):
+        parts = re.split(r"\{[^}]*\}", body)
+        if re.fullmatch(r"[\w{}]+", re.sub(r"\{[^}]*\}", "{}", body)) and sum(map(len, parts)) >= 4:
+            templates.append(re.compile(r"\w*".join(map(re.escape, parts))))
+    return templates
+
+
+def mentioned(name: str, tests: str, templates) -> bool:
+    """A test names it outright, or builds its name from an f-string."""
+    return bool(re.search(rf"\b{re.escape(name)}\b", tests)) or any(t.fullmatch(name) for t in templates)
+
+
+def classify(area: str, torch_obj, gradlab_path: str, tests: str, templates=()) -> dict[str, list]:
     """Sort one area's names into the five groups; parameters entries are (name, missing params)."""
     groups = {"out of scope": [], "covered": [], "no test": [], "parameters": [], "missing": []}
     try:
@@ -236,7 +254,7 @@ def classify(area: str, torch_obj, gradlab_path: str, tests: str) -> dict[str, l
             if absent:
                 groups["parameters"].append((name, absent))
                 continue
-        if not re.search(rf"\b{re.escape(name)}\b", tests):
+        if not mentioned(name, tests, templates):
             groups["no test"].append(name)
             continue
         groups["covered"].append(name)
@@ -245,11 +263,12 @@ def classify(area: str, torch_obj, gradlab_path: str, tests: str) -> dict[str, l
 
 def report(show: str | None = None) -> dict:
     tests = tests_text()
+    templates = name_templates(tests)
     totals = {"covered": 0, "in scope": 0}
     rows = []
     results = {}
     for area, (torch_obj, gradlab_path) in AREAS.items():
-        groups = classify(area, torch_obj, gradlab_path, tests)
+        groups = classify(area, torch_obj, gradlab_path, tests, templates)
         results[area] = groups
         in_scope = sum(len(v) for k, v in groups.items() if k != "out of scope")
         totals["covered"] += len(groups["covered"])
