@@ -164,3 +164,25 @@ def test_variable_is_a_tensor_as_in_pytorch_since_0_4():
     assert v.grad.tolist() == [1.0, 1.0] and x.grad is None
     with pytest.raises(TypeError, match="Variable data has to be a tensor, but got list"):
         gl.autograd.Variable([1.0])
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda x: x.flip(1.0), r"flip\(\): expected integers or one sequence of integers, got \(1.0,\); 1.0 is a float"),
+    (lambda x: x.permute(1.0, 0), r"permute\(\): .*1.0 is a float"),
+    (lambda x: x.reshape(2.0, 6), r"reshape\(\): .*2.0 is a float"),
+    (lambda x: x.movedim(1.0, 0), r"movedim: dim must be an int .*so pass dim=1"),
+    (lambda x: x.roll(1, 1.0), r"roll: dim must be an int .*so pass dim=1"),
+])
+def test_float_dims_and_sizes_in_shape_ops_are_named(call, message):
+    with pytest.raises(TypeError, match=message):
+        call(gl.randn(3, 4))
+
+
+@pytest.mark.parametrize("call, op, dtype", [
+    (lambda: gl.tensor([1]) + 2**70, "add", "int64"), (lambda: 2**64 * gl.tensor([1]), "mul", "int64"),
+    (lambda: gl.tensor([1], dtype=gl.int32) - 2**40, "sub", "int32"),
+])
+def test_a_python_int_operand_too_large_for_the_result_dtype_is_named(call, op, dtype):
+    with pytest.raises(RuntimeError, match=rf"{op}: the Python int -?\d+ does not fit in {dtype}"):
+        call()
+    assert (gl.tensor([1.0]) + 2**70).item() == pytest.approx(2.0**70)

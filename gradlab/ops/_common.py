@@ -10,7 +10,7 @@ from __future__ import annotations
 import operator
 
 from ..autograd.function import TrackedTensor
-from ..dtypes import result_dtype, result_dtype_with_scalar
+from ..dtypes import check_int_fits, result_dtype, result_dtype_with_scalar
 
 Tensor = TrackedTensor  # for isinstance checks: every gradlab Tensor is a TrackedTensor
 
@@ -46,6 +46,9 @@ def broadcast_shapes(*shapes, op: str = "broadcast_shapes") -> tuple:
     return tuple(out)
 
 
+_INT32_LIMIT = 1 << 31
+
+
 def binary_operands(op: str, a, b):
     """The arrays (or Python numbers) to compute with, cast to the result dtype, and that dtype.
 
@@ -67,6 +70,8 @@ def binary_operands(op: str, a, b):
         b = b.item()  # a numpy scalar counts as the Python number it holds, as in PyTorch
     if isinstance(b, (int, float, bool)):
         dtype = result_dtype_with_scalar(a.dtype, b)
+        if type(b) is int and not -_INT32_LIMIT <= b < _INT32_LIMIT:
+            check_int_fits(op, b, dtype)  # else numpy fails with "Python int too large to convert to C long"
         return data_in(a, dtype), b, dtype
     raise TypeError(f"{op}: unsupported operand {describe(b)}; expected a gradlab Tensor or a Python number")
 
@@ -83,12 +88,15 @@ def array_in(backend, array, dtype):
 
 def int_tuple(op: str, args) -> tuple:
     """Sizes or dims given as f(2, 3) or f((2, 3)) / f([2, 3]), as a tuple of ints."""
-    while len(args) == 1 and not hasattr(args[0], "__index__"):
+    while len(args) == 1 and isinstance(args[0], (tuple, list)) or (len(args) == 1 and hasattr(args[0], "tolist")
+                                                                    and not hasattr(args[0], "__index__")):
         args = args[0]
     try:
         return tuple(map(operator.index, args))
     except TypeError:
-        raise TypeError(f"{op}(): expected integers or one sequence of integers, got {args!r}") from None
+        odd = next((a for a in args if not hasattr(type(a), "__index__")), None)
+        which = f"; {odd!r} is a {type(odd).__name__}" if odd is not None else ""
+        raise TypeError(f"{op}(): expected integers or one sequence of integers, got {tuple(args)!r}{which}") from None
 
 
 def sum_to_shape(grad, shape):

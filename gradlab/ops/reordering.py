@@ -51,14 +51,14 @@ def flip(input, dims):
 
 def roll(input, shifts, dims=None):
     """Rotate elements along dims by shifts; with dims=None the tensor is rolled as if flattened."""
-    shifts = (shifts,) if hasattr(shifts, "__index__") else tuple(shifts)
+    shifts = tuple(shifts) if isinstance(shifts, (tuple, list)) else (shifts,)
     if dims is None:
         if len(shifts) != 1:
             raise RuntimeError(
                 f"roll: shifts and dimensions must align. shifts: {len(shifts)}, dims:0; give dims, or one shift"
             )
         return Roll.apply(input.flatten(), shifts, (0,)).view(input.shape)
-    dims = (dims,) if hasattr(dims, "__index__") else tuple(dims)
+    dims = tuple(dims) if isinstance(dims, (tuple, list)) else (dims,)
     if len(shifts) != len(dims):
         raise RuntimeError(
             f"roll: shifts and dimensions must align. shifts: {len(shifts)}, dims:{len(dims)}; give one shift per dim"
