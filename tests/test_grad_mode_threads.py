@@ -9,6 +9,7 @@ import pytest
 
 import gradlab as gl
 from gradlab.autograd import grad_mode
+from helpers import watch_trusted_forwards
 
 
 def run_in_thread(fn, *args):
@@ -233,20 +234,7 @@ def test_builtin_forwards_record_nothing_inside(monkeypatch):
     Checked here on a broad workload: no forward of a built-in op runs an operation that would be recorded.
     """
     Function = gl.autograd.Function
-    original = Function.apply.__func__
-    running, nested = [], []
-
-    def watched_apply(cls, *inputs):
-        if running and running[-1]._forward_is_primitive and gl.is_grad_enabled() and any(
-                isinstance(x, gl.Tensor) and x.requires_grad for x in inputs):
-            nested.append(f"{cls.__name__} inside {running[-1].__name__}.forward")
-        running.append(cls)
-        try:
-            return original(cls, *inputs)
-        finally:
-            running.pop()
-
-    monkeypatch.setattr(Function, "apply", classmethod(watched_apply))
+    nested = watch_trusted_forwards(monkeypatch)
     nn, F = gl.nn, gl.nn.functional
     gl.manual_seed(0)
     images = gl.randn(2, 1, 8, 8, requires_grad=True)

@@ -8,6 +8,7 @@ record hidden nodes; this watches a wide workload, op family by op family, for a
 import pytest
 
 import gradlab as gl
+from helpers import watch_trusted_forwards
 
 F = gl.nn.functional
 
@@ -15,22 +16,7 @@ F = gl.nn.functional
 @pytest.fixture
 def nested(monkeypatch):
     """The ops recorded while a trusted forward was running (there should be none)."""
-    Function = gl.autograd.Function
-    original = Function.apply.__func__
-    running, found = [], []
-
-    def watched_apply(cls, *inputs):
-        if running and running[-1]._forward_is_primitive and gl.is_grad_enabled() and any(
-                isinstance(x, gl.Tensor) and x.requires_grad for x in inputs):
-            found.append(f"{cls.__name__} inside {running[-1].__name__}.forward")
-        running.append(cls)
-        try:
-            return original(cls, *inputs)
-        finally:
-            running.pop()
-
-    monkeypatch.setattr(Function, "apply", classmethod(watched_apply))
-    return found
+    return watch_trusted_forwards(monkeypatch)
 
 
 def leaf(*shape, positive=False):
