@@ -302,3 +302,38 @@ def test_custom_fwd_casts_inputs_and_custom_bwd_restores_the_forward_state():
     assert x.grad.dtype is gl.bfloat16 and values(x.grad).tolist() == [2.0, 4.0]
     with pytest.raises(ValueError, match="Expected `device_type` of type `str`"):
         gl.amp.custom_fwd(device_type=None)
+
+
+# --- gradients in mixed precision --------------------------------------------------------------------------
+
+@requires_torch
+def test_a_mixed_dtype_sum_gives_each_input_a_grad_of_its_own_dtype_like_torch():
+    a, b = gl.ones(3, dtype=gl.bfloat16, requires_grad=True), gl.ones(3, requires_grad=True)
+    ta, tb = torch.ones(3, dtype=torch.bfloat16, requires_grad=True), torch.ones(3, requires_grad=True)
+    ((a + b) * 3.0).sum().backward()
+    ((ta + tb) * 3.0).sum().backward()
+    assert (dtype_name(a.grad), dtype_name(b.grad)) == (dtype_name(ta.grad), dtype_name(tb.grad)) == \
+        ("bfloat16", "float32")
+    assert values(a.grad).tolist() == [3.0] * 3
+
+
+@requires_torch
+def test_a_transformer_layer_trains_under_autocast_like_torch():
+    gl.manual_seed(0)
+    layer = gl.nn.TransformerEncoderLayer(16, 4, dim_feedforward=32, dropout=0.0, batch_first=True)
+    theirs = torch.nn.TransformerEncoderLayer(16, 4, dim_feedforward=32, dropout=0.0, batch_first=True)
+    theirs.load_state_dict({k: torch.tensor(v.detach().numpy()) for k, v in layer.state_dict().items()})
+    x = randn(2, 5, 16).astype(np.float32)
+    with gl.autocast("cpu"):
+        loss = layer(f32(x)).square().mean()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        tloss = theirs(tf32(x)).square().mean()
+    loss.backward()
+    tloss.backward()
+    assert loss.dtype is gl.float32 and tloss.dtype is torch.float32
+    np.testing.assert_allclose(values(loss), values(tloss), rtol=8 * BF16_EPS)
+    ours, expected = dict(layer.named_parameters()), dict(theirs.named_parameters())
+    for name, p in ours.items():
+        assert p.grad.dtype is gl.float32, name
+        g, tg = p.grad.numpy(), expected[name].grad.numpy()
+        np.testing.assert_allclose(g, tg, atol=0.05 * np.abs(tg).max() + 1e-6, err_msg=name)

@@ -82,7 +82,8 @@ class Node:
     ``AccumulateGrad`` node, and inputs that need no gradient have ``(None, 0)``.
     """
 
-    __slots__ = ("next_functions", "needs_input_grad", "_output_shapes", "_seq", "__dict__", "__weakref__")
+    __slots__ = ("next_functions", "needs_input_grad", "_output_shapes", "_output_dtypes", "_seq", "__dict__",
+                 "__weakref__")
 
     function = None  # the Function class this node belongs to (set on each generated subclass)
     _saved = ()
@@ -173,6 +174,7 @@ class AccumulateGrad(Node):
         self.next_functions = ()
         self.needs_input_grad = ()
         self._output_shapes = (variable.shape,)
+        self._output_dtypes = (variable.array.dtype,)
         self._seq = _LEAF_SEQUENCE + next(_sequence)  # above every op's number: ready leaves are served first
 
     def name(self) -> str:
@@ -296,10 +298,11 @@ def _connect(node: Node, inputs: tuple, outputs):
                 outputs.requires_grad = True
                 outputs.grad_fn = node
             node._output_shapes = (outputs.array.shape,)
+            node._output_dtypes = (outputs.array.dtype,)  # a gradient arriving in another dtype is cast to it
             return outputs
     single = not isinstance(outputs, tuple)
     outs = (outputs,) if single else outputs
-    shapes = []
+    shapes, dtypes = [], []
     for i, out in enumerate(outs):
         if isinstance(out, TrackedTensor):
             for x in inputs:
@@ -318,9 +321,12 @@ def _connect(node: Node, inputs: tuple, outputs):
                 out.grad_fn = node
                 out._output_nr = i
             shapes.append(out.shape)
+            dtypes.append(out.array.dtype)
         else:
             shapes.append(None)
+            dtypes.append(None)
     node._output_shapes = tuple(shapes)
+    node._output_dtypes = tuple(dtypes)
     return outs[0] if single else outs
 
 
