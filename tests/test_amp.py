@@ -47,6 +47,7 @@ def _ops(lib, functional, to_tensor):
         "conv2d": lambda: functional.conv2d(image, kernel, padding=1),
         "sdpa": lambda: functional.scaled_dot_product_attention(q, q, q),
         "relu": lambda: functional.relu(x),
+        "prelu": lambda: functional.prelu(x, lib.tensor([0.25])),
         "relu(linear)": lambda: functional.relu(functional.linear(x, w, b)),
         "mse_loss(linear)": lambda: functional.mse_loss(functional.linear(x, w, b), lib.zeros(4, 3)),
         "cross_entropy(linear)": lambda: functional.cross_entropy(functional.linear(x, w, b), target),
