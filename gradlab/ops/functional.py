@@ -29,5 +29,5 @@ __all__ += ["abs", "ceil", "clamp", "clamp_max", "clamp_min", "clip", "cos", "er
             "isinf", "isnan", "log", "log1p", "logical_not", "maximum", "minimum", "reciprocal", "round", "rsqrt", "sign",
             "sin", "sqrt", "square", "tan", "tanh", "trunc", "where"]
 __all__ += ["repeat_interleave"]
-from .queries import is_nonzero, is_same_size, is_signed  # noqa: E402
-__all__ += ["is_nonzero", "is_same_size", "is_signed"]
+from .queries import is_nonzero, is_same_size, is_signed, typename  # noqa: E402
+__all__ += ["is_nonzero", "is_same_size", "is_signed", "typename"]

@@ -1,4 +1,5 @@
-"""Questions about a tensor that PyTorch asks as functions: ``is_signed``, ``is_nonzero``, ``is_same_size``..."""
+"""Questions about a tensor that PyTorch asks as functions: ``is_signed``, ``is_nonzero``, ``is_same_size``,
+``typename``."""
 
 from __future__ import annotations
 
@@ -29,6 +30,18 @@ def is_nonzero(input) -> bool:
 def is_same_size(input, other) -> bool:
     """Whether two tensors have the same shape."""
     return tuple(_tensor("is_same_size", input).shape) == tuple(_tensor("is_same_size", other).shape)
+
+
+def typename(obj) -> str:
+    """A tensor's legacy type name ('gradlab.FloatTensor'); for anything else its module and qualified name."""
+    if isinstance(obj, TrackedTensor):
+        return obj.type()
+    module, qualname = getattr(obj, "__module__", "") or "", getattr(obj, "__qualname__", None)
+    if qualname is None:
+        qualname = getattr(obj, "__name__", None)
+    if qualname is None:
+        module, qualname = obj.__class__.__module__ or "", obj.__class__.__qualname__
+    return qualname if module in ("", "builtins") else f"{module}.{qualname}"
 
 
 class QueryMethods:
