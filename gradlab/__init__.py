@@ -4,49 +4,55 @@ The names follow PyTorch: ``gradlab.tensor``, ``gradlab.zeros``, ``x.backward()`
 Importing gradlab needs numpy alone; the optional backends and the lab load when first used.
 """
 
-from . import autograd
-from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+# Bottom-up, as the layers stack (README.md, docs/architecture.md): dtypes and backends, autograd,
+# ops, Tensor and its factories, then the libraries built on Tensor.
+from .dtypes import (DType as dtype, bfloat16, bool_ as bool, can_cast, finfo, float16, float32, float64,
+                     get_default_dtype, iinfo, int8, int16, int32, int64, promote_types, result_type, set_default_dtype,
+                     uint8, uint16, uint32, uint64)
+from .dtypes import float16 as half, float32 as float, float64 as double, int16 as short, int32 as int, int64 as long
+from .size import Size
+from .layouts import channels_last, channels_last_3d, contiguous_format, layout, memory_format, preserve_format, strided
 from .backends.device import Device as device
 from .backends.device import set_default_device
-from .creation import (arange, as_tensor, empty, empty_like, eye, from_numpy, full, full_like, linspace, ones,
-                       ones_like, tensor, zeros, zeros_like)
-from .dtypes import (DType as dtype, bfloat16, bool_ as bool, float16, float32, float64, get_default_dtype, int8, int16,
-                     int32, int64, set_default_dtype, uint8, uint16, uint32, uint64)
-from .dtypes import float16 as half, float32 as float, float64 as double, int16 as short, int32 as int, int64 as long
+from . import return_types
+from . import autograd
+from .generator import default_generator
+from .autograd import enable_grad, gradcheck as _gradcheck, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .ops.functional import *  # noqa: F401,F403  (gradlab.exp, gradlab.matmul, ... as in torch)
+from .ops.autocast import (autocast_decrement_nesting, autocast_increment_nesting, clear_autocast_cache,
+                           get_autocast_cpu_dtype, get_autocast_dtype, is_autocast_available, is_autocast_cache_enabled,
+                           is_autocast_cpu_enabled, is_autocast_enabled, set_autocast_cache_enabled,
+                           set_autocast_cpu_dtype, set_autocast_cpu_enabled, set_autocast_dtype, set_autocast_enabled)
+from .tensor import Tensor, is_floating_point, is_tensor, numel
+from .tensor_types import *  # noqa: F401,F403  (gradlab.FloatTensor, gradlab.LongTensor, ... as in torch)
+from .tensor_types import Variable
+from .creation import (arange, as_tensor, empty, empty_like, eye, from_numpy, full, full_like, linspace, ones,
+                       ones_like, tensor, tril_indices, triu_indices, zeros, zeros_like)
 from .random import (Generator, initial_seed, manual_seed, multinomial, normal, rand, rand_like, randint, randn,
                      randn_like, randperm, seed)
 from .scalar import Scalar
-from .tensor import Tensor, is_floating_point, is_tensor, numel
+from .random import bernoulli, get_rng_state, poisson, randint_like, set_rng_state
+from .factories import (asarray, bartlett_window, blackman_window, empty_strided, frombuffer, hamming_window,
+                        hann_window, kaiser_window, logspace, scalar_tensor)
+from .naming import typename
+from .settings import (are_deterministic_algorithms_enabled, get_default_device, get_deterministic_debug_mode,
+                       get_float32_matmul_precision, get_num_interop_threads, get_num_threads,
+                       is_anomaly_check_nan_enabled, is_anomaly_enabled, is_deterministic_algorithms_warn_only_enabled,
+                       is_warn_always_enabled, set_anomaly_enabled, set_deterministic_debug_mode,
+                       set_float32_matmul_precision, set_num_interop_threads, set_num_threads, set_warn_always,
+                       use_deterministic_algorithms)
+from . import cuda, linalg, special  # gradlab.special as torch.special
+from .autograd import functional as _functional  # built on Tensor, so after it
+from . import nn, optim, utils, data  # gradlab.nn, gradlab.optim, ... as in torch
+from .io import load, save
+from . import amp, cpu  # mixed precision; gradlab.cpu.amp as in torch
+from .amp import GradScaler, autocast
 
-# Built on Tensor, so imported after it:
-from .autograd import functional as _functional, gradcheck as _gradcheck  # noqa: E402
-from . import cuda, data, linalg, nn, optim  # noqa: E402  (gradlab.nn, gradlab.optim, ... as in torch)
-from .io import load, save  # noqa: E402
-from . import amp, cpu  # noqa: E402  (mixed precision; gradlab.cpu.amp as in torch)
-from .amp import GradScaler, autocast  # noqa: E402
-from .generator import default_generator  # noqa: E402
-from .random import bernoulli, get_rng_state, poisson, randint_like, set_rng_state  # noqa: E402
-from .settings import (are_deterministic_algorithms_enabled, get_default_device,  # noqa: E402
-                       get_deterministic_debug_mode, get_float32_matmul_precision, get_num_interop_threads,
-                       get_num_threads, is_anomaly_check_nan_enabled, is_anomaly_enabled,
-                       is_deterministic_algorithms_warn_only_enabled, is_warn_always_enabled, set_anomaly_enabled,
-                       set_deterministic_debug_mode, set_float32_matmul_precision, set_num_interop_threads,
-                       set_num_threads, set_warn_always, use_deterministic_algorithms)
-from .size import Size  # noqa: E402
-from .layouts import (channels_last, channels_last_3d, contiguous_format, layout, memory_format,  # noqa: E402
-                      preserve_format, strided)
-from .factories import (asarray, bartlett_window, blackman_window, empty_strided, frombuffer,  # noqa: E402
-                        hamming_window, hann_window, kaiser_window, logspace, scalar_tensor)
 from math import e, inf, nan, pi  # noqa: E402  (gradlab.pi, gradlab.inf as in torch)
-newaxis = None  # x[:, gradlab.newaxis], as numpy's and torch's
-from .ops.autocast import (autocast_decrement_nesting, autocast_increment_nesting, clear_autocast_cache,  # noqa: E402
-                           get_autocast_cpu_dtype, get_autocast_dtype, is_autocast_available,
-                           is_autocast_cache_enabled, is_autocast_cpu_enabled, is_autocast_enabled,
-                           set_autocast_cache_enabled, set_autocast_cpu_dtype, set_autocast_cpu_enabled,
-                           set_autocast_dtype, set_autocast_enabled)
 
+newaxis = None  # x[:, gradlab.newaxis], as numpy's and torch's
 autograd.functional = _functional
+autograd.Variable = Variable
 autograd.gradcheck = _gradcheck.gradcheck
 autograd.gradgradcheck = _gradcheck.gradgradcheck
 

@@ -203,3 +203,24 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, layout=None,
     device = resolve_device(device)
     array = device.backend.asarray(np.eye(n, m), _float_default(dtype))
     return _finish(array, device, requires_grad, "eye")
+
+
+def _triangle_indices(op, keep, row, col, offset, dtype, device) -> Tensor:
+    for name, value in (("row", row), ("col", col)):
+        if value < 0:
+            raise RuntimeError(f"{op}: {name} must be non-negative, got {value}")
+    rows, cols = np.nonzero(keep(np.ones((row, col), dtype=bool), offset))
+    device = resolve_device(device)
+    array = device.backend.asarray(np.stack([rows, cols]), dt.int64 if dtype is None else dt.as_dtype(dtype))
+    return _finish(array, device, False, op)
+
+
+def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None) -> Tensor:
+    """The (row, column) pairs of a row × col matrix's lower triangle (on and below the offset-th diagonal),
+    as a 2 × N int64 tensor, row by row: x[tuple(tril_indices(n, n))] reads that triangle."""
+    return _triangle_indices("tril_indices", np.tril, row, col, offset, dtype, device)
+
+
+def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None) -> Tensor:
+    """The (row, column) pairs of a row × col matrix's upper triangle (on and above the offset-th diagonal)."""
+    return _triangle_indices("triu_indices", np.triu, row, col, offset, dtype, device)

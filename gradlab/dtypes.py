@@ -7,6 +7,7 @@ category, and a 0-d tensor only decides the result when it is of a higher catego
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
@@ -109,9 +110,9 @@ def get_default_dtype() -> DType:
     return _DefaultDType.value
 
 
-def set_default_dtype(dtype: DType) -> None:
+def set_default_dtype(d: DType) -> None:
     """Change the default floating-point dtype, as ``torch.set_default_dtype`` does."""
-    dtype = as_dtype(dtype)
+    dtype = as_dtype(d)
     if not dtype.is_floating_point:
         raise TypeError(f"set_default_dtype: only floating-point dtypes can be the default, got {dtype}")
     _DefaultDType.value = dtype
@@ -185,3 +186,71 @@ def result_dtype_with_scalar(a: DType, value) -> DType:
     if s.category > a.category:
         return get_default_dtype() if s.category == 2 else s
     return a
+
+
+def promote_types(type1, type2) -> DType:
+    """The smallest dtype that both can be converted to without losing their category (torch.promote_types)."""
+    return promote(as_dtype(type1), as_dtype(type2))
+
+
+def result_type(tensor1, tensor2) -> DType:
+    """The dtype an arithmetic op on these two operands (tensors or Python numbers) returns (torch.result_type)."""
+    def operand(x):
+        return (x.dtype, x.ndim) if hasattr(x, "dtype") and hasattr(x, "ndim") else None
+
+    a, b = operand(tensor1), operand(tensor2)
+    if a and b:
+        return result_dtype(a[0], a[1], b[0], b[1])
+    if a or b:
+        (dtype, _), scalar = (a, tensor2) if a else (b, tensor1)
+        return result_dtype_with_scalar(dtype, scalar)
+    return promote(scalar_dtype(tensor1), scalar_dtype(tensor2))
+
+
+def can_cast(from_, to) -> bool:
+    """Whether PyTorch's ops may cast from_ to ``to`` implicitly: never to a lower category (float to int)."""
+    return as_dtype(from_).category <= as_dtype(to).category
+
+
+class finfo:
+    """The limits of a floating-point dtype (torch.finfo): eps, max, min, tiny, resolution, bits."""
+
+    def __init__(self, type=None):
+        dtype = as_dtype(type) if type is not None else get_default_dtype()
+        if not dtype.is_floating_point:
+            raise TypeError(f"gradlab.finfo() requires a floating point input type, got {dtype}; "
+                            "use gradlab.iinfo for integer types")
+        if dtype is bfloat16:
+            import ml_dtypes  # numpy_bfloat16() above says how to install it
+
+            numpy_bfloat16()
+            info = ml_dtypes.finfo(ml_dtypes.bfloat16)
+        else:
+            info = np.finfo(np.dtype(dtype.name))
+        self.bits, self.dtype = dtype.itemsize * 8, dtype.name
+        self.eps, self.max, self.min = float(info.eps), float(info.max), float(info.min)
+        self.tiny = self.smallest_normal = float(info.smallest_normal)
+        self.resolution = 10.0 ** -math.floor(-math.log10(self.eps))  # 10^-(decimal digits it keeps)
+
+    def __repr__(self) -> str:
+        return (f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, eps={self.eps:g}, "
+                f"smallest_normal={self.smallest_normal:g}, tiny={self.tiny:g}, dtype={self.dtype})")
+
+
+class iinfo:
+    """The limits of an integer dtype (torch.iinfo): min, max, bits."""
+
+    def __init__(self, type):
+        dtype = as_dtype(type)
+        if dtype.is_floating_point:
+            raise TypeError(f"gradlab.iinfo() requires an integer input type, got {dtype}; "
+                            "use gradlab.finfo for floating point types")
+        if dtype is bool_:
+            self.min, self.max = 0, 1
+        else:
+            info = np.iinfo(np.dtype(dtype.name))
+            self.min, self.max = int(info.min), int(info.max)
+        self.bits, self.dtype = dtype.itemsize * 8, dtype.name
+
+    def __repr__(self) -> str:
+        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"

@@ -13,23 +13,35 @@ import weakref
 import numpy as np
 
 from . import dtypes as dt
-from .autograd import engine
+from .autograd import engine, views
 from .autograd.function import TrackedTensor
 from .autograd.grad_mode import grad_state
 from .backends.device import Device, resolve_device
-from .generator import generator_rng
+from .generator import generator_rng, multinomial
 from .ops._common import describe, normalize_dim, shape_str
 from .ops.activations import ActivationMethods
 from .ops.arithmetic import ArithmeticMethods
+from .ops.bitwise import BitwiseMethods
+from .ops.comparison import ComparisonMethods
 from .ops.conversion import Cast, Clone, Fill, ToDevice
+from .ops.diagonals import DiagonalMethods
 from .ops.elementwise import ElementwiseMethods
 from .ops.indexing import IndexingMethods
+from .ops.inplace import InPlaceMethods
+from .ops.legacy_linalg import LegacyLinalgMethods
 from .ops.linalg import LinalgMethods
-from .ops.queries import QueryMethods
+from .ops.pointwise import PointwiseMethods
+from .ops.products import ProductMethods
 from .ops.random_methods import RandomMethods
+from .ops.real import RealMethods
 from .ops.reductions import ReductionMethods
 from .ops.repeat import RepeatMethods
+from .ops.selection import SelectionMethods
 from .ops.shape import ShapeMethods
+from .ops.sorting import SortingMethods
+from .ops.special import SpecialMethods
+from .ops.statistics import StatisticsMethods
+from .ops.trigonometric import TrigonometricMethods
 from .printing import format_tensor
 
 _new = object.__new__
@@ -37,7 +49,9 @@ _NATIVE_TO_DTYPE = dt.NATIVE_TO_DTYPE
 
 
 class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMethods, ReductionMethods, ShapeMethods,
-             IndexingMethods, LinalgMethods, RepeatMethods, QueryMethods, RandomMethods):
+             IndexingMethods, LinalgMethods, RepeatMethods, SortingMethods, SelectionMethods, DiagonalMethods,
+             StatisticsMethods, ProductMethods, LegacyLinalgMethods, PointwiseMethods, TrigonometricMethods,
+             SpecialMethods, ComparisonMethods, BitwiseMethods, InPlaceMethods, RealMethods, RandomMethods):
     """A multi-dimensional array that can remember how it was computed.
 
     ``array`` is the backend's array (a numpy ndarray on 'cpu'); ``device`` says which backend.
@@ -171,9 +185,12 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
 
     # --- reading values back ---------------------------------------------------------------------
 
-    def numpy(self) -> np.ndarray:
-        """The values as a numpy array (the same memory on 'cpu'), like ``torch.Tensor.numpy``."""
-        if self.requires_grad:
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        """The values as a numpy array (the same memory on 'cpu'), like ``torch.Tensor.numpy``.
+
+        ``force=True`` also serves a tensor that requires grad (its detached values), as in PyTorch.
+        """
+        if self.requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
         self.device.backend.synchronize()
         return self.device.backend.to_numpy(self.array)
@@ -307,11 +324,14 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
             out = Clone.apply(self)
         return out
 
-    def type(self, dtype=None):
-        """With no argument, PyTorch's legacy type name ('gradlab.FloatTensor'); with a dtype, a cast."""
+    def type(self, dtype=None, non_blocking=False):
+        """With no argument, PyTorch's legacy type name ('gradlab.FloatTensor'); with a dtype (or one of
+        those names, or a legacy type such as gradlab.LongTensor), a cast."""
         if dtype is None:
             return f"gradlab.{_LEGACY_NAMES[self.dtype]}"
-        return self.to(dtype)
+        if isinstance(dtype, str) and dtype.startswith(("gradlab.", "torch.")) and dtype.endswith("Tensor"):
+            dtype = _LEGACY_DTYPES[dtype.split(".", 1)[1]]
+        return self.to(getattr(dtype, "dtype", dtype))
 
     def type_as(self, other) -> "Tensor":
         return self.to(other.dtype)
@@ -339,6 +359,18 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
 
     def bool(self) -> "Tensor":
         return self.to(dt.bool_)
+
+    def bfloat16(self) -> "Tensor":
+        return self.to(dt.bfloat16)
+
+    def short(self) -> "Tensor":
+        return self.to(dt.int16)
+
+    def char(self) -> "Tensor":
+        return self.to(dt.int8)
+
+    def byte(self) -> "Tensor":
+        return self.to(dt.uint8)
 
     # --- new tensors like this one ---------------------------------------------------------------
 
@@ -401,6 +433,7 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
 
     def _hook_list(self) -> list:
         """Where this tensor's hooks live: on the leaf itself, or on its grad_fn under its output index."""
+        views.refresh_view(self)  # a stale view's hooks belong on its regenerated grad_fn
         if self.grad_fn is None:
             if getattr(self, "_hooks", None) is None:
                 self._hooks = []
@@ -440,23 +473,24 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
         old value stands in for it, so the graph stays correct. The version counter goes up, which
         is how backward notices that a saved tensor was changed afterwards.
         """
-        if grad_state.enabled and (self.requires_grad or any(isinstance(a, TrackedTensor) and a.requires_grad for a in args)):
+        if grad_state.enabled and (self.requires_grad or (self._base is not None and self._base.requires_grad)
+                                   or any(isinstance(a, TrackedTensor) and a.requires_grad for a in args)):
             return self._inplace_recorded(op, compute, args)
         self._write(op, compute(self, *args))
         return self
 
     def _inplace_recorded(self, op: str, compute, args) -> "Tensor":
-        """The recorded form of ``_inplace``: the old value is a copy, the new one takes the result's grad_fn."""
-        if self.requires_grad and self.grad_fn is None:
+        """The recorded form of ``_inplace``: the old value is a copy, the new one takes the result's grad_fn.
+
+        Written through a view, the result is history for the view's base (``autograd.views``).
+        """
+        if self._base is not None:
+            views.check_view_write(self, op)
+            views.refresh_view(self)
+        elif self.requires_grad and self.grad_fn is None:
             raise RuntimeError(
                 f"{op}: a leaf Variable that requires grad is being used in an in-place operation. "
                 f"Do the update inside `with gradlab.no_grad():` (as optimizers do), or use the out-of-place form."
-            )
-        if self._base is not None:
-            raise RuntimeError(
-                f"{op}: an in-place operation on a view that takes part in the graph is not supported by gradlab "
-                f"(this {describe(self)} is a view of another tensor, so the other tensor's history would be wrong); "
-                "use the out-of-place form, or .clone() the view first"
             )
         before = self._wrap(self.device.backend.copy(self.array))
         before.requires_grad, before.grad_fn, before._output_nr = self.requires_grad, self.grad_fn, self._output_nr
@@ -464,13 +498,17 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
         if result.grad_fn is None and result.requires_grad:
             result = result.clone()  # the result is a leaf (copy_ from a leaf): give the tensor a node of its own
         result = self._write(op, result)
+        if self._base is not None:
+            views.record_view_write(self, result)
+            return self
         old_node, old_nr = self.grad_fn, self._output_nr
         self.grad_fn, self._output_nr, self.requires_grad = result.grad_fn, result._output_nr, result.requires_grad
-        keep = getattr(self, "_retains_grad", None)
-        if keep and old_node is not None:  # retain_grad follows the tensor to its new grad_fn
-            old_node._tensor_hooks[old_nr].remove(keep)
-            self._hook_list().append(keep)
+        views.follow_retained_grad(self, old_node, old_nr)
         return self
+
+    def _regenerate_view_history(self) -> None:
+        """This view's base changed in place since it was taken: rebuild its history from the base's."""
+        views.refresh_view(self)
 
     def _write(self, op: str, result) -> "Tensor":
         """Copy result's values into this tensor's memory (same shape, a dtype it can hold); returns what was written."""
@@ -529,8 +567,15 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
     def zero_(self):
         return self.fill_(0)
 
-    def uniform_(self, a=0.0, b=1.0, *, generator=None):
-        """Fill with uniform random numbers from [a, b), in place (``w.uniform_(-k, k)``)."""
+    def uniform_(self, a=0.0, b=1.0, *, generator=None, **bounds):
+        """Fill with uniform random numbers from [a, b), in place (``w.uniform_(-k, k)``).
+
+        PyTorch names the bounds ``from`` and ``to``, which Python reserves; ``**{"from": 0, "to": 1}`` works.
+        """
+        unknown = set(bounds) - {"from", "to"}
+        if unknown:
+            raise TypeError(f"uniform_() got an unexpected keyword argument {sorted(unknown)[0]!r}")
+        a, b = bounds.get("from", a), bounds.get("to", b)
         values = self.device.backend.random_uniform(generator_rng(generator), self.shape, a, b, self.dtype)
         return self._inplace("uniform_", lambda x: x._wrap(values))
 
@@ -541,8 +586,6 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
 
     def multinomial(self, num_samples, replacement=False, *, generator=None) -> "Tensor":
         """Category indices drawn from each row of probabilities (``gradlab.multinomial``)."""
-        from .random import multinomial  # random.py builds on Tensor, so it can only be imported once used
-
         return multinomial(self, num_samples, replacement, generator=generator)
 
     def __iadd__(self, other):
@@ -603,8 +646,13 @@ def _shape_arg(size) -> tuple:
     return shape
 
 
-_LEGACY_NAMES = {dt.bool_: "BoolTensor", dt.int32: "IntTensor", dt.int64: "LongTensor", dt.float16: "HalfTensor",
-                 dt.float32: "FloatTensor", dt.float64: "DoubleTensor"}
+_LEGACY_NAMES = {dt.bool_: "BoolTensor", dt.uint8: "ByteTensor", dt.int8: "CharTensor", dt.int16: "ShortTensor",
+                 dt.int32: "IntTensor", dt.int64: "LongTensor", dt.float16: "HalfTensor", dt.bfloat16: "BFloat16Tensor",
+                 dt.float32: "FloatTensor", dt.float64: "DoubleTensor", dt.uint16: "UInt16Tensor",
+                 dt.uint32: "UInt32Tensor", dt.uint64: "UInt64Tensor"}
+
+
+_LEGACY_DTYPES = {name: dtype for dtype, name in _LEGACY_NAMES.items()}
 
 
 def _rebuild(array, dtype_name, device, requires_grad):

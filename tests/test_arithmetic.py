@@ -694,9 +694,9 @@ def test_shapes_that_do_not_broadcast(name, fn, requires_grad):
 def test_logical_shapes_that_do_not_broadcast():
     a, b = gl.ones(2, 3) > 0, gl.ones(4) > 0
     with pytest.raises(RuntimeError, match=r"logical_and: shapes \(2, 3\) and \(4\) cannot be broadcast"):
-        a & b
-    with pytest.raises(RuntimeError, match=r"logical_xor: shapes \(2, 3\) and \(4\) cannot be broadcast"):
-        a ^ b
+        a.logical_and(b)
+    with pytest.raises(RuntimeError, match=r"bitwise_xor: shapes \(2, 3\) and \(4\) cannot be broadcast"):
+        a ^ b  # & | ^ are the bitwise ops, as in PyTorch (the logical ones on bools)
 
 
 @requires_torch
@@ -771,13 +771,15 @@ def test_bool_and_power_errors_match_torch():
 
 
 @pytest.mark.parametrize("op", ["&", "|", "^"])
-def test_logical_operators_need_bool_tensors(op):
-    message = rf"\{op}: logical operators need bool tensors, got float32 tensor of shape \(3\)"
-    with pytest.raises(TypeError, match=message):
+def test_bitwise_operators_refuse_floats_and_combine_bools_with_integers(op):
+    name = {"&": "bitwise_and", "|": "bitwise_or", "^": "bitwise_xor"}[op]
+    with pytest.raises(NotImplementedError, match=rf"{name}: \"{name}\" not implemented for 'Float' \(float32 tensor"):
         OPS[op](gl.ones(3), gl.ones(3) > 0)
-    with pytest.raises(TypeError, match=rf"\{op}: logical operators need bool tensors, got int64 tensor"):
-        OPS[op](gl.tensor([True]), gl.tensor([1]))
-    with pytest.raises(TypeError, match=r"~: logical not needs a bool tensor, got float32 tensor"):
+    out = OPS[op](gl.tensor([True, False]), gl.tensor([1, 3]))  # bool with int64 is int64, as in PyTorch
+    assert out.dtype is gl.int64
+    assert out.tolist() == {"&": [1, 0], "|": [1, 3], "^": [0, 3]}[op]
+    with pytest.raises(TypeError, match=r"~: ~ \(operator.invert\) is only implemented on integer and Boolean-type "
+                                        r"tensors, got float32 tensor"):
         ~gl.ones(3)
 
 

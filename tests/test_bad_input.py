@@ -131,3 +131,36 @@ def test_large_ints_that_fit_or_go_to_floats_are_kept():
     assert gl.tensor([2**63 - 1]).tolist() == [2**63 - 1]
     assert gl.tensor([1.5, 2**70]).dtype is gl.float32
     assert gl.tensor([2**70], dtype=gl.float64).item() == float(2**70)
+
+
+# --- autograd switches ------------------------------------------------------------------------------------
+
+
+def test_set_detect_anomaly_switches_at_once_and_a_with_block_restores():
+    from gradlab.autograd import anomaly
+
+    assert not gl.autograd.is_anomaly_enabled()
+    gl.autograd.set_detect_anomaly(True)
+    try:
+        assert gl.autograd.is_anomaly_enabled() and anomaly.anomaly_state.recorder is not None
+        with gl.autograd.set_detect_anomaly(False):
+            assert not gl.autograd.is_anomaly_enabled() and anomaly.anomaly_state.recorder is None
+        assert gl.autograd.is_anomaly_enabled()
+    finally:
+        gl.autograd.set_detect_anomaly(False)
+    assert not gl.autograd.is_anomaly_enabled() and anomaly.anomaly_state.recorder is None
+    assert gl.autograd.anomaly_mode.detect_anomaly is gl.autograd.detect_anomaly
+
+
+def test_is_tensor_like():
+    assert gl.autograd.is_tensor_like(gl.zeros(1)) and not gl.autograd.is_tensor_like(np.zeros(1))
+
+
+def test_variable_is_a_tensor_as_in_pytorch_since_0_4():
+    x = gl.ones(2)
+    v = gl.autograd.Variable(x, requires_grad=True)
+    assert isinstance(v, gl.Tensor) and v.requires_grad and v.is_leaf and isinstance(x, gl.autograd.Variable)
+    v.sum().backward()
+    assert v.grad.tolist() == [1.0, 1.0] and x.grad is None
+    with pytest.raises(TypeError, match="Variable data has to be a tensor, but got list"):
+        gl.autograd.Variable([1.0])

@@ -1,6 +1,8 @@
 """gradlab.data: datasets, samplers, DataLoader and collate (PyTorch's semantics), the toy sets, digits, IDX files."""
 
 import gzip
+import itertools
+import re
 import struct
 from collections import OrderedDict, namedtuple
 
@@ -9,8 +11,9 @@ import pytest
 from helpers import requires_torch, torch
 
 import gradlab as gl
-from gradlab.data import (BatchSampler, ChainDataset, ConcatDataset, DataLoader, Dataset, IterableDataset,
-                          RandomSampler, SequentialSampler, Subset, SubsetRandomSampler, TensorDataset,
+from gradlab.data import (BatchSampler, ChainDataset, ConcatDataset, DataLoader, Dataset, DistributedSampler,
+                          IterableDataset, RandomSampler, Sampler, SequentialSampler, StackDataset, Subset,
+                          SubsetRandomSampler, TensorDataset,
                           WeightedRandomSampler, default_collate, default_convert, load_digits, load_mnist,
                           make_synthetic, random_split, read_idx, train_test_split)
 
@@ -114,6 +117,45 @@ def test_chain_dataset_streams_one_after_another():
     assert isinstance(chained, ChainDataset) and list(chained) == [0, 1, 0, 1, 2] and len(chained) == 5
 
 
+@requires_torch
+def test_stack_dataset_reads_datasets_side_by_side_as_torch():
+    images, labels = Squares(4), [10, 11, 12, 13]
+    ours, theirs = StackDataset(images, labels), torch.utils.data.StackDataset(images, labels)
+    assert len(ours) == len(theirs) == 4 and ours[2][0]["name"] == "s2" and ours[2][1] == 12
+    assert [s[1] for s in ours.__getitems__([3, 1])] == [s[1] for s in theirs.__getitems__([3, 1])] == [13, 11]
+    named = StackDataset(image=images, label=labels)
+    assert named[1]["label"] == 11 and [s["label"] for s in named.__getitems__([0, 3])] == [10, 13]
+    assert type(ours.__getitems__([0])[0]) is type(theirs.__getitems__([0])[0]) is tuple
+    batch = next(iter(DataLoader(named, batch_size=2)))
+    assert batch["label"].tolist() == [10, 11] and batch["image"]["name"] == ["s0", "s1"]
+
+
+def test_stack_dataset_errors():
+    with pytest.raises(ValueError, match=r"Size mismatch between datasets: StackDataset needs one length, "
+                                         r"got \[4, 3\]"):
+        StackDataset(Squares(4), Squares(3))
+    with pytest.raises(ValueError, match="At least one dataset should be passed"):
+        StackDataset()
+    with pytest.raises(ValueError, match="but both types are given"):
+        StackDataset(Squares(2), b=Squares(2))
+
+
+def test_datasets_and_samplers_are_generic_as_in_pytorch():
+    class Pairs(Dataset[tuple]):
+        def __getitem__(self, i):
+            return (i, -i)
+
+        def __len__(self):
+            return 3
+
+    class Evens(Sampler[int]):
+        def __iter__(self):
+            return iter([0, 2])
+
+    assert [b[1].tolist() for b in DataLoader(Pairs(), batch_size=2, sampler=Evens())] == [[0, -2]]
+    assert IterableDataset[int] is not None and isinstance(Pairs(), Dataset)
+
+
 def test_abstract_dataset_says_what_to_define():
     with pytest.raises(NotImplementedError, match="must define __getitem__"):
         Dataset()[0]
@@ -171,6 +213,23 @@ def test_batch_sampler_errors_match_torch(kwargs):
         BatchSampler(range(3), **kwargs)
 
 
+def test_a_sampler_of_your_own_orders_the_loader():
+    class Backwards(Sampler):
+        def __init__(self, data_source):
+            self.data_source = data_source
+
+        def __iter__(self):
+            return iter(range(len(self.data_source) - 1, -1, -1))
+
+        def __len__(self):
+            return len(self.data_source)
+
+    loader = DataLoader(toy(5), batch_size=2, sampler=Backwards(range(5)))
+    assert [b[1].tolist() for b in loader] == [[4, 3], [2, 1], [0]] and len(loader) == 3
+    with pytest.raises(NotImplementedError, match="must define __iter__"):
+        iter(Sampler())
+
+
 def test_random_sampler_is_a_permutation_per_epoch_and_seeded():
     g = gl.Generator().manual_seed(0)
     sampler = RandomSampler(range(10), generator=g)
@@ -196,6 +255,19 @@ def test_random_sampler_num_samples_without_replacement_repeats_whole_permutatio
 def test_random_sampler_with_replacement():
     order = list(RandomSampler(range(3), replacement=True, num_samples=300, generator=gl.Generator().manual_seed(0)))
     assert len(order) == 300 and set(order) == {0, 1, 2}
+
+
+def test_random_sampler_with_replacement_draws_lazily():
+    # an eager draw of 10**10 int64 indices would need 80 GB; the sampler holds a few at a time
+    sampler = RandomSampler(range(7), replacement=True, num_samples=10**10, generator=gl.Generator().manual_seed(0))
+    first = list(itertools.islice(sampler, 70))
+    assert len(sampler) == 10**10 and len(first) == 70 and set(first) <= set(range(7)) and len(set(first)) > 1
+    again = RandomSampler(range(7), replacement=True, num_samples=10**10, generator=gl.Generator().manual_seed(0))
+    assert list(itertools.islice(again, 70)) == first
+    loader = DataLoader(toy(7), batch_size=4, sampler=sampler)
+    assert len(loader) == 10**10 // 4 and next(iter(loader))[1].shape == (4,)
+    short = list(RandomSampler(range(7), replacement=True, num_samples=33, generator=gl.Generator().manual_seed(0)))
+    assert len(short) == 33 and set(short) <= set(range(7))
 
 
 @requires_torch
@@ -247,6 +319,37 @@ def test_weighted_random_sampler_distribution_errors():
         WeightedRandomSampler([0.0, 0.0], 1)
     with pytest.raises(ValueError, match=">= 0"):
         WeightedRandomSampler([1.0, -1.0], 1)
+
+
+@requires_torch
+@pytest.mark.parametrize("n, replicas, drop_last", [(10, 3, False), (10, 3, True), (9, 3, False), (2, 4, False),
+                                                    (11, 4, True)])
+def test_distributed_sampler_shares_match_torch(n, replicas, drop_last):
+    for rank in range(replicas):
+        ours = DistributedSampler(range(n), num_replicas=replicas, rank=rank, shuffle=False, drop_last=drop_last)
+        theirs = torch.utils.data.DistributedSampler(range(n), num_replicas=replicas, rank=rank, shuffle=False,
+                                                     drop_last=drop_last)
+        assert list(ours) == list(theirs) and len(ours) == len(theirs)
+
+
+def test_distributed_sampler_shuffles_the_same_on_every_replica_and_reshuffles_per_epoch():
+    shares = [DistributedSampler(range(10), num_replicas=2, rank=rank, seed=3) for rank in (0, 1)]
+    first = [list(share) for share in shares]
+    assert sorted(first[0] + first[1]) == list(range(10))
+    for share in shares:
+        share.set_epoch(1)
+    second = [list(share) for share in shares]
+    assert sorted(second[0] + second[1]) == list(range(10)) and second != first
+
+
+def test_distributed_sampler_needs_replicas_and_rank_in_one_process():
+    with pytest.raises(RuntimeError, match="gradlab trains in one process and has no process group to read "
+                                           "num_replicas and rank from; pass them yourself"):
+        DistributedSampler(range(4))
+    with pytest.raises(RuntimeError, match="to read rank from"):
+        DistributedSampler(range(4), num_replicas=2)
+    with pytest.raises(ValueError, match=r"Invalid rank 2, rank should be in the interval \[0, 1\]"):
+        DistributedSampler(range(4), num_replicas=2, rank=2)
 
 
 # --- collate -------------------------------------------------------------------------------------
@@ -390,12 +493,26 @@ def test_loader_batch_size_zero_message():
         DataLoader(toy(3), batch_size=0)
 
 
-def test_loader_has_no_worker_processes():
-    with pytest.raises(ValueError, match="num_workers must be 0 .got num_workers=2."):
-        DataLoader(toy(3), num_workers=2)
-    with pytest.raises(ValueError, match="prefetch_factor"):
-        DataLoader(toy(3), prefetch_factor=2)
-    assert gl.data.get_worker_info() is None
+@requires_torch
+@pytest.mark.parametrize("kwargs", [{"prefetch_factor": 2}, {"persistent_workers": True},
+                                    {"multiprocessing_context": "spawn"}, {"num_workers": 1, "prefetch_factor": -1},
+                                    {"num_workers": 1, "multiprocessing_context": "no-such-method"}])
+def test_loader_worker_option_errors_match_torch(kwargs):
+    with pytest.raises(ValueError) as theirs:
+        torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.zeros(4)), **kwargs)
+    with pytest.raises(ValueError, match=f"^{re.escape(str(theirs.value))}$"):
+        DataLoader(TensorDataset(gl.zeros(4)), **kwargs)
+
+
+def test_loader_worker_option_errors():
+    with pytest.raises(TypeError, match="multiprocessing_context option should be a valid context object"):
+        DataLoader(toy(3), num_workers=1, multiprocessing_context=3)
+    with pytest.raises(ValueError, match="timeout option bounds the wait for a worker's batch, so it needs "
+                                         "num_workers > 0"):
+        DataLoader(toy(3), timeout=5)
+    with pytest.raises(ValueError, match="prefetch_factor=0 would give the workers no batch to read"):
+        DataLoader(toy(3), num_workers=2, prefetch_factor=0)
+    assert DataLoader(toy(3), num_workers=2).prefetch_factor == 2 and gl.data.get_worker_info() is None
 
 
 def test_loader_iterable_dataset_refuses_shuffle_and_samplers():
@@ -416,6 +533,44 @@ def test_utils_data_alias_is_the_same_module_contents():
     from gradlab.utils.data import DataLoader as AliasLoader, TensorDataset as AliasDataset
 
     assert AliasLoader is DataLoader and AliasDataset is TensorDataset and gl.utils.data.random_split is random_split
+
+
+def test_utils_data_has_pytorchs_submodules():
+    from gradlab.utils.data.dataloader import DataLoader as Loader, default_collate as collate, get_worker_info as info
+    from gradlab.utils.data.dataset import StackDataset as Stack, random_split as split
+    from gradlab.utils.data.distributed import DistributedSampler as Distributed
+    from gradlab.utils.data.sampler import RandomSampler as Random, WeightedRandomSampler as Weighted
+
+    assert (Loader, collate, info, Stack, split) == (DataLoader, default_collate, gl.data.get_worker_info,
+                                                     StackDataset, random_split)
+    assert (Distributed, Random, Weighted) == (DistributedSampler, RandomSampler, WeightedRandomSampler)
+
+
+def imported_modules(path, package):
+    """The absolute names a module file imports (relative imports resolved, ``from x import y`` as x and x.y)."""
+    import ast
+
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package.split(".")[:len(package.split(".")) - node.level + 1] if node.level else []
+            source = ".".join(base + ([node.module] if node.module else []))
+            yield source
+            yield from (f"{source}.{alias.name}" for alias in node.names)
+
+
+def test_utils_never_imports_the_datasets_package():
+    # gradlab.data (datasets to learn on) builds on gradlab.utils.data, never the reverse: no cycle
+    import pathlib
+
+    top = pathlib.Path(gl.__file__).parent
+    for path in (top / "utils").rglob("*.py"):
+        parts = path.relative_to(top.parent).with_suffix("").parts
+        package = ".".join(parts[:-1])  # the package a relative import starts from
+        for name in imported_modules(path, package):
+            assert name != "gradlab.data" and not name.startswith("gradlab.data."), (path, name)
+    assert "gradlab.utils.data" in set(imported_modules(top / "data" / "__init__.py", "gradlab.data"))
 
 
 # --- synthetic 2-D sets --------------------------------------------------------------------------

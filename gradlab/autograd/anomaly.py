@@ -18,9 +18,20 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.
 
 class _AnomalyState:
     enabled = False
+    recorder = None  # the observer that keeps forward stacks, subscribed while detection is on
 
 
 anomaly_state = _AnomalyState()
+
+
+def _switch(enabled: bool) -> None:
+    """Turn detection on or off: the flag the engine reads, and the one observer that records stacks."""
+    anomaly_state.enabled = enabled
+    if enabled and anomaly_state.recorder is None:
+        anomaly_state.recorder = observers.subscribe(_remember_forward)
+    elif not enabled and anomaly_state.recorder is not None:
+        anomaly_state.recorder.remove()
+        anomaly_state.recorder = None
 
 
 def _remember_forward(record) -> None:
@@ -36,14 +47,11 @@ class detect_anomaly:
 
     def __enter__(self):
         self._previous = anomaly_state.enabled
-        anomaly_state.enabled = self.check_nan
-        self._handle = observers.subscribe(_remember_forward) if self.check_nan else None
+        _switch(self.check_nan)
         return self
 
     def __exit__(self, *exc):
-        anomaly_state.enabled = self._previous
-        if self._handle is not None:
-            self._handle.remove()
+        _switch(self._previous)
         return False
 
     def __call__(self, fn):
@@ -55,7 +63,27 @@ class detect_anomaly:
         return wrapper
 
 
+class set_detect_anomaly(detect_anomaly):
+    """``torch.autograd.set_detect_anomaly(mode)``: switch anomaly detection on or off, for good or in a with block.
+
+    Like PyTorch's, the switch happens when it is called, and a with block puts the old mode back.
+    """
+
+    def __init__(self, mode: bool, check_nan: bool = True):
+        self.check_nan = bool(mode) and bool(check_nan)
+        self.__enter__()
+
+    def __enter__(self):
+        if not hasattr(self, "_previous"):
+            super().__enter__()
+        return self
+
+
 def is_anomaly_enabled() -> bool:
+    return anomaly_state.enabled
+
+
+def is_anomaly_check_nan_enabled() -> bool:
     return anomaly_state.enabled
 
 

@@ -22,7 +22,8 @@ class TrackedTensor:
     ``gradlab.Tensor`` subclasses it and adds the data and the operations. Keeping these fields
     here lets the engine work on tensors without importing the layer above it; in return the
     engine reads only what every subclass provides: ``array`` (with ``.shape`` and ``.dtype``),
-    ``device``, and the Tensor operators for summing gradients.
+    ``device``, the Tensor operators for summing gradients, and ``_regenerate_view_history()``
+    for a view whose base changed in place (``autograd.views``).
     """
 
     __slots__ = ("requires_grad", "_grad", "grad_fn", "_output_nr", "_version", "_base", "_view_version", "_hooks",
@@ -258,27 +259,24 @@ def _needs_grad(inputs) -> tuple:
     """Which inputs require grad. One and two inputs (nearly every op) skip the comprehension."""
     if len(inputs) == 2:
         a, b = inputs
-        return (isinstance(a, TrackedTensor) and a.requires_grad, isinstance(b, TrackedTensor) and b.requires_grad)
+        return (isinstance(a, TrackedTensor) and (a.requires_grad or _view_gains_grad(a)),
+                isinstance(b, TrackedTensor) and (b.requires_grad or _view_gains_grad(b)))
     if len(inputs) == 1:
-        return (isinstance(inputs[0], TrackedTensor) and inputs[0].requires_grad,)
-    return tuple([isinstance(x, TrackedTensor) and x.requires_grad for x in inputs])
+        return (isinstance(inputs[0], TrackedTensor) and (inputs[0].requires_grad or _view_gains_grad(inputs[0])),)
+    return tuple([isinstance(x, TrackedTensor) and (x.requires_grad or _view_gains_grad(x)) for x in inputs])
+
+
+def _view_gains_grad(x) -> bool:
+    """A view taken before its base began to require grad (through an in-place write) requires it now too."""
+    return x._base is not None and x._version[0] != x._view_version and x._base.requires_grad
 
 
 def _edge(x) -> tuple:
     """Where the gradient for input x goes next: its grad_fn's output, or its leaf accumulator."""
     if x._base is not None and x._version[0] != x._view_version:
-        _stale_view(x)
+        x._regenerate_view_history()  # its base changed in place since x was taken (autograd.views)
     fn = x.grad_fn
     return (fn, x._output_nr) if fn is not None else (accumulator(x), 0)
-
-
-def _stale_view(x):
-    """A view whose memory changed in place after it was taken: its history describes old values."""
-    raise RuntimeError(
-        f"a view of shape {list(x.shape)} is used after the tensor it views was modified in place "
-        f"(version {x._view_version} -> {x._version[0]}), so its recorded history no longer matches its values. "
-        "Take the view after the in-place change, or .clone() it before the change."
-    )
 
 
 def _connect(node: Node, inputs: tuple, outputs):

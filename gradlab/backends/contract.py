@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..dtypes import DType
+from .linalg_kernels import LinalgKernels
 
 PRIMITIVES = {
     # dtypes and transfer
@@ -37,10 +38,16 @@ PRIMITIVES = {
     "add sub mul div pow floor_divide remainder maximum minimum": "elementwise arithmetic",
     "eq ne lt le gt ge logical_and logical_or logical_xor": "elementwise comparisons giving bool arrays",
     "where": "cond ? a : b, elementwise with broadcasting",
+    "arcsin arccos arctan sinh cosh arcsinh arccosh arctanh log2 log10 erfc": "more elementwise maths, one input",
+    "arctan2 hypot copysign fmod nextafter logaddexp logaddexp2 gcd lcm": "more elementwise maths, two inputs",
+    "bitwise_and bitwise_or bitwise_xor bitwise_not left_shift right_shift": "bitwise ops on integer and bool arrays",
+    "frexp": "(mantissa, exponent) of each element, mantissa in [0.5, 1) times a power of two",
     # reductions over an axis tuple (or None for all), with keepdims
     "sum prod max min all any": "reductions",
     "argmax argmin": "index of the largest/smallest value along one axis (or of the flattened array)",
     "cumsum cumprod": "running sum/product along one axis",
+    "cummax cummin": "running max/min along one axis (a NaN, once met, stays)",
+    "argsort": "the positions that sort one axis ascending: stable (equal values keep their order), NaN last",
     # movement: views where the array type allows them
     "reshape": "same data, new shape (a view when the layout allows)",
     "permute": "axes reordered (a view)",
@@ -48,6 +55,9 @@ PRIMITIVES = {
     "getitem": "index with ints, slices, None, Ellipsis, bool masks and integer arrays",
     "setitem": "write values into an indexed region, in place",
     "add_at": "a[index] += values, in place, adding repeated indices (the gradient of indexing)",
+    "positions_in_base": "for each element of a view, the row-major index of the base element it shares memory with",
+    "multiply_at maximum_at minimum_at": "a[index] *= / max= / min= values, in place, each repeated index in turn",
+    "diagonal": "the diagonal of two axes as a writable view, its length the last axis",
     "concatenate stack": "join arrays along an existing / a new axis",
     "flip roll pad": "reverse, rotate and pad along axes",
     "take_along_axis": "gather values along one axis by an index array",
@@ -59,9 +69,11 @@ PRIMITIVES = {
     "matmul": "matrix product with batch broadcasting",
     "einsum": "Einstein summation over explicit subscripts",
 }
+# Factorizations and solvers (lu_factor, solve, cholesky, qr, svd, eigh, ...) are not in this list: every
+# backend inherits host versions of them from LinalgKernels (linalg_kernels.py) and may override them.
 
 
-class Backend:
+class Backend(LinalgKernels):
     """Base class of every backend: fused kernels composed from the primitives above.
 
     Subclasses implement each primitive in ``PRIMITIVES``; the methods below are the optional fused

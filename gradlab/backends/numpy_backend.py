@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numpy.lib.array_utils import byte_bounds
 
 from .. import dtypes as dt
 from .contract import Backend, _taps
@@ -172,6 +173,15 @@ def _erf(a):
     return _erf_exact(a)
 
 
+def _erfc(a):
+    """1 - erf(a) without the cancellation: scipy's erfc when installed, else math.erfc element by element."""
+    try:
+        from scipy.special import erfc
+    except ImportError:
+        erfc = np.vectorize(math.erfc, otypes=[np.float64])
+    return np.asarray(erfc(a), dtype=a.dtype)
+
+
 class NumpyBackend(Backend):
     """Primitives on numpy ndarrays, on the host CPU."""
 
@@ -266,6 +276,39 @@ class NumpyBackend(Backend):
     logical_or = _ufunc(np.logical_or)
     logical_xor = _ufunc(np.logical_xor)
 
+    # more elementwise maths (quiet: out-of-domain inputs give NaN without a warning, as in PyTorch)
+    arcsin = _ufunc(np.arcsin, quiet=True)
+    arccos = _ufunc(np.arccos, quiet=True)
+    arctan = _ufunc(np.arctan)
+    sinh = _ufunc(np.sinh, quiet=True)
+    cosh = _ufunc(np.cosh, quiet=True)
+    arcsinh = _ufunc(np.arcsinh)
+    arccosh = _ufunc(np.arccosh, quiet=True)
+    arctanh = _ufunc(np.arctanh, quiet=True)
+    log2 = _ufunc(np.log2, quiet=True)
+    log10 = _ufunc(np.log10, quiet=True)
+    erfc = staticmethod(_erfc)
+    arctan2 = _ufunc(np.arctan2)
+    hypot = _ufunc(np.hypot)
+    copysign = _ufunc(np.copysign)
+    fmod = _ufunc(np.fmod, quiet=True)
+    nextafter = _ufunc(np.nextafter)
+    logaddexp = _ufunc(np.logaddexp, quiet=True)
+    logaddexp2 = _ufunc(np.logaddexp2, quiet=True)
+    gcd = _ufunc(np.gcd)
+    lcm = _ufunc(np.lcm)
+    bitwise_and = _ufunc(np.bitwise_and)
+    bitwise_or = _ufunc(np.bitwise_or)
+    bitwise_xor = _ufunc(np.bitwise_xor)
+    bitwise_not = _ufunc(np.invert)
+    left_shift = _ufunc(np.left_shift)  # shifting by the width or more gives 0 (or -1), as in PyTorch
+    right_shift = _ufunc(np.right_shift)
+
+    @staticmethod
+    def frexp(a):
+        mantissa, exponent = np.frexp(a)
+        return np.asarray(mantissa), np.asarray(exponent, dtype=np.int32)
+
     @staticmethod
     def where(cond, a, b):
         return np.asarray(np.where(cond, a, b))
@@ -294,6 +337,18 @@ class NumpyBackend(Backend):
     def cumprod(a, axis):
         return np.cumprod(a, axis=axis)
 
+    @staticmethod
+    def cummax(a, axis):
+        return np.maximum.accumulate(a, axis=axis)
+
+    @staticmethod
+    def cummin(a, axis):
+        return np.minimum.accumulate(a, axis=axis)
+
+    @staticmethod
+    def argsort(a, axis):
+        return np.argsort(a, axis=axis, kind="stable")
+
     # movement
     @staticmethod
     def reshape(a, shape):
@@ -318,6 +373,55 @@ class NumpyBackend(Backend):
     @staticmethod
     def add_at(a, index, values):
         np.add.at(a, index, values)
+
+    @staticmethod
+    def positions_in_base(base, view):
+        if view.size == 0:
+            return np.zeros(view.shape, np.int64)
+        def address(a):  # where the array's first element lives: views of one array differ by offsets
+            return a.__array_interface__["data"][0]
+
+        (low, high), (view_low, view_high), item = byte_bounds(base), byte_bounds(view), base.itemsize
+        if view.itemsize != item or view_low < low or view_high > high:
+            raise ValueError("the view does not lie in its base's memory")
+        if base.flags.c_contiguous:  # memory order is row-major order: an element's index is its offset
+            positions = np.full(view.shape, (address(view) - address(base)) // item, np.int64)
+            for axis, (n, stride) in enumerate(zip(view.shape, view.strides)):
+                positions += (np.arange(n) * (stride // item)).reshape((n,) + (1,) * (view.ndim - axis - 1))
+            return positions
+        # any other layout: label base's memory with row-major indices, then read the labels through the view
+        labels = np.empty((high - low) // item, np.int64)
+
+        def through(a):
+            start = labels[(address(a) - low) // item:]
+            return np.lib.stride_tricks.as_strided(start, a.shape, tuple(s // item * labels.itemsize for s in a.strides))
+
+        through(base)[...] = np.arange(base.size).reshape(base.shape)
+        return through(view).copy()
+
+    @staticmethod
+    def multiply_at(a, index, values):
+        np.multiply.at(a, index, values)
+
+    @staticmethod
+    def maximum_at(a, index, values):
+        np.maximum.at(a, index, values)
+
+    @staticmethod
+    def minimum_at(a, index, values):
+        np.minimum.at(a, index, values)
+
+    @staticmethod
+    def diagonal(a, offset, axis1, axis2):
+        # np.diagonal's view is read-only; the same strides through as_strided give a writable one
+        start = [slice(None)] * a.ndim
+        start[axis2 if offset >= 0 else axis1] = slice(abs(offset), None)
+        a = a[tuple(start)]
+        length = max(0, min(a.shape[axis1], a.shape[axis2]))
+        keep = [i for i in range(a.ndim) if i not in (axis1, axis2)]
+        shape = tuple(a.shape[i] for i in keep) + (length,)
+        strides = tuple(a.strides[i] for i in keep) + (a.strides[axis1] + a.strides[axis2],)
+        return np.lib.stride_tricks.as_strided(a, shape, strides, writeable=a.flags.writeable)
 
     @staticmethod
     def isub(a, b):  # fused kernel (see Backend.isub): no temporary, no copy

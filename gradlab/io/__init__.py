@@ -17,7 +17,7 @@ other two are read as untrusted input: ``npz.py`` and ``safetensors.py`` say wha
 from __future__ import annotations
 
 import os
-import pickle as pickle_module
+import pickle as pickler
 import zipfile
 import zlib
 from collections.abc import Mapping
@@ -47,8 +47,8 @@ def _moved(obj, map_location):
     return obj
 
 
-def _pickle_load(source, name: str, map_location):
-    obj = pickle_module.load(source)
+def _pickle_load(source, name: str, map_location, module=None, load_args=None):
+    obj = (module or pickler).load(source, **(load_args or {}))
     return obj if map_location is None else _moved(obj, map_location)
 
 
@@ -69,12 +69,13 @@ def _from_extension(name: str):
     return _EXTENSIONS.get(os.path.splitext(name)[1].lower())
 
 
-def save(obj, f, *, format: str | None = None, pickle: bool = False) -> None:
+def save(obj, f, pickle_module=None, pickle_protocol=None, *, format: str | None = None, pickle: bool = False) -> None:
     """Write ``obj`` (a tensor, or a checkpoint of nested dicts/lists/tuples of tensors, numbers and strings) to ``f``.
 
     The format is ``format=`` if given, else the extension (``.npz``, ``.safetensors``; ``.pkl``), else npz
     (``pickle=True`` makes pickle the fallback instead). Anything else (a whole Module, a custom object)
     needs pickle, which you must ask for: ``pickle=True``. ``f`` is a path or a binary file object.
+    PyTorch's ``pickle_module`` and ``pickle_protocol`` apply to pickle files only.
     """
     name = _name(f)
     chosen = _check_format(format) or _from_extension(name) or ("pickle" if pickle else "npz")
@@ -83,7 +84,8 @@ def save(obj, f, *, format: str | None = None, pickle: bool = False) -> None:
                          "pass pickle=True, or save to a .npz or .safetensors path")
     try:
         if chosen == "pickle":
-            payload = pickle_module.dumps(obj, protocol=pickle_module.HIGHEST_PROTOCOL)
+            writer = pickle_module or pickler
+            payload = writer.dumps(obj, protocol=pickle_protocol or pickler.HIGHEST_PROTOCOL)
         else:
             payload = (npz if chosen == "npz" else safetensors).to_bytes(obj)
     except Unsupported as error:
@@ -135,16 +137,19 @@ class _Rejoined:
         return False
 
 
-_READERS = {"npz": npz.read, "safetensors": safetensors.read, "pickle": _pickle_load}
+_READERS = {"npz": npz.read, "safetensors": safetensors.read}
 
 
-def load(f, map_location=None, *, format: str | None = None, pickle: bool = False, weights_only=None):
+def load(f, map_location=None, pickle_module=None, *, format: str | None = None, pickle: bool = False,
+         weights_only=None, mmap=None, **pickle_load_args):
     """Read back what ``gradlab.save`` wrote (and flat .safetensors / numpy .npz files from elsewhere).
 
     The format is ``format=`` if given, else what the file's first bytes show. Tensors return to the
     device they were saved from unless ``map_location`` says otherwise: a device ('cpu'), a dict
     {'cuda:0': 'cpu'}, or a function ``(tensor, saved_device) -> tensor``. A pickle file is read only with
-    ``pickle=True``, and never with ``weights_only=True`` (PyTorch's flag for "tensors only, no code").
+    ``pickle=True``, and never with ``weights_only=True`` (PyTorch's flag for "tensors only, no code");
+    ``pickle_module`` and ``pickle_load_args`` then go to the unpickler. ``mmap`` is accepted and has no
+    effect: the tensors are read into memory.
     """
     name = _name(f)
     if weights_only and pickle:
@@ -152,16 +157,16 @@ def load(f, map_location=None, *, format: str | None = None, pickle: bool = Fals
                          "weights_only=True never unpickles. Drop one of them")
     if isinstance(f, (str, os.PathLike)):
         with open(f, "rb") as source:
-            return _load_from(source, name, map_location, format, pickle)
-    return _load_from(f, name, map_location, format, pickle)
+            return _load_from(source, name, map_location, format, pickle, (pickle_module, pickle_load_args))
+    return _load_from(f, name, map_location, format, pickle, (pickle_module, pickle_load_args))
 
 
-def _load_from(source, name: str, map_location, format, pickle: bool):
+def _load_from(source, name: str, map_location, format, pickle: bool, unpickler):
     start = source.tell() if source.seekable() else None
     head = source.read(16)
     chosen = _check_format(format) or _sniff(head, name)
     if chosen == "pickle" and not pickle:
-        raise pickle_module.UnpicklingError(
+        raise pickler.UnpicklingError(
             f"gradlab.load: {name} is a pickle file, and unpickling can run any code its author put in it, so "
             "gradlab reads it only when asked: gradlab.load(path, pickle=True), if you trust where it came from"
         )
@@ -170,10 +175,12 @@ def _load_from(source, name: str, map_location, format, pickle: bool):
     else:
         source = _Rejoined(head, source)
     try:
+        if chosen == "pickle":
+            return _pickle_load(source, name, map_location, *unpickler)
         return _READERS[chosen](source, name, map_location)
     except Damaged:
         raise
     except (zipfile.BadZipFile, zlib.error, EOFError, KeyError, TypeError, ValueError, OSError,
-            pickle_module.UnpicklingError) as error:
+            pickler.UnpicklingError) as error:
         raise RuntimeError(f"gradlab.load: {name} is damaged or truncated; reading it as {chosen} failed: "
                            f"{type(error).__name__}: {error}") from None

@@ -7,6 +7,8 @@ to import the Tensor class above it.
 
 from __future__ import annotations
 
+import operator
+
 from ..autograd.function import TrackedTensor
 from ..dtypes import result_dtype, result_dtype_with_scalar
 
@@ -60,17 +62,33 @@ def binary_operands(op: str, a, b):
         if da is db:
             return a.array, b.array, da
         dtype = result_dtype(da, a.ndim, db, b.ndim)
-        backend = a.device.backend
-        a_data = a.array if da is dtype else backend.astype(a.array, dtype)
-        b_data = b.array if db is dtype else backend.astype(b.array, dtype)
-        return a_data, b_data, dtype
+        return data_in(a, dtype), data_in(b, dtype), dtype
     if type(b) not in (int, float, bool) and getattr(b, "shape", None) == () and hasattr(b, "item"):
         b = b.item()  # a numpy scalar counts as the Python number it holds, as in PyTorch
     if isinstance(b, (int, float, bool)):
         dtype = result_dtype_with_scalar(a.dtype, b)
-        a_data = a.array if a.dtype is dtype else a.device.backend.astype(a.array, dtype)
-        return a_data, b, dtype
+        return data_in(a, dtype), b, dtype
     raise TypeError(f"{op}: unsupported operand {describe(b)}; expected a gradlab Tensor or a Python number")
+
+
+def data_in(x, dtype):
+    """A tensor's backend array in ``dtype``: the array itself when it already is, else a converted copy."""
+    return x.array if x.dtype is dtype else x.device.backend.astype(x.array, dtype)
+
+
+def array_in(backend, array, dtype):
+    """A backend array in ``dtype`` (numpy, for one, sums int32 into int64 on its own)."""
+    return array if backend.dtype_of(array) is dtype else backend.astype(array, dtype)
+
+
+def int_tuple(op: str, args) -> tuple:
+    """Sizes or dims given as f(2, 3) or f((2, 3)) / f([2, 3]), as a tuple of ints."""
+    while len(args) == 1 and not hasattr(args[0], "__index__"):
+        args = args[0]
+    try:
+        return tuple(map(operator.index, args))
+    except TypeError:
+        raise TypeError(f"{op}(): expected integers or one sequence of integers, got {args!r}") from None
 
 
 def sum_to_shape(grad, shape):
@@ -124,3 +142,14 @@ def float_dtype_required(op: str, x) -> None:
         raise RuntimeError(
             f"{op}: expected a floating-point tensor but got {describe(x)}; convert it first with .float()"
         )
+
+
+def in_place(name: str, function):
+    """The Tensor method ``name`` (exp_, clamp_, ...): compute out of place, then write back (Tensor._inplace)."""
+    def method(self, *args, **kwargs):
+        compute = (lambda x, *a: function(x, *a, **kwargs)) if kwargs else function
+        return self._inplace(name, compute, *args)
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"In-place {name[:-1]}: the result of {name[:-1]}(self, ...) written into this tensor."
+    return method

@@ -12,7 +12,7 @@ import math
 from ..autograd.function import Function
 from ..autograd.grad_mode import is_grad_enabled
 from ._common import float_dtype_required, normalize_dim
-from .elementwise import elementwise, in_place, where
+from .elementwise import elementwise, where
 
 _SQRT_HALF = math.sqrt(0.5)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
@@ -228,5 +228,3 @@ class ActivationMethods:
 
     sigmoid, relu, leaky_relu, elu, gelu, silu, softplus = sigmoid, relu, leaky_relu, elu, gelu, silu, softplus
     softmax, log_softmax = softmax, log_softmax
-    sigmoid_ = in_place("sigmoid_", sigmoid)
-    relu_ = in_place("relu_", relu)

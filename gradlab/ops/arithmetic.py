@@ -292,13 +292,6 @@ class Remainder(Function):
         return sum_to_shape(grad, ctx.a_shape), grad_b
 
 
-def _bool_operands(op, a, b):
-    for x in (a, b):
-        if not _is_bool(x):
-            raise TypeError(f"{op}: logical operators need bool tensors, got {describe(x)}; "
-                            "compare first, e.g. (x > 0) & (y < 1)")
-
-
 def add(input, other, *, alpha=1):
     """input + alpha * other, broadcasting."""
     return Add.apply(input, other if alpha == 1 else _scaled("add", input, other, alpha))
@@ -372,9 +365,6 @@ class ArithmeticMethods:
     def remainder(self, other):
         return Remainder.apply(self, other)
 
-    def fmod(self, other):
-        return self - div(self, other, rounding_mode="trunc") * other
-
     def eq(self, other):
         return Eq.apply(self, other)
 
@@ -392,15 +382,6 @@ class ArithmeticMethods:
 
     def ge(self, other):
         return Ge.apply(self, other)
-
-    def logical_and(self, other):
-        return LogicalAnd.apply(self, other)
-
-    def logical_or(self, other):
-        return LogicalOr.apply(self, other)
-
-    def logical_xor(self, other):
-        return LogicalXor.apply(self, other)
 
     subtract = sub
     multiply = mul
@@ -457,26 +438,5 @@ class ArithmeticMethods:
 
     def __pos__(self):
         return self
-
-    def __and__(self, other):
-        _bool_operands("&", self, other)
-        return LogicalAnd.apply(self, other)
-
-    def __or__(self, other):
-        _bool_operands("|", self, other)
-        return LogicalOr.apply(self, other)
-
-    def __xor__(self, other):
-        _bool_operands("^", self, other)
-        return LogicalXor.apply(self, other)
-
-    def __invert__(self):
-        if self.dtype.name != "bool":
-            raise TypeError(f"~: logical not needs a bool tensor, got {describe(self)}; compare first, e.g. ~(x > 0)")
-        return self.logical_not()
-
-    __rand__ = __and__
-    __ror__ = __or__
-    __rxor__ = __xor__
 
     __hash__ = object.__hash__

@@ -9,7 +9,6 @@ A one-input op is two small functions: how to compute it on a backend array, and
 
 from __future__ import annotations
 
-import functools
 import math
 
 from ..autograd.function import Function
@@ -471,15 +470,6 @@ def where(condition, input, other):
 clip = clamp
 
 
-def in_place(op: str, function):
-    """The Tensor method ``op`` (exp_, clamp_, ...): compute out of place, then write back (Tensor._inplace)."""
-    def method(self, *args, **kwargs):
-        return self._inplace(op, functools.partial(function, **kwargs) if kwargs else function, *args)
-
-    method.__name__ = method.__qualname__ = op
-    return method
-
-
 class ElementwiseMethods:
     """Tensor's elementwise methods (mixed into gradlab.Tensor).
 
@@ -498,31 +488,3 @@ class ElementwiseMethods:
     def where(self, condition, other):
         """x.where(condition, other) is where(condition, x, other)."""
         return Where.apply(condition, self, other)
-
-    exp_ = in_place("exp_", exp)
-    log_ = in_place("log_", log)
-    log1p_ = in_place("log1p_", log1p)
-    expm1_ = in_place("expm1_", expm1)
-    sqrt_ = in_place("sqrt_", sqrt)
-    rsqrt_ = in_place("rsqrt_", rsqrt)
-    reciprocal_ = in_place("reciprocal_", reciprocal)
-    sin_ = in_place("sin_", sin)
-    cos_ = in_place("cos_", cos)
-    tan_ = in_place("tan_", tan)
-    tanh_ = in_place("tanh_", tanh)
-    erf_ = in_place("erf_", erf)
-    abs_ = in_place("abs_", abs)
-    square_ = in_place("square_", square)
-    sign_ = in_place("sign_", sign)
-    floor_ = in_place("floor_", floor)
-    ceil_ = in_place("ceil_", ceil)
-    trunc_ = in_place("trunc_", trunc)
-    round_ = in_place("round_", round)
-    logical_not_ = in_place("logical_not_", logical_not)
-    clamp_min_ = in_place("clamp_min_", clamp_min)
-    clamp_max_ = in_place("clamp_max_", clamp_max)
-
-    def clamp_(self, min=None, max=None):
-        return self._inplace("clamp_", clamp, min, max)
-
-    clip_ = clamp_

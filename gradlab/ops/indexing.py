@@ -1,18 +1,24 @@
-"""Indexing: x[...], x[...] = v, gather/scatter, index_select, masked_fill, tril/triu, one_hot.
+"""Indexing: x[...], x[...] = v, gather/scatter(_reduce), index_select/add/copy/fill/reduce/put, masked_fill.
 
-Three Functions do the work. ``GetItem`` reads x[index]; ``IndexPut`` returns a copy of x with
+Three Functions do most of the work. ``GetItem`` reads x[index]; ``IndexPut`` returns a copy of x with
 x[index] = value; ``IndexAdd`` a copy with x[index] += value, where a repeated index adds each
 time. Each backward is written with the others: a read sends its gradient back by adding it where
 the values came from, and a write reads the gradient of the values back out. gather, scatter,
-index_select and take_along_dim only build an index tuple for one of the three.
+index_select, index_add, index_copy and take_along_dim only build an index tuple for one of the three;
+``ScatterReduce`` combines repeated writes by prod, mean, amax or amin. An index outside its dimension
+is an error, never wrapped around: only where PyTorch counts negative indices from the end (x[-1],
+index_fill, index_put) does gradlab.
 """
 
 from __future__ import annotations
 
+import functools
 import operator
 
 from ..autograd.function import Function
 from ..dtypes import bool_, int32, int64
+from ._common import in_place
+from .elementwise import where
 from ._common import ShapeError, TrackedTensor, broadcast_shapes, describe, normalize_dim, shape_str, sum_to_shape
 
 _BASIC = frozenset((int, slice, type(None), type(Ellipsis)))  # index items that give a view
@@ -81,6 +87,80 @@ class IndexAdd(Function):
     @staticmethod
     def backward(ctx, grad):
         return grad, None, (_value_grad(ctx, grad) if ctx.needs_input_grad[2] else None)
+
+
+class ScatterReduce(Function):
+    """A copy of x with each src value combined into x[index] by sum, prod, mean, amax or amin.
+
+    include_self=False leaves x's own value out wherever something is written. The gradient follows
+    PyTorch: sum passes g on, mean divides it by the count, prod multiplies it by the product of the
+    others, amax/amin split it evenly among the elements equal to the result.
+    """
+
+    derivative = ("∂L/∂x, ∂L/∂src = sum: g, g[index];  mean: (g / count), (g / count)[index];  "
+                  "prod: g · Π others;  amax/amin: g / ties where equal to out, else 0")
+
+    @staticmethod
+    def forward(ctx, x, index, src, reduce, include_self):
+        backend = x.device.backend
+        values = _value_data(x, src)
+        out = backend.copy(x.array)
+        touched = backend.zeros(x.shape, bool_)
+        backend.setitem(touched, index, True)
+        if not include_self:  # start each written place from the identity (amax/amin: from one of the values)
+            backend.setitem(out, index, values if reduce in ("amax", "amin") else (1 if reduce == "prod" else 0))
+        getattr(backend, _REDUCE_AT[reduce])(out, index, values)
+        if reduce == "mean":
+            count = backend.full(x.shape, 1 if include_self else 0, int64)
+            backend.add_at(count, index, 1)
+            count = backend.maximum(count, 1)  # a place nothing was written to keeps x's value
+            out = backend.div(out, count) if x.dtype.is_floating_point else backend.floor_divide(out, count)
+            out = backend.astype(out, x.dtype)
+            ctx.count = count
+        ctx.index, ctx.reduce, ctx.include_self, ctx.touched = index, reduce, include_self, touched
+        result = x._wrap(out)
+        ctx.save_for_backward(x, src, result)
+        return result
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, src, out = ctx.saved_tensors
+        index, reduce, include_self = ctx.index, ctx.reduce, ctx.include_self
+        touched = None if include_self else grad._wrap(ctx.touched)
+        if reduce in ("sum", "mean"):
+            if reduce == "mean":
+                grad = grad / grad._wrap(ctx.count).to(grad.dtype)
+            grad_x = grad if include_self else grad.masked_fill(touched, 0.0)
+            grad_src = GetItem.apply(grad, index)
+        elif reduce == "prod":
+            grad_x, grad_src = _prod_grads(grad, x, src, out, index, include_self)
+        else:
+            # PyTorch's tie rule: g is shared by every element equal to the result, x's own value counted
+            # among them even with include_self=False (where x then gets none of it)
+            self_is, src_is = x == out, src == GetItem.apply(out, index)
+            ties = ScatterReduce.apply(self_is.to(grad.dtype), index, src_is.to(grad.dtype), "sum", True)
+            shared = grad / ties
+            grad_x, grad_src = shared * self_is, GetItem.apply(shared, index) * src_is
+        if not include_self and reduce in ("prod", "amax", "amin"):
+            grad_x = grad_x.masked_fill(touched, 0.0)
+        return grad_x, None, grad_src, None, None
+
+
+_REDUCE_AT = {"sum": "add_at", "mean": "add_at", "prod": "multiply_at", "amax": "maximum_at", "amin": "minimum_at"}
+
+
+def _prod_grads(grad, x, src, out, index, include_self):
+    """The gradients of a product: g times the product of the other factors, computed without dividing by a
+    lone zero (a factor that is the only zero of its product gets the product of the others, as in PyTorch)."""
+    grad_x = grad * ScatterReduce.apply(x.new_ones(x.shape), index, src, "prod", True) if include_self else grad
+    src_zero = src == 0
+    zeros_there = GetItem.apply(ScatterReduce.apply(x.new_zeros(x.shape), index, src_zero.to(x.dtype), "sum", True),
+                                index)
+    lone_zero = src_zero.logical_and(zeros_there == 1)
+    others = GetItem.apply(ScatterReduce.apply(x, index, src.masked_fill(lone_zero, 1.0), "prod", include_self), index)
+    g = GetItem.apply(grad, index)
+    grad_src = where(lone_zero, g * others, GetItem.apply(grad * out, index) / src.masked_fill(src_zero, 1.0))
+    return grad_x, grad_src
 
 
 class MaskedFill(Function):
@@ -306,6 +386,20 @@ def _out_of_bounds(op, index, dim, size):
     return IndexOutOfBoundsError(f"{op}: index {index} is out of bounds for dimension {dim} with size {size}")
 
 
+def _refuse_negative(op, x, data, dim, size):
+    """Raise PyTorch's error for a negative index where PyTorch does not count from the end.
+
+    numpy would wrap it around silently, so this comes before any value is read or written; an index
+    that is too large the backend refuses itself, and ``_apply`` says which one it was.
+    """
+    backend = x.device.backend
+    if 0 not in data.shape:
+        low = int(backend.to_numpy(backend.min(data)))
+        if low < 0:
+            raise IndexOutOfBoundsError(f"{op}: index {low} is out of bounds for dimension {dim} with size {size}; "
+                                        "negative indices are not counted from the end here")
+
+
 def _along(x, sizes, dim, index) -> tuple:
     """A full index: index[i, j, ...] along dim, and i, j, ... (aranges that broadcast) along the others."""
     backend, ndim = x.device.backend, len(sizes)
@@ -337,7 +431,36 @@ def _gather_scatter_args(op, input, dim, index, src=None):
     elif not fits:
         raise RuntimeError(f"{op}(): Expected index {list(index.shape)} to be no larger than self "
                            f"{list(input.shape)} apart from dimension {dim}")
+    _refuse_negative(op, input, data, dim, input.shape[dim] if input.ndim else 1)
     return _along(input, index.shape, dim, data), src
+
+
+def _index_along_args(op, input, dim, index, source=None, negative_ok=False):
+    """Check an index_add/copy/fill/reduce call as PyTorch does; return the index tuple (:, ..., index)."""
+    dim = normalize_dim(op, dim, input.ndim)
+    data = _index_data(op, input, index)
+    if index.ndim > 1:
+        raise IndexError(f"{op}(): Index is supposed to be a vector, got {describe(index)}")
+    backend = input.device.backend
+    data = backend.reshape(data, (-1,))
+    if isinstance(source, TrackedTensor):
+        if source.dtype is not input.dtype:
+            raise RuntimeError(f"{op}(): self ({input.dtype.name}) and source ({source.dtype.name}) must have the same "
+                               f"scalar type; convert source with .to(gradlab.{input.dtype.name})")
+        wanted = input.shape[:dim] + (data.shape[0],) + input.shape[dim + 1:]
+        if tuple(source.shape) != tuple(wanted):
+            raise RuntimeError(f"{op}(): source {describe(source)} does not fit: it needs shape {shape_str(wanted)}, "
+                               f"self's shape with dimension {dim} of size {data.shape[0]} (the number of indices)")
+    if not negative_ok:
+        _refuse_negative(op, input, data, dim, input.shape[dim])
+    return (slice(None),) * dim + (data,)
+
+
+def _one_element(function, input, dim, index, source, *rest, **options):
+    """function on a 0-d input, which PyTorch indexes as one element along dim 0: run it on shape (1,)."""
+    normalize_dim(function.__name__, dim, 0)
+    source = source.reshape(-1) if isinstance(source, TrackedTensor) and function is not index_fill else source
+    return function(input.reshape(1), 0, index.reshape(-1), source, *rest, **options).reshape(())
 
 
 # --- the functional forms ----------------------------------------------------------------------
@@ -345,12 +468,15 @@ def _gather_scatter_args(op, input, dim, index, src=None):
 
 def index_select(input, dim, index):
     """The slices input[..., i, ...] along dim for each i in the 1-D index, in that order."""
+    if input.ndim == 0 and isinstance(index, TrackedTensor):
+        return index_select(input.reshape(1), normalize_dim("index_select", dim, 0), index.reshape(-1)).reshape(())
     dim = normalize_dim("index_select", dim, input.ndim)
     data = _index_data("index_select", input, index)
     if index.ndim > 1:
         raise IndexError(f"index_select(): Index is supposed to be a vector, got {describe(index)}")
     if index.ndim == 0:
         data = input.device.backend.reshape(data, (1,))
+    _refuse_negative("index_select", input, data, dim, input.shape[dim])
     return _apply("index_select", GetItem, input, (slice(None),) * dim + (data,))
 
 
@@ -360,13 +486,39 @@ def gather(input, dim, index, *, sparse_grad=False):
     return _apply("gather", GetItem, input, full)
 
 
-def scatter(input, dim, index, src=None, *, value=None):
-    """A copy of input with out[index[i][j]][j] = src[i][j] for dim=0; src may be a number (or value=)."""
+_SCATTER_REDUCE = {"add": "sum", "multiply": "prod"}
+
+
+def scatter(input, dim, index, src=None, *, value=None, reduce=None):
+    """A copy of input with out[index[i][j]][j] = src[i][j] for dim=0; src may be a number (or value=).
+
+    reduce='add' or 'multiply' combines instead of overwriting (scatter_reduce with include_self=True).
+    """
     src = value if src is None else src
     if src is None:
         raise TypeError("scatter(): expected a src tensor or a value, got neither")
+    if reduce is not None and reduce not in _SCATTER_REDUCE:
+        raise RuntimeError(f"scatter(): reduce argument must be either add or multiply, got {reduce!r}")
     full, src = _gather_scatter_args("scatter", input, dim, index, src)
+    if reduce is not None:
+        if not isinstance(src, TrackedTensor):  # one value for every index
+            src = input.new_full(index.shape, src)
+        return _apply("scatter", ScatterReduce, input, full, src, _SCATTER_REDUCE[reduce], True)
     return _apply("scatter", IndexPut, input, full, src)
+
+
+_REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")
+
+
+def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
+    """A copy of input with every src[i][j] combined into out[index[i][j]][j] (dim=0) by reduce:
+    'sum', 'prod', 'mean', 'amax' or 'amin'; include_self=False leaves input's value out where written."""
+    if reduce not in _REDUCTIONS:
+        raise RuntimeError(f"scatter_reduce(): reduce argument must be one of {', '.join(_REDUCTIONS)}, got {reduce!r}")
+    if not isinstance(src, TrackedTensor):
+        raise TypeError(f"scatter_reduce(): argument 'src' must be a Tensor, not {type(src).__name__}")
+    full, src = _gather_scatter_args("scatter_reduce", input, dim, index, src)
+    return _apply("scatter_reduce", ScatterReduce, input, full, src, reduce, include_self)
 
 
 def scatter_add(input, dim, index, src):
@@ -391,7 +543,67 @@ def take_along_dim(input, indices, dim=None):
         broadcast_shapes(input.shape[:dim] + input.shape[dim + 1:], indices.shape[:dim] + indices.shape[dim + 1:])
     except ShapeError as error:
         raise ShapeError(f"{op}: input and indices must broadcast apart from dimension {dim}: {error}") from None
+    _refuse_negative(op, input, data, dim, input.shape[dim])
     return _apply(op, GetItem, input, _along(input, input.shape, dim, data))
+
+
+def index_add(input, dim, index, source, *, alpha=1):
+    """A copy of input with alpha * source[..., i, ...] added at input[..., index[i], ...]; repeats add up."""
+    if input.ndim == 0:
+        return _one_element(index_add, input, dim, index, source, alpha=alpha)
+    full = _index_along_args("index_add", input, dim, index, _tensor_arg("index_add", "source", source))
+    return _apply("index_add", IndexAdd, input, full, source if alpha == 1 else source * alpha)
+
+
+def index_copy(input, dim, index, source):
+    """A copy of input with input[..., index[i], ...] = source[..., i, ...]."""
+    if input.ndim == 0:
+        return _one_element(index_copy, input, dim, index, source)
+    full = _index_along_args("index_copy", input, dim, index, _tensor_arg("index_copy", "source", source))
+    return _apply("index_copy", IndexPut, input, full, source)
+
+
+def index_fill(input, dim, index, value):
+    """A copy of input with value (a number or 0-d tensor) in the slices index picks along dim."""
+    if isinstance(value, TrackedTensor) and value.ndim != 0:
+        raise RuntimeError(f"index_fill(): only supports a 0-dimensional value tensor, but got {describe(value)}")
+    if input.ndim == 0:
+        return _one_element(index_fill, input, dim, index, value)
+    full = _index_along_args("index_fill", input, dim, index, negative_ok=True)
+    return _apply("index_fill", IndexPut, input, full, value)
+
+
+def index_reduce(input, dim, index, source, reduce, *, include_self=True):
+    """A copy of input with source[..., i, ...] combined into input[..., index[i], ...] by reduce:
+    'prod', 'mean', 'amax' or 'amin'."""
+    if reduce not in _REDUCTIONS[1:]:
+        raise RuntimeError(f"index_reduce(): reduce argument must be one of prod, mean, amax, amin, got {reduce!r}")
+    if input.ndim == 0:
+        return _one_element(index_reduce, input, dim, index, source, reduce, include_self=include_self)
+    full = _index_along_args("index_reduce", input, dim, index, _tensor_arg("index_reduce", "source", source))
+    return _apply("index_reduce", ScatterReduce, input, full, source, reduce, include_self)
+
+
+def index_put(input, indices, values, accumulate=False):
+    """A copy of input with input[indices] = values (accumulate=True: +=, repeats adding up); indices is a
+    tuple of index tensors, as in x[i, j] = v."""
+    if not isinstance(indices, (tuple, list)):
+        raise TypeError(f"index_put(): argument 'indices' must be a tuple of Tensors, not {type(indices).__name__}")
+    key = tuple(_index_data("index_put", input, i, in_key=True) for i in indices)
+    if not isinstance(values, TrackedTensor):
+        raise TypeError(f"index_put(): argument 'values' must be a Tensor, not {type(values).__name__}")
+    return _apply("index_put", IndexAdd if accumulate else IndexPut, input, key, values)
+
+
+def index_put_(input, indices, values, accumulate=False):
+    """index_put written into input itself (torch.index_put_)."""
+    return input.index_put_(indices, values, accumulate)
+
+
+def _tensor_arg(op, name, value):
+    if not isinstance(value, TrackedTensor):
+        raise TypeError(f"{op}(): argument '{name}' must be a Tensor, not {type(value).__name__}")
+    return value
 
 
 def masked_fill(input, mask, value):
@@ -468,11 +680,12 @@ class IndexingMethods:
     def gather(self, dim, index, *, sparse_grad=False):
         return gather(self, dim, index)
 
-    def scatter(self, dim, index, src=None, *, value=None):
-        return scatter(self, dim, index, src, value=value)
+    def scatter(self, dim, index, src=None, *, value=None, reduce=None):
+        return scatter(self, dim, index, src, value=value, reduce=reduce)
 
-    def scatter_(self, dim, index, src=None, *, value=None):
-        return self._inplace("scatter_", scatter, dim, index, value if src is None else src)
+    def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
+        return self._inplace("scatter_", functools.partial(scatter, reduce=reduce), dim, index,
+                             value if src is None else src)
 
     def scatter_add(self, dim, index, src):
         return scatter_add(self, dim, index, src)
@@ -500,3 +713,12 @@ class IndexingMethods:
 
     def triu_(self, diagonal=0):
         return self._inplace("triu_", triu, diagonal)
+
+    scatter_reduce, index_add, index_copy, index_fill = scatter_reduce, index_add, index_copy, index_fill
+    index_reduce, index_put = index_reduce, index_put
+    scatter_reduce_ = in_place("scatter_reduce_", scatter_reduce)
+    index_add_ = in_place("index_add_", index_add)
+    index_copy_ = in_place("index_copy_", index_copy)
+    index_fill_ = in_place("index_fill_", index_fill)
+    index_reduce_ = in_place("index_reduce_", index_reduce)
+    index_put_ = in_place("index_put_", index_put)

@@ -14,7 +14,8 @@ from collections import namedtuple
 from .. import dtypes as dt
 from ..autograd.function import Function
 from .autocast import autocast_op
-from ._common import TrackedTensor, describe, normalize_dim, normalize_dims
+from ._common import (TrackedTensor, array_in, data_in, describe, int_tuple, normalize_dim, normalize_dims,
+                      sum_to_shape)
 
 max_result = namedtuple("max", ("values", "indices"))
 min_result = namedtuple("min", ("values", "indices"))
@@ -55,20 +56,11 @@ def _reduced_shape(shape, axes, keepdim) -> tuple:
     return tuple(1 if i in axes else n for i, n in enumerate(shape) if keepdim or i not in axes)
 
 
-def _exactly(backend, array, dtype):
-    """The array in dtype (numpy, for one, sums int32 into int64 on its own)."""
-    return array if backend.dtype_of(array) is dtype else backend.astype(array, dtype)
-
-
 def _accumulate_dtype(x, dtype):
     """The dtype a sum/prod/cumsum computes in: dtype= if given, int64 for bool and integer inputs."""
     if dtype is not None:
         return dt.as_dtype(dtype)
     return x.dtype if x.dtype.is_floating_point else dt.int64
-
-
-def _data_as(x, dtype):
-    return x.array if x.dtype is dtype else x.device.backend.astype(x.array, dtype)
 
 
 def _summing_dtype(dtype):
@@ -111,8 +103,8 @@ class Sum(Function):
         axes = _axes("sum", x, dim)
         _remember(ctx, x, axes, keepdim)
         ctx.dtype, target, backend = x.dtype, _accumulate_dtype(x, dtype), x.device.backend
-        total = backend.sum(_data_as(x, _summing_dtype(target)), axes, keepdim)
-        return x._wrap(_exactly(backend, total, target))
+        total = backend.sum(data_in(x, _summing_dtype(target)), axes, keepdim)
+        return x._wrap(array_in(backend, total, target))
 
     @staticmethod
     def backward(ctx, grad):
@@ -136,8 +128,8 @@ class Mean(Function):
         _remember(ctx, x, axes, keepdim)
         ctx.dtype, ctx.count = x.dtype, _count(x.shape, axes)
         backend = x.device.backend
-        total = backend.sum(_data_as(x, _summing_dtype(target)), axes, keepdim)
-        return x._wrap(_exactly(backend, backend.div(total, ctx.count), target))
+        total = backend.sum(data_in(x, _summing_dtype(target)), axes, keepdim)
+        return x._wrap(array_in(backend, backend.div(total, ctx.count), target))
 
     @staticmethod
     def backward(ctx, grad):
@@ -159,7 +151,7 @@ class Prod(Function):
         axes = _axes("prod", x, dim)
         _remember(ctx, x, axes, keepdim)
         ctx.dtype, target, backend = x.dtype, _accumulate_dtype(x, dtype), x.device.backend
-        out = x._wrap(_exactly(backend, backend.prod(_data_as(x, target), axes, keepdim), target))
+        out = x._wrap(array_in(backend, backend.prod(data_in(x, target), axes, keepdim), target))
         ctx.save_for_backward(x, out)
         return out
 
@@ -227,7 +219,7 @@ class MaxDim(Function):
         backend = x.device.backend
         data = x.array if x.ndim else backend.reshape(x.array, (1,))
         try:
-            index = _exactly(backend, getattr(backend, ctx.function.arg)(data, axis, True), dt.int64)
+            index = array_in(backend, getattr(backend, ctx.function.arg)(data, axis, True), dt.int64)
         except ValueError:
             raise _empty_error(op, x, dim) from None
         values = backend.take_along_axis(data, index, axis)
@@ -274,7 +266,7 @@ class Argmax(Function):
             index = getattr(backend, ctx.function.arg)(data, axis, keepdim and x.ndim > 0)
         except ValueError:
             raise _empty_error(op, x, dim, IndexError) from None
-        index = _exactly(backend, index, dt.int64)
+        index = array_in(backend, index, dt.int64)
         return x._wrap(index if x.ndim else backend.reshape(index, ()))
 
     @staticmethod
@@ -434,8 +426,8 @@ def _cumulative(ctx, op, x, dim, dtype):
     axis = normalize_dim(op, dim, x.ndim)
     ctx.axis, ctx.dtype = (axis if x.ndim else None), x.dtype
     backend, target = x.device.backend, _accumulate_dtype(x, dtype)
-    data = _data_as(x, target) if x.ndim else backend.reshape(_data_as(x, target), (1,))
-    out = _exactly(backend, getattr(backend, op)(data, axis), target)
+    data = data_in(x, target) if x.ndim else backend.reshape(data_in(x, target), (1,))
+    out = array_in(backend, getattr(backend, op)(data, axis), target)
     return x._wrap(out if x.ndim else backend.reshape(out, ()))
 
 
@@ -485,6 +477,62 @@ class Cumprod(Function):
         return _cast_grad(grad_x, ctx), None, None
 
 
+def _logaddexp(backend, a, b):
+    """log(exp(a) + exp(b)) without overflow: the larger plus log1p(exp(−|a − b|)); ±inf stays itself."""
+    larger = backend.maximum(a, b)
+    finite = backend.where(backend.isinf(larger), 0, larger)
+    rest = backend.log(backend.add(backend.exp(backend.sub(a, finite)), backend.exp(backend.sub(b, finite))))
+    return backend.where(backend.isinf(larger), larger, backend.add(finite, rest))
+
+
+class LogCumSumExp(Function):
+    """out_j = log Σ_{i≤j} exp(x_i), so x_i receives Σ_{j≥i} g_j · exp(x_i − out_j), a reverse softmax-weighted sum.
+
+    That sum is taken in log space too, for the positive and the negative part of g separately:
+    exp(x + reversed logcumsumexp(log g⁺ − out)) − exp(x + reversed logcumsumexp(log g⁻ − out)).
+    """
+
+    derivative = "∂L/∂x_i = Σ_{j ≥ i} g_j · exp(x_i − out_j) along dim"
+
+    @staticmethod
+    def forward(ctx, x, axis):
+        backend = x.device.backend
+        data = x.array if x.ndim else backend.reshape(x.array, (1,))
+        head = (slice(None),) * axis
+        out = backend.copy(data)
+        running = backend.getitem(data, head + (slice(0, 1),))
+        for i in range(1, data.shape[axis]):  # one pass along dim, every other dim at once
+            running = _logaddexp(backend, running, backend.getitem(data, head + (slice(i, i + 1),)))
+            backend.setitem(out, head + (slice(i, i + 1),), running)
+        out = x._wrap(out if x.ndim else backend.reshape(out, ()))
+        ctx.axis = axis if x.ndim else None
+        ctx.save_for_backward(x, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, out = ctx.saved_tensors
+        if ctx.axis is None:
+            return grad, None
+        axis = ctx.axis
+
+        def reverse_lcse(t):
+            return LogCumSumExp.apply(t.flip(axis), axis).flip(axis)
+
+        grad_x = 0
+        for sign, part in ((1, grad), (-1, -grad)):
+            if bool((part > 0).any()):  # a part that is all zero adds nothing (and its log would be -inf)
+                grad_x = grad_x + sign * (x + reverse_lcse(part.clamp_min(0).log() - out)).exp()
+        return (grad_x if isinstance(grad_x, TrackedTensor) else x * 0), None
+
+
+def logcumsumexp(input, dim):
+    """Running log(sum(exp(x))) along dim, without overflow (integer tensors are converted to float)."""
+    if not input.dtype.is_floating_point:
+        input = input.to(dt.get_default_dtype())
+    return LogCumSumExp.apply(input, normalize_dim("logcumsumexp", dim, input.ndim))
+
+
 # --- all, any ------------------------------------------------------------------------------------
 
 
@@ -529,7 +577,11 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
     return Prod.apply(input, dim, keepdim, dtype)
 
 
-def _max_or_min(op, input, dim, keepdim, whole, along, elementwise):
+def _max_or_min(op, input, dim, keepdim, whole, along, elementwise, other=None):
+    if other is not None:
+        if dim is not None:
+            raise TypeError(f"{op}(): give dim or other, not both (got dim={dim!r} and {describe(other)})")
+        dim = other
     if dim is None:
         return whole.apply(input, None, keepdim, op)
     if isinstance(dim, TrackedTensor):
@@ -541,14 +593,14 @@ def _max_or_min(op, input, dim, keepdim, whole, along, elementwise):
     return result(*along.apply(input, dim, keepdim, op))
 
 
-def max(input, dim=None, keepdim=False):
+def max(input, dim=None, keepdim=False, *, other=None):
     """max(x): the largest value. max(x, dim): namedtuple (values, indices). max(x, other): maximum."""
-    return _max_or_min("max", input, dim, keepdim, Amax, MaxDim, "maximum")
+    return _max_or_min("max", input, dim, keepdim, Amax, MaxDim, "maximum", other)
 
 
-def min(input, dim=None, keepdim=False):
+def min(input, dim=None, keepdim=False, *, other=None):
     """min(x): the smallest value. min(x, dim): namedtuple (values, indices). min(x, other): minimum."""
-    return _max_or_min("min", input, dim, keepdim, Amin, MinDim, "minimum")
+    return _max_or_min("min", input, dim, keepdim, Amin, MinDim, "minimum", other)
 
 
 def amax(input, dim=None, keepdim=False):
@@ -630,38 +682,43 @@ def any(input, dim=None, keepdim=False):
     return Any.apply(input, dim, keepdim)
 
 
+def _broadcasts_to(shape, target) -> bool:
+    lead = len(target) - len(shape)
+    return lead >= 0 and builtins.all(n == 1 or n == target[lead + i] for i, n in enumerate(shape))
+
+
 class ReductionMethods:
     """Tensor's reduction methods (mixed into gradlab.Tensor)."""
 
     __slots__ = ()
 
     def sum(self, dim=None, keepdim=False, *, dtype=None):
-        return Sum.apply(self, dim, keepdim, dtype)
+        return sum(self, dim, keepdim, dtype=dtype)
 
     def mean(self, dim=None, keepdim=False, *, dtype=None):
-        return Mean.apply(self, dim, keepdim, dtype)
+        return mean(self, dim, keepdim, dtype=dtype)
 
     @autocast_op("fp32")
     def prod(self, dim=None, keepdim=False, *, dtype=None):
-        return Prod.apply(self, dim, keepdim, dtype)
+        return prod(self, dim, keepdim, dtype=dtype)
 
-    def max(self, dim=None, keepdim=False):
-        return max(self, dim, keepdim)
+    def max(self, dim=None, keepdim=False, *, other=None):
+        return max(self, dim, keepdim, other=other)
 
-    def min(self, dim=None, keepdim=False):
-        return min(self, dim, keepdim)
+    def min(self, dim=None, keepdim=False, *, other=None):
+        return min(self, dim, keepdim, other=other)
 
     def amax(self, dim=None, keepdim=False):
-        return Amax.apply(self, dim, keepdim, "amax")
+        return amax(self, dim, keepdim)
 
     def amin(self, dim=None, keepdim=False):
-        return Amin.apply(self, dim, keepdim, "amin")
+        return amin(self, dim, keepdim)
 
     def argmax(self, dim=None, keepdim=False):
-        return Argmax.apply(self, dim, keepdim, "argmax")
+        return argmax(self, dim, keepdim)
 
     def argmin(self, dim=None, keepdim=False):
-        return Argmin.apply(self, dim, keepdim, "argmin")
+        return argmin(self, dim, keepdim)
 
     def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
         return var(self, dim, unbiased, keepdim, correction=correction)
@@ -676,19 +733,31 @@ class ReductionMethods:
         return norm(self, p, dim, keepdim, dtype)
 
     def cumsum(self, dim, *, dtype=None):
-        return Cumsum.apply(self, dim, dtype)
+        return cumsum(self, dim, dtype=dtype)
 
     def cumprod(self, dim, *, dtype=None):
-        return Cumprod.apply(self, dim, dtype)
+        return cumprod(self, dim, dtype=dtype)
+
+    def logcumsumexp(self, dim):
+        return logcumsumexp(self, dim)
+
+
+    def sum_to_size(self, *size):
+        """The tensor summed down to ``size``, which must broadcast to this tensor's shape (expand's adjoint)."""
+        size = int_tuple("sum_to_size", size)
+        if _broadcasts_to(size, self.shape):
+            return sum_to_shape(self, size)
+        raise RuntimeError(f"sum_to_size: size {list(size)} is not expandable to size {list(self.shape)}; each "
+                           "size must be 1 or equal the tensor's size in the same place, counting from the last")
 
     def cumsum_(self, dim, *, dtype=None):
-        return self._inplace("cumsum_", lambda x: Cumsum.apply(x, dim, dtype))
+        return self._inplace("cumsum_", lambda x: cumsum(x, dim, dtype=dtype))
 
     def cumprod_(self, dim, *, dtype=None):
-        return self._inplace("cumprod_", lambda x: Cumprod.apply(x, dim, dtype))
+        return self._inplace("cumprod_", lambda x: cumprod(x, dim, dtype=dtype))
 
     def all(self, dim=None, keepdim=False):
-        return All.apply(self, dim, keepdim)
+        return all(self, dim, keepdim)
 
     def any(self, dim=None, keepdim=False):
-        return Any.apply(self, dim, keepdim)
+        return any(self, dim, keepdim)

@@ -1,17 +1,57 @@
-"""repeat_interleave: each slice along a dim repeated in place, [a, b] -> [a, a, b, b].
+"""Copies along dims: repeat and tile ([a, b] -> [a, b, a, b]) and repeat_interleave ([a, b] -> [a, a, b, b]).
 
-No Function of its own: the same number of copies of every slice is an expand along a new axis
-merged into dim (the gradient sums the copies back over that axis); a count per slice is an
-index_select by the index 0, 0, 1, 2, 2, ... (the gradient adds each copy back where it was read).
+repeat broadcasts the tensor against new axes and copies it; its gradient sums the tiles back.
+repeat_interleave has no Function of its own: the same number of copies of every slice is an
+expand along a new axis merged into dim (the gradient sums the copies back over that axis); a
+count per slice is an index_select by the index 0, 0, 1, 2, 2, ... (the gradient adds each copy back where it was read).
 """
 
 from __future__ import annotations
 
 import operator
 
+from ..autograd.function import Function
 from ..dtypes import int32, int64
-from ._common import TrackedTensor, describe, normalize_dim
+from ._common import TrackedTensor, data_in, describe, int_tuple, normalize_dim, shape_str
 from .indexing import index_select
+
+
+class Repeat(Function):
+    """Tile x by broadcasting it against new axes, then copying; the gradient sums over the tiles."""
+
+    derivative = "∂L/∂x = g summed over the tiles, back to x's shape"
+
+    @staticmethod
+    def forward(ctx, x, sizes):
+        shape = (1,) * (len(sizes) - x.ndim) + x.shape
+        ctx.shape = x.shape
+        ctx.tiled = tuple(v for r, n in zip(sizes, shape) for v in (r, n))
+        backend = x.device.backend
+        spread = backend.broadcast_to(backend.reshape(x.array, tuple(v for n in shape for v in (1, n))), ctx.tiled)
+        return x._wrap(backend.reshape(backend.copy(spread), tuple(r * n for r, n in zip(sizes, shape))))
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad.reshape(ctx.tiled).sum(tuple(range(0, len(ctx.tiled), 2))).reshape(ctx.shape), None
+
+
+def repeat(input, sizes):
+    """Copy the tensor sizes[i] times along dim i (sizes may add leading dims)."""
+    sizes = int_tuple("repeat", (sizes,))
+    if len(sizes) < input.ndim:
+        raise RuntimeError(
+            f"repeat: Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor "
+            f"(got {list(sizes)} for a tensor of shape {shape_str(input.shape)}); use .tile(...) to fill in leading 1s"
+        )
+    if any(r < 0 for r in sizes):
+        raise RuntimeError(f"repeat: trying to create tensor with negative dimension: repeats {list(sizes)}")
+    return Repeat.apply(input, sizes)
+
+
+def tile(input, dims):
+    """Like repeat, but fewer dims than the tensor has are padded with leading 1s."""
+    dims = int_tuple("tile", (dims,))
+    return repeat(input, (1,) * (input.ndim - len(dims)) + dims)
 
 
 def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
@@ -70,7 +110,7 @@ def _repeat_index(repeats, output_size):
         raise RuntimeError(f"{op}: repeats has to be Long or Int tensor, got {describe(repeats)}; "
                            "convert it with .long()")
     backend = repeats.device.backend
-    counts = repeats.array if repeats.dtype is int64 else backend.astype(repeats.array, int64)
+    counts = data_in(repeats, int64)
     if repeats.shape[0] and bool(backend.to_numpy(backend.any(backend.lt(counts, 0)))):
         raise RuntimeError(f"{op}: repeats can not be negative, got {repeats.tolist()}")
     totals = backend.cumsum(counts, 0)
@@ -86,9 +126,15 @@ def _repeat_index(repeats, output_size):
 
 
 class RepeatMethods:
-    """Tensor's repeat_interleave (mixed into gradlab.Tensor)."""
+    """Tensor's repeat, tile and repeat_interleave (mixed into gradlab.Tensor)."""
 
     __slots__ = ()
+
+    def repeat(self, *args, repeats=None):
+        return repeat(self, args if repeats is None else repeats)
+
+    def tile(self, *args, dims=None):
+        return tile(self, args if dims is None else dims)
 
     def repeat_interleave(self, repeats, dim=None, *, output_size=None):
         return repeat_interleave(self, repeats, dim, output_size=output_size)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from .optimizer import Optimizer, _advance, _check_betas, _check_nonnegative, _lerp_, _new_step, _zeros_like
+from .optimizer import (Optimizer, _advance, _check_betas, _check_nonnegative, _kernel_switches, _lerp_, _new_step,
+                        _zeros_like)
 
 __all__ = ["Adamax"]
 
@@ -10,18 +11,21 @@ __all__ = ["Adamax"]
 class Adamax(Optimizer):
     """m averages g; u = max(beta2 * u, |g| + eps); p -= lr / (1 - beta1^t) * m / u."""
 
-    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, *, maximize=False):
+    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, *, maximize=False, foreach=None,
+                 capturable=False, differentiable=False):
         _check_nonnegative(lr=lr, eps=eps)
         _check_betas(betas)
         _check_nonnegative(weight_decay=weight_decay)
         defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, maximize=maximize)
+        defaults.update(_kernel_switches(foreach=foreach, capturable=capturable, differentiable=differentiable))
         super().__init__(params, defaults)
+
+    def _init_state(self, p, group) -> dict:
+        return dict(step=_new_step(), exp_avg=_zeros_like(p), exp_inf=_zeros_like(p))
 
     def _delta(self, p, grad, group):
         b = p.device.backend
         state = self.state[p]
-        if not state:
-            state.update(step=_new_step(), exp_avg=_zeros_like(p), exp_inf=_zeros_like(p))
         beta1, beta2 = group["betas"]
         step = _advance(state)
         exp_avg = _lerp_(state["exp_avg"], grad, 1 - beta1)

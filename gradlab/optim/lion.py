@@ -21,11 +21,12 @@ class Lion(Optimizer):
         _check_nonnegative(weight_decay=weight_decay)
         super().__init__(params, dict(lr=lr, betas=tuple(betas), weight_decay=weight_decay, maximize=maximize))
 
+    def _init_state(self, p, group) -> dict:
+        return dict(exp_avg=_zeros_like(p))
+
     def _delta(self, p, grad, group):
         b = p.device.backend
         state = self.state[p]
-        if not state:
-            state["exp_avg"] = _zeros_like(p)
         beta1, beta2 = group["betas"]
         exp_avg = state["exp_avg"]
         direction = b.sign(b.add(b.mul(exp_avg.array, beta1), b.mul(grad, 1 - beta1)))

@@ -13,7 +13,7 @@ import types
 import warnings
 from bisect import bisect_right
 from collections import Counter
-from functools import wraps
+from functools import partial, wraps
 from weakref import ref
 
 from .optimizer import Optimizer
@@ -21,7 +21,7 @@ from .optimizer import Optimizer
 __all__ = [
     "LRScheduler", "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR", "ConstantLR", "LinearLR", "ExponentialLR",
     "SequentialLR", "PolynomialLR", "CosineAnnealingLR", "ChainedScheduler", "ReduceLROnPlateau",
-    "CosineAnnealingWarmRestarts", "OneCycleLR",
+    "CosineAnnealingWarmRestarts", "OneCycleLR", "CyclicLR",
 ]
 
 EPOCH_DEPRECATION_WARNING = (
@@ -49,6 +49,20 @@ def _per_group(name: str, optimizer, value) -> list:
                              f"values, param_groups has {len(optimizer.param_groups)}.")
         return list(value)
     return [value] * len(optimizer.param_groups)
+
+
+def _uses_beta1(optimizer) -> bool:
+    """Whether a cycling schedule moves ``betas[0]`` (Adam and kin) or ``momentum`` (SGD, RMSprop)."""
+    if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+        raise ValueError("optimizer must support momentum or beta1 with `cycle_momentum` option enabled")
+    return "betas" in optimizer.defaults
+
+
+def _set_momentum(group, momentum, use_beta1: bool) -> None:
+    if use_beta1:
+        group["betas"] = (momentum, *group["betas"][1:])
+    else:
+        group["momentum"] = momentum
 
 
 def _track_optimizer_steps(optimizer) -> None:
@@ -485,9 +499,7 @@ class OneCycleLR(LRScheduler):
 
         self.cycle_momentum = cycle_momentum
         if cycle_momentum:
-            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
-                raise ValueError("optimizer must support momentum or beta1 with `cycle_momentum` option enabled")
-            self.use_beta1 = "betas" in optimizer.defaults
+            self.use_beta1 = _uses_beta1(optimizer)
             max_momentums = _per_group("max_momentum", optimizer, max_momentum)
             base_momentums = _per_group("base_momentum", optimizer, base_momentum)
             if last_epoch == -1:
@@ -498,10 +510,7 @@ class OneCycleLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def _set_momentum(self, group, momentum) -> None:
-        if self.use_beta1:
-            group["betas"] = (momentum, *group["betas"][1:])
-        else:
-            group["momentum"] = momentum
+        _set_momentum(group, momentum, self.use_beta1)
 
     def _anneal(self, start, end, pct):
         if self._anneal_func_type == "cos":
@@ -528,6 +537,106 @@ class OneCycleLR(LRScheduler):
                     break
                 start_step = phase["end_step"]
         return lrs
+
+
+class CyclicLR(LRScheduler):
+    """The lr runs up from ``base_lr`` to ``max_lr`` in ``step_size_up`` steps and back down in
+    ``step_size_down``, over and over (Smith, 2017); step once per batch.
+
+    ``mode`` scales each cycle's height: "triangular" keeps it, "triangular2" halves it every cycle,
+    "exp_range" multiplies it by ``gamma**iteration``; or give your own ``scale_fn`` of the cycle (or,
+    with ``scale_mode="iterations"``, of the iteration). Momentum moves the opposite way.
+    """
+
+    def __init__(self, optimizer, base_lr, max_lr, step_size_up=2000, step_size_down=None, mode="triangular",
+                 gamma=1.0, scale_fn=None, scale_mode="cycle", cycle_momentum=True, base_momentum=0.8,
+                 max_momentum=0.9, last_epoch=-1):
+        _check_optimizer(optimizer)
+        self.optimizer = optimizer
+        base_lrs = _per_group("base_lr", optimizer, base_lr)
+        if last_epoch == -1:
+            for lr, group in zip(base_lrs, optimizer.param_groups):
+                group["lr"] = lr
+        self.max_lrs = _per_group("max_lr", optimizer, max_lr)
+        step_size_up = float(step_size_up)
+        step_size_down = float(step_size_down) if step_size_down is not None else step_size_up
+        self.total_size = step_size_up + step_size_down
+        self.step_ratio = step_size_up / self.total_size
+        if mode not in ("triangular", "triangular2", "exp_range") and scale_fn is None:
+            raise ValueError("mode is invalid and scale_fn is None")
+        self.mode, self.gamma = mode, gamma
+        self._scale_fn_custom, self.scale_mode = scale_fn, scale_mode
+        self._init_scale_fn()
+        self.cycle_momentum = cycle_momentum
+        if cycle_momentum:
+            self.use_beta1 = _uses_beta1(optimizer)
+            self.base_momentums = _per_group("base_momentum", optimizer, base_momentum)
+            self.max_momentums = _per_group("max_momentum", optimizer, max_momentum)
+            if last_epoch == -1:
+                for top, bottom, group in zip(self.max_momentums, self.base_momentums, optimizer.param_groups):
+                    _set_momentum(group, top, self.use_beta1)
+                    group["max_momentum"], group["base_momentum"] = top, bottom
+        super().__init__(optimizer, last_epoch)
+        self.base_lrs = base_lrs
+
+    def _init_scale_fn(self) -> None:
+        """The built-in modes fix their scale_mode: per cycle for the triangles, per iteration for exp_range."""
+        if self._scale_fn_custom is not None:
+            return
+        if self.mode == "triangular":
+            self._scale_fn_ref, self.scale_mode = _constant_one, "cycle"
+        elif self.mode == "triangular2":
+            self._scale_fn_ref, self.scale_mode = _halving, "cycle"
+        elif self.mode == "exp_range":
+            self._scale_fn_ref, self.scale_mode = partial(_exponential, self.gamma), "iterations"
+
+    def scale_fn(self, x) -> float:
+        """The height of the cycle at x (the cycle number or the iteration, per ``scale_mode``)."""
+        return (self._scale_fn_custom or self._scale_fn_ref)(x)
+
+    def get_lr(self):
+        self._warn_if_outside_step()
+        cycle = math.floor(1 + self.last_epoch / self.total_size)
+        x = 1.0 + self.last_epoch / self.total_size - cycle  # how far through this cycle, 0..1
+        scale_factor = x / self.step_ratio if x <= self.step_ratio else (x - 1) / (self.step_ratio - 1)
+        scale = self.scale_fn(cycle if self.scale_mode == "cycle" else self.last_epoch)
+        lrs = [base_lr + (max_lr - base_lr) * scale_factor * scale for base_lr, max_lr in zip(self.base_lrs,
+                                                                                              self.max_lrs)]
+        if self.cycle_momentum:
+            for group, bottom, top in zip(self.optimizer.param_groups, self.base_momentums, self.max_momentums):
+                _set_momentum(group, top - (top - bottom) * scale_factor * scale, self.use_beta1)
+        return lrs
+
+    def state_dict(self) -> dict:
+        """As the base, less the scale function: a custom one is kept only as its ``__dict__``
+        (when it is a callable object, not a function), as PyTorch does."""
+        state = super().state_dict()
+        state.pop("_scale_fn_ref", None)
+        custom = state.pop("_scale_fn_custom")
+        state["_scale_fn_custom"] = None
+        if custom is not None and not isinstance(custom, types.FunctionType):
+            state["_scale_fn_custom"] = custom.__dict__.copy()
+        return state
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        state_dict = dict(state_dict)
+        custom = state_dict.pop("_scale_fn_custom")
+        super().load_state_dict(state_dict)
+        if custom is not None:
+            self._scale_fn_custom.__dict__.update(custom)
+        self._init_scale_fn()
+
+
+def _constant_one(x) -> float:
+    return 1.0
+
+
+def _halving(x) -> float:
+    return 1 / (2.0 ** (x - 1))
+
+
+def _exponential(gamma, x) -> float:
+    return gamma ** x
 
 
 class _SchedulerList(LRScheduler):

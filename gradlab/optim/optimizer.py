@@ -34,8 +34,9 @@ class Optimizer:
     """Base class of every optimizer: groups of parameters, their state, and ``step()``.
 
     ``params`` is an iterable of tensors, or of dicts ``{"params": [...], "lr": ...}`` whose options
-    override ``defaults`` for that group. A subclass gives ``_delta(p, grad, group)``: how far to move
-    ``p`` this step (subtracted from it). The base applies maximize and weight decay around it.
+    override ``defaults`` for that group. A subclass gives ``_init_state(p, group)``, the state a
+    parameter starts with, and ``_delta(p, grad, group)``: how far to move ``p`` this step (subtracted
+    from it). The base applies maximize and weight decay around it.
     """
 
     _decoupled_weight_decay = False  # True where weight decay always shrinks p directly (Lion)
@@ -116,6 +117,10 @@ class Optimizer:
             for p in group["params"]:
                 if p.grad is None:
                     continue
+                if not self.state.get(p):
+                    fresh = self._init_state(p, group)
+                    if fresh:
+                        self.state[p] = fresh
                 backend = p.device.backend
                 grad = backend.neg(p.grad.array) if maximize else p.grad.array
                 if weight_decay != 0 and not decoupled:
@@ -126,6 +131,13 @@ class Optimizer:
                 backend.isub(p.array, delta)
                 p._version[0] += 1  # an in-place change: graphs that saved p notice it
         return loss
+
+    def _init_state(self, p, group) -> dict:
+        """The state ``p`` starts with (before its first step): its zero-filled buffers and step counter.
+
+        ``load_state_dict`` also reads it, to know which keys and shapes a saved state must have.
+        """
+        return {}
 
     def _delta(self, p, grad, group):
         """The amount to subtract from ``p.array`` this step, given the (backend array) gradient."""
@@ -166,30 +178,80 @@ class Optimizer:
     def load_state_dict(self, state_dict: dict) -> None:
         """Restore groups and state saved by ``state_dict()``; the groups must have the same sizes.
 
-        The state is copied, and its tensors are cast to their parameter's dtype and device (except the step
+        Everything is checked before anything is written (the layout, the groups, each parameter's
+        state keys and shapes), so a load that fails leaves the optimizer as it was. The state is
+        copied, and its tensors are cast to their parameter's dtype and device (except the step
         counters), so training continues exactly where it stopped.
         """
-        groups = self.param_groups
-        saved_groups = copy.deepcopy(state_dict["param_groups"])
-        if len(groups) != len(saved_groups):
-            raise ValueError("loaded state dict has a different number of parameter groups")
-        if any(len(g["params"]) != len(s["params"]) for g, s in zip(groups, saved_groups)):
-            raise ValueError("loaded state dict contains a parameter group that doesn't match the size of "
-                             "optimizer's group")
+        saved_groups = self._check_loaded_groups(state_dict)
         param_of = dict(zip(chain.from_iterable(g["params"] for g in saved_groups),
-                            chain.from_iterable(g["params"] for g in groups)))
+                            chain.from_iterable(g["params"] for g in self.param_groups)))
+        group_of = {index: g for g in saved_groups for index in g["params"]}
+        for key, entry in state_dict["state"].items():
+            if key not in param_of:
+                raise ValueError(f"loaded state dict has state for parameter {key!r}, but its parameter groups "
+                                 f"list only {sorted(param_of, key=repr)}")
+            if not isinstance(entry, dict):
+                raise ValueError(f"loaded state dict: the state of parameter {key!r} should be a dict of its "
+                                 f"buffers, got {type(entry).__name__}")
+            self._check_loaded_state(key, entry, param_of[key], {**self.defaults, **group_of[key]})
+        saved_groups = copy.deepcopy(saved_groups)
         state = defaultdict(dict)
         for key, value in state_dict["state"].items():
-            if key in param_of:
-                p = param_of[key]
-                state[p] = {name: _cast_like(p, v, name) for name, v in value.items()}
-            else:
-                state[key] = copy.deepcopy(value)
-        for group, saved in zip(groups, saved_groups):
+            p = param_of[key]
+            state[p] = {name: _cast_like(p, v, name) for name, v in value.items()}
+        for group, saved in zip(self.param_groups, saved_groups):
             saved["params"] = group["params"]
             if "param_names" in group and "param_names" not in saved:
                 saved["param_names"] = group["param_names"]
+            for name, default in self.defaults.items():  # options newer than the checkpoint, as __setstate__ does
+                saved.setdefault(name, default)
         self.state, self.param_groups = state, saved_groups
+
+    def _check_loaded_groups(self, state_dict) -> list:
+        """The saved parameter groups, once they are known to match this optimizer's in number and size."""
+        if not isinstance(state_dict, dict) or not {"state", "param_groups"} <= set(state_dict):
+            found = sorted(state_dict) if isinstance(state_dict, dict) else type(state_dict).__name__
+            raise ValueError(f"loaded state dict should be a dict with 'state' and 'param_groups', as "
+                             f"Optimizer.state_dict() returns, got {found}")
+        groups, saved_groups = self.param_groups, state_dict["param_groups"]
+        if len(groups) != len(saved_groups):
+            raise ValueError(f"loaded state dict has a different number of parameter groups ({len(saved_groups)}; "
+                             f"this optimizer has {len(groups)})")
+        for i, saved in enumerate(saved_groups):
+            if not isinstance(saved, dict) or "params" not in saved:
+                raise ValueError(f"loaded state dict: parameter group {i} should be a dict with a 'params' list")
+        sizes = [len(g["params"]) for g in groups]
+        saved_sizes = [len(g["params"]) for g in saved_groups]
+        if sizes != saved_sizes:
+            raise ValueError(f"loaded state dict contains a parameter group that doesn't match the size of "
+                             f"optimizer's group (its groups hold {saved_sizes} parameters, this optimizer's "
+                             f"{sizes})")
+        return saved_groups
+
+    def _check_loaded_state(self, index, entry: dict, p, group: dict) -> None:
+        """Raise unless a saved state entry has every key a fresh state of ``p`` has, each tensor of the
+        fresh one's shape (a tensor the fresh state lacks, such as SGD's momentum buffer, has p's shape)."""
+        fresh = self._init_state(p, group)
+        missing = [key for key in fresh if key not in entry]
+        if missing:
+            raise ValueError(f"loaded state dict: the state of parameter {index!r} has no {missing[0]!r}; "
+                             f"{type(self).__name__} keeps {sorted(fresh)} for each parameter")
+        for key, value in entry.items():
+            like = fresh.get(key)
+            if isinstance(like, Tensor) and not isinstance(value, Tensor):
+                if like.ndim == 0 and isinstance(value, (int, float)) and not isinstance(value, bool):
+                    continue  # a step saved as a number, as older PyTorch checkpoints hold it
+                raise ValueError(f"loaded state dict: state {key!r} of parameter {index!r} should be a tensor, "
+                                 f"got {type(value).__name__}")
+            if not isinstance(value, Tensor):
+                continue
+            expected = like.shape if isinstance(like, Tensor) else (p.shape if value.ndim else ())
+            if tuple(value.shape) != tuple(expected):
+                needs = (f"the parameter it belongs to has shape {tuple(p.shape)}" if tuple(expected) == tuple(p.shape)
+                         else f"{type(self).__name__} keeps it with shape {tuple(expected)}")
+                raise ValueError(f"loaded state dict: state {key!r} of parameter {index!r} has shape "
+                                 f"{tuple(value.shape)}, but {needs}")
 
     def __getstate__(self):
         return {"defaults": self.defaults, "state": self.state, "param_groups": self.param_groups}
@@ -226,15 +288,17 @@ def _advance(state: dict) -> float:
     return step.item()
 
 
-def _lerp_(buffer: Tensor, end, weight: float):
-    """buffer += weight * (end - buffer), computed the way torch.lerp rounds it; returns the new array."""
-    b, old = buffer.device.backend, buffer.array
+def _lerp(b, start, end, weight: float):
+    """start + weight * (end - start) on backend arrays, rounded the way torch.lerp rounds it."""
     if weight < 0.5:
-        new = b.add(old, b.mul(b.sub(end, old), weight))
-    else:
-        new = b.sub(end, b.mul(b.sub(end, old), 1 - weight))
-    buffer.array = new
-    return new
+        return b.add(start, b.mul(b.sub(end, start), weight))
+    return b.sub(end, b.mul(b.sub(end, start), 1 - weight))
+
+
+def _lerp_(buffer: Tensor, end, weight: float):
+    """buffer += weight * (end - buffer), as torch.lerp rounds it; returns the new array."""
+    buffer.array = _lerp(buffer.device.backend, buffer.array, end, weight)
+    return buffer.array
 
 
 def _average_square_(buffer: Tensor, grad, beta: float):
@@ -242,6 +306,21 @@ def _average_square_(buffer: Tensor, grad, beta: float):
     b = buffer.device.backend
     buffer.array = b.add(b.mul(buffer.array, beta), b.mul(b.mul(grad, 1 - beta), grad))
     return buffer.array
+
+
+def _kernel_switches(**switches) -> dict:
+    """PyTorch's implementation switches, accepted and kept in each group as PyTorch keeps them.
+
+    ``foreach`` and ``fused`` choose among PyTorch's kernels for one same update, and ``capturable``
+    lets CUDA graphs capture it: gradlab has one kernel, so they change nothing. ``differentiable=True``
+    asks for the update to be recorded in the graph, which gradlab's in-place array updates are not.
+    """
+    if switches.get("fused") and switches.get("foreach"):
+        raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+    if switches.get("differentiable"):
+        raise ValueError("differentiable=True would backpropagate through optimizer.step(), but gradlab's optimizers "
+                         "update the parameters' arrays outside the graph; leave differentiable=False (the default)")
+    return switches
 
 
 def _check_nonnegative(**options) -> None:
@@ -258,7 +337,7 @@ def _check_betas(betas) -> None:
             raise ValueError(f"Invalid beta parameter at index {i}: {betas[i]}")
 
 
-_SCALAR_STATE = ("step", "mu_product")  # bookkeeping kept in the default dtype, whatever the parameter's
+_SCALAR_STATE = ("step", "mu_product", "eta", "mu")  # bookkeeping (NAdam's, ASGD's) in the default dtype
 
 
 def _cast_like(p: Tensor, value, key):
@@ -267,6 +346,8 @@ def _cast_like(p: Tensor, value, key):
     (PyTorch casts NAdam's mu_product to the parameter's dtype too, so a float64 run resumes ~1e-12 off; here
     a resumed run continues bit for bit.)
     """
+    if key in _SCALAR_STATE and isinstance(value, (int, float)):
+        return tensor(float(value))
     if not isinstance(value, Tensor):
         return copy.deepcopy(value)
     if key in _SCALAR_STATE:

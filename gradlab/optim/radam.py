@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .optimizer import (Optimizer, _advance, _average_square_, _check_betas, _check_nonnegative, _lerp_, _new_step,
-                        _zeros_like)
+from .optimizer import (Optimizer, _advance, _average_square_, _check_betas, _check_nonnegative, _kernel_switches,
+                        _lerp_, _new_step, _zeros_like)
 
 __all__ = ["RAdam"]
 
@@ -14,19 +14,21 @@ class RAdam(Optimizer):
     """
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, decoupled_weight_decay=False, *,
-                 maximize=False):
+                 maximize=False, foreach=None, capturable=False, differentiable=False):
         _check_nonnegative(lr=lr, eps=eps)
         _check_betas(betas)
         _check_nonnegative(weight_decay=weight_decay)
         defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
                         decoupled_weight_decay=decoupled_weight_decay, maximize=maximize)
+        defaults.update(_kernel_switches(foreach=foreach, capturable=capturable, differentiable=differentiable))
         super().__init__(params, defaults)
+
+    def _init_state(self, p, group) -> dict:
+        return dict(step=_new_step(), exp_avg=_zeros_like(p), exp_avg_sq=_zeros_like(p))
 
     def _delta(self, p, grad, group):
         b = p.device.backend
         state = self.state[p]
-        if not state:
-            state.update(step=_new_step(), exp_avg=_zeros_like(p), exp_avg_sq=_zeros_like(p))
         beta1, beta2 = group["betas"]
         step = _advance(state)
         exp_avg = _lerp_(state["exp_avg"], grad, 1 - beta1)

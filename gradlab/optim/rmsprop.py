@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from .optimizer import Optimizer, _advance, _average_square_, _check_nonnegative, _lerp_, _new_step, _zeros_like
+from .optimizer import (Optimizer, _advance, _average_square_, _check_nonnegative, _kernel_switches, _lerp_, _new_step,
+                        _zeros_like)
 
 __all__ = ["RMSprop"]
 
@@ -15,21 +16,24 @@ class RMSprop(Optimizer):
     """
 
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False, *,
-                 maximize=False):
+                 maximize=False, foreach=None, capturable=False, differentiable=False):
         _check_nonnegative(lr=lr, eps=eps, momentum=momentum, weight_decay=weight_decay, alpha=alpha)
         defaults = dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay, momentum=momentum, centered=centered,
                         maximize=maximize)
+        defaults.update(_kernel_switches(foreach=foreach, capturable=capturable, differentiable=differentiable))
         super().__init__(params, defaults)
+
+    def _init_state(self, p, group) -> dict:
+        state = dict(step=_new_step(), square_avg=_zeros_like(p))
+        if group["momentum"] > 0:
+            state["momentum_buffer"] = _zeros_like(p)
+        if group["centered"]:
+            state["grad_avg"] = _zeros_like(p)
+        return state
 
     def _delta(self, p, grad, group):
         b = p.device.backend
         state = self.state[p]
-        if not state:
-            state.update(step=_new_step(), square_avg=_zeros_like(p))
-            if group["momentum"] > 0:
-                state["momentum_buffer"] = _zeros_like(p)
-            if group["centered"]:
-                state["grad_avg"] = _zeros_like(p)
         _advance(state)
         alpha = group["alpha"]
         square_avg = _average_square_(state["square_avg"], grad, alpha)

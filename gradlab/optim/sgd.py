@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .optimizer import Optimizer, _check_nonnegative
+from .optimizer import Optimizer, _check_nonnegative, _kernel_switches
 
 __all__ = ["SGD"]
 
@@ -14,12 +14,14 @@ class SGD(Optimizer):
     buffer starts as the first gradient itself.
     """
 
-    def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *, maximize=False):
+    def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *, maximize=False,
+                 foreach=None, differentiable=False, fused=None):
         _check_nonnegative(lr=lr, momentum=momentum, weight_decay=weight_decay)
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay, nesterov=nesterov,
                         maximize=maximize)
+        defaults.update(_kernel_switches(foreach=foreach, differentiable=differentiable, fused=fused))
         super().__init__(params, defaults)
 
     def _delta(self, p, grad, group):

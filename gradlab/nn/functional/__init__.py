@@ -11,3 +11,6 @@ from .sparse import *  # noqa: F401,F403
 from .conv import *  # noqa: F401,F403
 from .linear import *  # noqa: F401,F403
 from .pooling import *  # noqa: F401,F403
+from .vision import *  # noqa: F401,F403
+from .distance import *  # noqa: F401,F403
+from .. import grad  # noqa: F401,E402  (torch.nn.functional.grad is torch.nn.grad too)

@@ -17,11 +17,13 @@ from ...ops.activations import relu as _relu
 from ...ops.autocast import autocast_op
 from ...ops.activations import softmax as _softmax
 from ...ops.elementwise import elementwise, tanh, where
+from ...ops.reductions import argmax
+from ...random import _rng
 
 __all__ = ["relu", "relu_", "relu6", "leaky_relu", "leaky_relu_", "elu", "elu_", "selu", "celu", "gelu", "silu",
            "mish", "hardtanh", "hardtanh_", "hardsigmoid", "hardswish", "softplus", "sigmoid", "tanh", "softsign",
            "logsigmoid", "tanhshrink", "threshold", "threshold_", "glu", "prelu", "softmax", "log_softmax",
-           "softmin"]
+           "softmin", "hardshrink", "softshrink", "rrelu", "selu_", "celu_", "rrelu_", "gumbel_softmax"]
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
@@ -224,3 +226,63 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):
     if dim is None:
         dim = _implicit_dim("softmin", input.ndim, _stacklevel)
     return _softmax(-input if dtype is None else -input.to(dtype), dim)
+
+
+def hardshrink(input, lambd=0.5):
+    """x where |x| > lambd, else 0."""
+    return where(input.abs() > lambd, input, 0.0)
+
+
+def softshrink(input, lambd=0.5):
+    """x − lambd above lambd, x + lambd below −lambd, 0 between: shrinks every value towards zero by lambd."""
+    if lambd < 0:
+        raise RuntimeError(f"softshrink: lambda must be greater or equal to 0, but found to be {lambd}.")
+    return where(input > lambd, input - lambd, where(input < -lambd, input + lambd, 0.0))
+
+
+def _rrelu(x, lower, upper, training):
+    """In training each negative element gets its own slope drawn from U(lower, upper); otherwise their mean."""
+    if not training:
+        return leaky_relu(x, (lower + upper) / 2)
+    backend = x.device.backend
+    slopes = x._wrap(backend.random_uniform(_rng(None), x.shape, lower, upper, x.dtype))
+    return where(x >= 0, x, x * slopes)
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    """Randomized leaky ReLU: x for x ≥ 0, a · x below, a ~ U(lower, upper) in training, (lower + upper) / 2 else."""
+    if lower > upper:
+        raise ValueError(f"rrelu: lower bound should be less than or equal to upper bound (got lower={lower}, "
+                         f"upper={upper})")
+    return _maybe_inplace("rrelu_", input, inplace, _rrelu, lower, upper, training)
+
+
+def _inplace_form(function, doc):
+    """``function_``: function with inplace=True (one definition for every activation's in-place twin)."""
+    def inplace(input, *args, **kwargs):
+        return function(input, *args, inplace=True, **kwargs)
+
+    inplace.__name__ = inplace.__qualname__ = function.__name__ + "_"
+    inplace.__doc__ = doc
+    return inplace
+
+
+selu_ = _inplace_form(selu, "selu written into input.")
+celu_ = _inplace_form(celu, "celu written into input.")
+rrelu_ = _inplace_form(rrelu, "rrelu written into input.")
+
+
+def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
+    """A differentiable sample from the categorical distribution softmax(logits): softmax((logits + g) / tau),
+    g Gumbel noise. hard=True returns the one-hot of the sample, with the soft sample's gradient."""
+    if eps != 1e-10:
+        warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
+    backend = logits.device.backend
+    uniform = backend.random_uniform(_rng(None), logits.shape, 0.0, 1.0, logits.dtype)
+    gumbels = logits._wrap(backend.neg(backend.log(backend.neg(backend.log1p(backend.neg(uniform))))))  # −log(Exp(1))
+    y_soft = _softmax((logits + gumbels) / tau, dim)
+    if not hard:
+        return y_soft
+    index = argmax(y_soft, dim, keepdim=True)
+    y_hard = logits.new_zeros(logits.shape).scatter(dim, index, 1.0)
+    return y_hard - y_soft.detach() + y_soft  # the straight-through estimator

@@ -1,4 +1,4 @@
-"""Convolution as a matrix product over windows: conv1d, conv2d, conv_transpose1d/2d, unfold, fold.
+"""Convolution as a matrix product over windows: conv1d/2d/3d, conv_transpose1d/2d/3d, unfold, fold.
 
 The input's windows are a strided view (no copy); laid out once as columns (im2col) they meet the
 weight, reshaped to (out_channels, in_channels × kernel), in ONE matrix product. Three Functions
@@ -22,7 +22,8 @@ from ...autograd.function import Function
 from ...ops._common import TrackedTensor, shape_str
 from ...ops.autocast import autocast_op
 
-__all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "unfold", "fold"]
+__all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "conv_tbc",
+           "unfold", "fold"]
 
 
 class Geometry(NamedTuple):
@@ -369,6 +370,12 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return conv("conv2d", input, weight, bias, geo, 2)
 
 
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """3-D convolution of (N, C, D, H, W) volumes with weight (out, C/groups, kD, kH, kW)."""
+    geo = conv_geometry("conv3d", 3, weight.shape[2:], stride, padding, dilation, groups)
+    return conv("conv3d", input, weight, bias, geo, 3)
+
+
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     """The adjoint of conv1d in its input ('deconvolution'): (N, C_in, L) → (N, C_out, L_out)."""
     return conv_transpose("conv_transpose1d", input, weight, bias, stride, padding, output_padding, groups, dilation, 1)
@@ -377,6 +384,26 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     """The adjoint of conv2d in its input ('deconvolution'): upsamples (N, C_in, H, W) by the stride."""
     return conv_transpose("conv_transpose2d", input, weight, bias, stride, padding, output_padding, groups, dilation, 2)
+
+
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """The adjoint of conv3d in its input: upsamples (N, C_in, D, H, W) volumes by the stride."""
+    return conv_transpose("conv_transpose3d", input, weight, bias, stride, padding, output_padding, groups, dilation, 3)
+
+
+def conv_tbc(input, weight, bias, pad=0):
+    """1-D convolution in time-batch-channel layout: input (T, N, C_in), weight (k, C_in, C_out), bias (C_out)
+    → (T + 2·pad − k + 1, N, C_out). The same convolution as conv1d, with the axes in another order."""
+    if not isinstance(input, TrackedTensor) or input.ndim != 3 or weight.ndim != 3 or bias.ndim != 1:
+        raise RuntimeError(f"conv_tbc: expected input (T, N, C_in), weight (k, C_in, C_out) and bias (C_out), got "
+                           f"{_describe_input(input)}, weight of shape {shape_str(weight.shape)} and bias of shape "
+                           f"{shape_str(bias.shape)}")
+    if input.shape[2] != weight.shape[1] or bias.shape[0] != weight.shape[2]:
+        raise RuntimeError(f"conv_tbc: Input dim 2 (input channels) is not == dim 1 in the weight tensor (or bias "
+                           f"does not match its output channels): input of shape {shape_str(input.shape)}, weight "
+                           f"of shape {shape_str(weight.shape)}, bias of shape {shape_str(bias.shape)}")
+    out = conv1d(input.permute(1, 2, 0), weight.permute(2, 1, 0), bias, padding=pad)
+    return out.permute(2, 0, 1)
 
 
 class Unfold(Function):

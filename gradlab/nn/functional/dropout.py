@@ -12,7 +12,9 @@ import warnings
 from ...ops._common import describe, float_dtype_required
 from ...random import _rng
 
-__all__ = ["dropout", "dropout1d", "dropout2d", "dropout3d"]
+__all__ = ["dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout"]
+
+_SELU_ALPHA_PRIME = 1.7580993408473766  # −scale · alpha of SELU: the value a dropped SELU output stands in for
 
 
 def _check_p(p) -> None:
@@ -79,3 +81,38 @@ def dropout3d(input, p=0.5, training=True, inplace=False):
                       "in an error in a future release. To retain the behavior and silence this warning, please use "
                       "dropout instead.", stacklevel=2)
     return _feature_dropout("dropout3d", input, p, training, inplace, input.ndim == 5)
+
+
+def _alpha_dropout(op, input, p, training, inplace, mask_shape):
+    """Dropout for SELU networks: dropped elements are set to SELU's negative saturation −α′ (not 0), then
+    a · x + b restores mean 0 and variance 1, with a = 1/√((α′² p + 1)(1 − p)) and b = a α′ p."""
+    _check_p(p)
+    if not training or p == 0.0:
+        return input
+    float_dtype_required(op, input)
+    if p == 1.0:
+        return input.mul_(0.0) if inplace else input * 0.0
+    backend = input.device.backend
+    keep = backend.astype(backend.ge(backend.random_uniform(_rng(None), mask_shape, 0.0, 1.0, input.dtype), p),
+                          input.dtype)
+    a = 1.0 / ((_SELU_ALPHA_PRIME ** 2 * p + 1) * (1 - p)) ** 0.5
+    scale = input._wrap(backend.mul(keep, a))
+    shift = input._wrap(backend.add(backend.mul(backend.sub(keep, 1.0), _SELU_ALPHA_PRIME * a),
+                                    _SELU_ALPHA_PRIME * a * p))
+    if inplace:
+        return input.mul_(scale).add_(shift)
+    return input * scale + shift
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """Dropout that keeps SELU activations self-normalising (mean 0, variance 1); the identity unless training."""
+    return _alpha_dropout("alpha_dropout", input, p, training, inplace, input.shape)
+
+
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """Alpha dropout of whole channels (dim 1) of (N, C, *) inputs."""
+    if input.ndim < 2:
+        raise RuntimeError(f"feature_alpha_dropout: Feature dropout requires at least 2 dimensions in the input "
+                           f"(N, C, ...), got {describe(input)}")
+    shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2)
+    return _alpha_dropout("feature_alpha_dropout", input, p, training, inplace, shape)

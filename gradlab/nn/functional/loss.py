@@ -9,20 +9,28 @@ log-probability in one forward, and the closed-form gradient ``(softmax - onehot
 
 from __future__ import annotations
 
+import math
 import warnings
+
+import numpy as np
 
 from ...autograd.function import Function
 from ...autograd.grad_mode import grad_state
-from ...dtypes import int64
+from ...dtypes import bool_, int64
 from ...ops._common import (TrackedTensor, binary_operands, broadcast_shapes, describe, float_dtype_required, shape_str,
                             sum_to_shape)
 from ...ops.elementwise import where
 from ...ops.autocast import autocast_op
-from .activation import logsigmoid
+from ...ops.functional import cat
+from .activation import logsigmoid, softplus
+from .distance import pairwise_distance
 
 __all__ = [
     "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "cross_entropy", "nll_loss", "binary_cross_entropy",
     "binary_cross_entropy_with_logits", "kl_div", "margin_ranking_loss", "cosine_embedding_loss",
+    "hinge_embedding_loss", "soft_margin_loss", "multilabel_soft_margin_loss", "multi_margin_loss",
+    "multilabel_margin_loss", "triplet_margin_loss", "triplet_margin_with_distance_loss", "gaussian_nll_loss",
+    "poisson_nll_loss", "ctc_loss",
 ]
 
 _REDUCTIONS = ("mean", "sum", "none")
@@ -530,3 +538,329 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
     cos = dot / squares.sqrt()
     loss = where(target == 1, 1 - cos, 0.0) + where(target == -1, (cos - margin).clamp_min(0.0), 0.0)
     return _reduce(loss, reduction)
+
+
+# --- margin losses ----------------------------------------------------------------------------
+
+def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
+    """x where y = 1, max(0, margin − x) where y = −1: x is a distance that should be small for similar pairs."""
+    op = "hinge_embedding_loss"
+    reduction = _reduction(size_average, reduce, reduction)
+    _tensors(op, input=input, target=target)
+    broadcast_shapes(input.shape, target.shape, op=op)
+    loss = where(target != 1, (margin - input).clamp_min(0.0), 0.0) + where(target != -1, input, 0.0)
+    return _reduce(loss, reduction)
+
+
+def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """log(1 + exp(−y x)) for targets y = ±1: the logistic loss of a two-class score."""
+    op = "soft_margin_loss"
+    reduction = _reduction(size_average, reduce, reduction)
+    _tensors(op, input=input, target=target)
+    broadcast_shapes(input.shape, target.shape, op=op)
+    return _reduce(softplus(-input * target), reduction)
+
+
+def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    """Binary cross-entropy of every class score (N, C) against 0/1 targets, averaged over the C classes."""
+    op = "multilabel_soft_margin_loss"
+    reduction = _reduction(size_average, reduce, reduction)
+    _tensors(op, input=input, target=target)
+    if input.ndim == 0:
+        raise RuntimeError(f"{op}: expected an input of shape (C) or (N, C), got a 0-d tensor")
+    loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss.sum(input.ndim - 1) / input.shape[-1], reduction)
+
+
+def _margin_inputs(op, input, target):
+    """(N, C) scores and (N,) targets from (C)/() or (N, C)/(N), checked as PyTorch checks them."""
+    _tensors(op, input=input, target=target)
+    if input.ndim > 2 or (input.ndim == 2 and input.shape[1] == 0) or (input.ndim < 2 and input.numel() == 0):
+        raise RuntimeError(f"{op}: Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
+                           f"{list(input.shape)}")
+    if target.dtype is not int64:
+        raise RuntimeError(f"{op}: expected target of dtype int64 (class indices), got {describe(target)}; convert "
+                           "it with .long()")
+    return input.reshape(1, -1) if input.ndim < 2 else input
+
+
+def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None, reduction="mean"):
+    """Σ_{j ≠ y} max(0, margin − x[y] + x[j])^p / C: the target's score should beat every other by margin."""
+    op = "multi_margin_loss"
+    reduction = _reduction(size_average, reduce, reduction)
+    if p != 1 and p != 2:
+        raise ValueError("only p == 1 and p == 2 supported")
+    if weight is not None and weight.ndim != 1:
+        raise ValueError("weight must be one-dimensional")
+    scores = _margin_inputs(op, input, target)
+    n, c = scores.shape
+    if target.numel() != n or (input.ndim == 2 and target.ndim != 1):
+        raise RuntimeError(f"{op}: inconsistent target size: got target of shape {shape_str(target.shape)} for "
+                           f"input of shape {shape_str(input.shape)}; expected ({n},)")
+    if weight is not None and weight.numel() != c:
+        raise RuntimeError(f"{op}: inconsistent weight size, expected {c} but got {shape_str(weight.shape)}")
+    index = target.reshape(n, 1)
+    if n:
+        backend = target.device.backend
+        low, high = (int(backend.to_numpy(f(index.array))) for f in (backend.min, backend.max))
+        if low < 0 or high >= c:
+            raise IndexError(f"{op}: target out of range: got class {low if low < 0 else high} for {c} classes "
+                             f"(class indices must be in [0, {c - 1}])")
+    picked = scores.gather(1, index)
+    hinge = (margin - picked + scores).clamp_min(0.0)
+    if p == 2:
+        hinge = hinge * hinge
+    if weight is not None:
+        hinge = hinge * weight.gather(0, target.reshape(-1)).reshape(n, 1)
+    classes = index._wrap(index.device.backend.reshape(index.device.backend.arange(0, c, 1, int64), (1, c)))
+    loss = where(classes == index, 0.0, hinge).sum(1) / c
+    return _reduce(loss if input.ndim == 2 else loss.reshape(()), reduction)
+
+
+def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """Σ over target classes j and non-target classes k of max(0, 1 − (x[j] − x[k])) / C.
+
+    target (N, C) lists each sample's classes first and is cut at the first −1.
+    """
+    op = "multilabel_margin_loss"
+    reduction = _reduction(size_average, reduce, reduction)
+    scores = _margin_inputs(op, input, target)
+    n, c = scores.shape
+    if tuple(target.shape) != tuple(input.shape):
+        raise RuntimeError(f"{op}: inconsistent target size: {list(target.shape)} for input of size "
+                           f"{list(input.shape)}")
+    backend = target.device.backend
+    labels = backend.reshape(target.array, (n, c))
+    if n and (int(backend.to_numpy(backend.min(labels))) < -1 or int(backend.to_numpy(backend.max(labels))) >= c):
+        raise IndexError(f"{op}: target values must be class indices in [0, {c - 1}] or -1 (which ends the list), "
+                         f"got values outside that range")
+    listed = backend.eq(backend.cumsum(backend.astype(backend.eq(labels, -1), int64), 1), 0)  # before the first -1
+    counts = backend.zeros((n, c), input.dtype)  # how often each class is listed
+    rows = backend.reshape(backend.arange(0, n, 1, int64), (n, 1))
+    backend.add_at(counts, (backend.broadcast_to(rows, (n, c)), backend.where(listed, labels, 0)),
+                   backend.astype(listed, input.dtype))
+    is_target = backend.astype(backend.gt(counts, 0), input.dtype)
+    counts, others = scores._wrap(counts), scores._wrap(backend.sub(1.0, is_target))
+    pairs = (1 - scores.unsqueeze(2) + scores.unsqueeze(1)).clamp_min(0.0)  # [i, j, k]: 1 − (x[j] − x[k])
+    loss = (pairs * counts.unsqueeze(2) * others.unsqueeze(1)).sum((1, 2)) / c
+    return _reduce(loss if input.ndim == 2 else loss.reshape(()), reduction)
+
+
+def _same_ndim_triplet(anchor, positive, negative):
+    if not anchor.ndim == positive.ndim == negative.ndim:
+        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the same number of "
+                           f"dimensions, but got: anchor {anchor.ndim}D, positive {positive.ndim}D, and negative "
+                           f"{negative.ndim}D inputs")
+
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False, size_average=None,
+                        reduce=None, reduction="mean"):
+    """max(0, d(a, p) − d(a, n) + margin) with the p-norm distance: the anchor nearer its positive than its negative."""
+    op = "triplet_margin_loss"
+    reduction = _reduction(size_average, reduce, reduction)
+    _tensors(op, anchor=anchor, positive=positive, negative=negative)
+    _same_ndim_triplet(anchor, positive, negative)
+    if anchor.ndim not in (1, 2):
+        raise RuntimeError(f"{op}: expected 1-D (D) or 2-D (N, D) inputs, got anchor of shape "
+                           f"{shape_str(anchor.shape)}")
+    d_pos = pairwise_distance(anchor, positive, p, eps)
+    d_neg = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        d_neg = d_neg.minimum(pairwise_distance(positive, negative, p, eps))
+    return _reduce((margin + d_pos - d_neg).clamp_min(0.0), reduction)
+
+
+def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None, margin=1.0, swap=False,
+                                      reduction="mean"):
+    """max(0, d(a, p) − d(a, n) + margin) with any distance function (pairwise_distance by default)."""
+    op = "triplet_margin_with_distance_loss"
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    _tensors(op, anchor=anchor, positive=positive, negative=negative)
+    _same_ndim_triplet(anchor, positive, negative)
+    distance = pairwise_distance if distance_function is None else distance_function
+    d_pos, d_neg = distance(anchor, positive), distance(anchor, negative)
+    if swap:
+        d_neg = d_neg.minimum(distance(positive, negative))
+    return _reduce((margin + d_pos - d_neg).clamp_min(0.0), reduction)
+
+
+# --- likelihoods of distributions ---------------------------------------------------------------
+
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
+    """½ (log var + (input − target)² / var) (+ ½ log 2π when full): the negative log-likelihood of a Gaussian.
+
+    var matches input (heteroscedastic), lacks its last dim or has a 1 in one dim (homoscedastic), or is
+    a float. It is clamped at eps, the clamp passing gradients through unchanged (PyTorch's no-grad clamp).
+    """
+    op = "gaussian_nll_loss"
+    _tensors(op, input=input, target=target)
+    if isinstance(var, (int, float)):
+        if var < 0:
+            raise ValueError("var has negative entry/entries")
+        var = input.new_full(input.shape, float(var))
+    else:
+        _tensors(op, var=var)
+        if var.numel() and bool((var < 0).any()):
+            raise ValueError("var has negative entry/entries")
+    if tuple(var.shape) != tuple(input.shape):
+        if tuple(input.shape[:-1]) == tuple(var.shape):
+            var = var.unsqueeze(-1)
+        elif not (input.ndim == var.ndim and sum(v for n, v in zip(input.shape, var.shape) if n != v) == 1):
+            raise ValueError(f"var is of incorrect size: {op} expects var of the input's shape "
+                             f"{shape_str(input.shape)}, or that shape without its last dim or with a 1 in one dim; "
+                             f"got {shape_str(var.shape)}")
+    if reduction not in _REDUCTIONS:
+        raise ValueError(reduction + " is not valid")
+    var = var + (var.clamp_min(eps) - var).detach()
+    loss = 0.5 * (var.log() + (input - target) ** 2 / var)
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return _reduce(loss, reduction)
+
+
+def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None,
+                     reduction="mean"):
+    """exp(input) − target · input (log_input) or input − target · log(input + eps): Poisson negative log-likelihood.
+
+    full adds Stirling's approximation of log(target!) where target > 1.
+    """
+    op = "poisson_nll_loss"
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce)
+    if reduction not in _REDUCTIONS:
+        raise ValueError(reduction + " is not a valid value for reduction")
+    _tensors(op, input=input, target=target)
+    loss = input.exp() - target * input if log_input else input - target * (input + eps).log()
+    if full:
+        safe = where(target > 1, target, 1.0)
+        stirling = safe * safe.log() - safe + 0.5 * (2 * math.pi * safe).log()
+        loss = loss + where(target > 1, stirling, 0.0)
+    return _reduce(loss, reduction)
+
+
+# --- connectionist temporal classification ------------------------------------------------------
+
+def _lengths(op, name, lengths, count):
+    """input_lengths / target_lengths (a tensor, list or tuple) as host ints, one per sample."""
+    if isinstance(lengths, TrackedTensor):
+        values = lengths.device.backend.to_numpy(lengths.array).reshape(-1)
+    else:
+        values = np.asarray(lengths).reshape(-1)
+    if values.dtype.kind not in "iu":
+        raise RuntimeError(f"{op}: {name} must be integers, got {values.dtype}")
+    if len(values) != count:
+        raise RuntimeError(f"{op}: expected {name} to hold {count} lengths (one per sample), got {len(values)}")
+    return values.astype(np.int64)
+
+
+def _logaddexp(*terms):
+    """log Σ exp(terms), exactly −inf where every term is −inf, with finite gradients everywhere (−inf entries,
+    states no alignment reaches, would otherwise turn the gradient into NaN)."""
+    top = terms[0]
+    for t in terms[1:]:
+        top = top.maximum(t)
+    top = top.detach()
+    unreachable = top == -math.inf
+    shift = where(unreachable, 0.0, top)
+    total = None
+    for t in terms:
+        e = (where(unreachable, 0.0, t) - shift).exp()
+        total = e if total is None else total + e
+    return where(unreachable, -math.inf, total.log() + shift)
+
+
+def _extended_targets(op, targets, out_lengths, n, classes, blank, unbatched):
+    """Each target with a blank before, between and after its labels ((N, 2S + 1), padded with blanks), and
+    where a label may follow the label two back directly (it differs from it: no blank needed between)."""
+    labels = targets.device.backend.to_numpy(targets.array).astype(np.int64)
+    longest = int(out_lengths.max()) if n else 0
+    if unbatched:  # one target, padded or not
+        labels = labels.reshape(1, -1)
+    if labels.ndim == 2:
+        if labels.shape[0] != n:
+            raise RuntimeError(f"{op}: padded targets must have one row per sample: got targets of shape "
+                               f"{shape_str(targets.shape)} for a batch of {n}")
+        if labels.shape[1] < longest:
+            raise RuntimeError(f"{op}: Expected tensor to have size at least {longest} at dimension 1, but got size "
+                               f"{labels.shape[1]} for argument #2 'targets' (a padded (N, S) target)")
+        padded = labels[:, :max(longest, 1)]
+    else:  # the targets of all samples, one after the other
+        if labels.size != out_lengths.sum():
+            raise RuntimeError(f"{op}: concatenated targets hold {labels.size} labels but target_lengths sum to "
+                               f"{out_lengths.sum()}")
+        padded = np.zeros((n, max(longest, 1)), dtype=np.int64)
+        for i, (end, length) in enumerate(zip(np.cumsum(out_lengths), out_lengths)):
+            padded[i, :length] = labels[end - length:end]
+    padded = np.where(np.arange(padded.shape[1]) < out_lengths[:, None], padded, blank)
+    if ((padded < 0) | (padded >= classes)).any():
+        raise IndexError(f"{op}: target labels must be in [0, {classes - 1}]")
+    extended = np.full((n, 2 * padded.shape[1] + 1), blank, dtype=np.int64)
+    extended[:, 1::2] = padded
+    skip = np.zeros(extended.shape, dtype=bool)
+    skip[:, 2:] = (extended[:, 2:] != blank) & (extended[:, 2:] != extended[:, :-2])
+    return extended, skip
+
+
+def _forward_variables(lp, extended, skip, in_lengths):
+    """α[n, s] = log p(the first s symbols of the extended target | the first T_n steps): each step an alignment
+    stays on its symbol, moves to the next, or skips a blank; a sample's α stops changing after its T_n steps."""
+    steps, n, width = lp.shape[0], lp.shape[1], extended.shape[1]
+    emit = lp.gather(2, extended.unsqueeze(0).expand(steps, n, width))  # (T, N, 2S + 1)
+    none = lp.new_full((n, 1), -math.inf)
+    starts = lp.new_tensor(np.arange(width) < 2, dtype=bool_)  # a blank or the first label
+    alpha = where(starts, emit[0], -math.inf)
+    running = lp.new_tensor(in_lengths).unsqueeze(1)
+    for t in range(1, steps):
+        step = cat((none, alpha[:, :-1]), 1)
+        jump = where(skip, cat((none, none, alpha[:, :-2]), 1), -math.inf)
+        alpha = where(running > t, _logaddexp(alpha, step, jump) + emit[t], alpha)
+    return alpha
+
+
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean", zero_infinity=False):
+    """−log p(target | input) summed over every alignment of the target to the T input steps (Graves et al.).
+
+    log_probs (T, N, C) (or (T, C)) are log-softmax outputs; targets are (N, S) padded or the N targets
+    concatenated. The forward recursion over the extended target (a blank around every label) runs on
+    Tensor operations, so gradients of any order follow. 'mean' divides each loss by its target length.
+    The gradient is the true one with respect to log_probs (PyTorch's adds exp(log_probs), which its
+    log_softmax backward then cancels); an impossible alignment has loss inf and a zero gradient where
+    PyTorch's is NaN (zero_infinity=True also sets the loss to 0).
+    """
+    op = "ctc_loss"
+    _tensors(op, log_probs=log_probs, targets=targets)
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    unbatched = log_probs.ndim == 2
+    if log_probs.ndim not in (2, 3):
+        raise RuntimeError(f"{op}: expected log_probs of shape (T, N, C) or (T, C), got {describe(log_probs)}")
+    lp = log_probs.unsqueeze(1) if unbatched else log_probs
+    steps, n, classes = lp.shape
+    if not 0 <= blank < classes:
+        raise RuntimeError(f"{op}: blank must be in label range (blank={blank}, {classes} classes)")
+    in_lengths = _lengths(op, "input_lengths", input_lengths, n)
+    out_lengths = _lengths(op, "target_lengths", target_lengths, n)
+    if (in_lengths > steps).any() or (in_lengths < 0).any():
+        raise RuntimeError(f"{op}: Expected input_lengths to have value at most {steps}, but got value "
+                           f"{in_lengths.max() if (in_lengths > steps).any() else in_lengths.min()}")
+    extended, skip = _extended_targets(op, targets, out_lengths, n, classes, blank, unbatched)
+    alpha = _forward_variables(lp, targets.new_tensor(extended), lp.new_tensor(skip, dtype=bool_), in_lengths)
+    last = targets.new_tensor(2 * out_lengths).unsqueeze(1)  # the final blank; the last label is just before it
+    final = alpha.gather(1, last).squeeze(1)
+    has_label = targets.new_tensor(out_lengths > 0, dtype=bool_)
+    before = where(has_label, alpha.gather(1, (last - 1).clamp_min(0)).squeeze(1), -math.inf)
+    loss = -_logaddexp(final, before)
+    no_input = lp.new_tensor(np.where(out_lengths == 0, 0.0, math.inf))  # T = 0: only an empty target fits
+    loss = where(lp.new_tensor(in_lengths > 0, dtype=bool_), loss, no_input)
+    if zero_infinity:
+        loss = where(loss == math.inf, 0.0, loss)
+    if reduction == "mean":
+        return (loss / lp.new_tensor(np.maximum(out_lengths, 1))).mean()
+    if reduction == "sum":
+        return loss.sum()
+    return loss.squeeze(0) if unbatched else loss

@@ -13,7 +13,7 @@ from ...autograd.grad_mode import grad_state
 from ...dtypes import float16, float32, float64
 from ...ops._common import describe, float_dtype_required, shape_str, sum_to_shape
 
-__all__ = ["batch_norm", "layer_norm", "group_norm", "rms_norm", "normalize"]
+__all__ = ["batch_norm", "instance_norm", "layer_norm", "group_norm", "rms_norm", "normalize", "local_response_norm"]
 
 
 def _count(shape, axes) -> int:
@@ -213,6 +213,51 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     return input * scale.reshape(param_shape) + shift.reshape(param_shape)
 
 
+def _instance_norm(who, input, running_mean, running_var, weight, bias, use_input_stats, momentum, eps):
+    if input.ndim < 3:
+        raise ValueError(f"{who}: expected an input (N, C, *spatial) with at least one spatial dim, got "
+                         f"{describe(input)}")
+    channels = input.shape[1]
+    for name, tensor in (("weight", weight), ("bias", bias), ("running_mean", running_mean),
+                         ("running_var", running_var)):
+        _check_size(who, name, tensor, channels)
+    param_shape = (channels,) + (1,) * (input.ndim - 2)
+    if not use_input_stats:  # evaluation with tracked statistics: batch norm's fixed affine map
+        return batch_norm(input, running_mean, running_var, weight, bias, False, momentum, eps)
+    spatial = _count(input.shape, range(2, input.ndim))
+    if spatial == 1:
+        raise ValueError(f"Expected more than 1 spatial element when training, got input size {list(input.shape)}")
+    axes = tuple(range(2, input.ndim))
+    if running_mean is not None and running_var is not None:
+        _blend_instance_stats(input, axes, spatial, running_mean, running_var, momentum)
+    return Normalize.apply(input, weight, bias, axes, eps, param_shape, None)
+
+
+def _blend_instance_stats(input, axes, spatial, running_mean, running_var, momentum):
+    """running ← (1 − momentum)·running + momentum·(the per-sample statistics averaged over the batch), as
+    PyTorch's instance norm does it (its batch norm over (1, N·C, …) averaged back over N); unbiased var."""
+    b = input.device.backend
+    data = _in_float32(b, input.array)
+    mean = b.mul(b.sum(data, axes, True), 1.0 / spatial)
+    centered = b.sub(data, mean)
+    var = b.mul(b.sum(b.mul(centered, centered), axes, False), 1.0 / (spatial - 1))
+    for buffer, batch in ((running_mean, b.reshape(mean, input.shape[:2])), (running_var, var)):
+        per_channel = b.mul(b.sum(batch, (0,), False), 1.0 / input.shape[0])
+        blended = b.add(b.mul(buffer.array, 1.0 - momentum), b.mul(_as(b, per_channel, buffer.dtype), momentum))
+        buffer._write("instance_norm", buffer._wrap(blended))
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
+                  momentum=0.1, eps=1e-5):
+    """Normalise each channel of each sample over its spatial dims (N, C, *spatial), then scale and shift.
+
+    With running statistics given, the batch's are blended into them; use_input_stats=False normalises
+    with the running statistics instead.
+    """
+    return _instance_norm("instance_norm", input, running_mean, running_var, weight, bias, use_input_stats, momentum,
+                          eps)
+
+
 def _normalized_axes(who, input, normalized_shape, *params):
     """The trailing axes that normalized_shape names, after checking input and parameter shapes."""
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
@@ -285,3 +330,28 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
         raise RuntimeError(f"normalize: out has shape {shape_str(out.shape)} but the result has shape "
                            f"{shape_str(result.shape)}")
     return out.copy_(result)
+
+
+def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
+    """x / (k + alpha · mean of x² over ``size`` neighbouring channels)^beta (AlexNet's normalisation).
+
+    The neighbourhood of channel c is c − size//2 … c + (size − 1)//2, zero-padded at the ends,
+    averaged as PyTorch does it with an average pool over the channel axis.
+    """
+    from .pooling import avg_pool2d, avg_pool3d
+    from .vision import pad
+    if input.ndim < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality input (got {input.ndim} dimensions): "
+                         f"local_response_norm takes (N, C, *), got {describe(input)}")
+    if input.numel() == 0:
+        return input
+    div = input * input
+    if input.ndim == 3:
+        div = pad(div.unsqueeze(1), (0, 0, size // 2, (size - 1) // 2))
+        div = avg_pool2d(div, (size, 1), stride=1).squeeze(1)
+    else:
+        sizes = input.shape
+        div = div.reshape(sizes[0], 1, sizes[1], sizes[2], -1)
+        div = pad(div, (0, 0, 0, 0, size // 2, (size - 1) // 2))
+        div = avg_pool3d(div, (size, 1, 1), stride=1).squeeze(1).reshape(sizes)
+    return input / (div * alpha + k) ** beta

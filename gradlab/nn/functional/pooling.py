@@ -16,11 +16,21 @@ from __future__ import annotations
 import itertools
 import math
 
+import numpy as np
+
 from ...autograd.function import Function
 from ...dtypes import bool_, int64
+from ...ops._common import TrackedTensor, describe, shape_str
+from ...random import _rng
 from .conv import Geometry, _pad_or_crop, batched_input, ntuple
 
-__all__ = ["max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool2d"]
+__all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices", "max_pool2d_with_indices",
+           "max_pool3d_with_indices", "avg_pool1d", "avg_pool2d", "avg_pool3d", "lp_pool1d", "lp_pool2d", "lp_pool3d",
+           "max_unpool1d", "max_unpool2d", "max_unpool3d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
+           "adaptive_avg_pool3d", "adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d",
+           "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices", "adaptive_max_pool3d_with_indices",
+           "fractional_max_pool2d", "fractional_max_pool3d", "fractional_max_pool2d_with_indices",
+           "fractional_max_pool3d_with_indices"]
 
 
 def _windows(backend, x, kernel, geo, fill=0):
@@ -418,36 +428,325 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
                      divisor_override)
 
 
-def adaptive_avg_pool2d(input, output_size):
-    """Means over a grid of output_size windows covering the input (None keeps that size), as PyTorch places them.
+def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """The maximum of every window of (N, C, D, H, W); with return_indices, also where each maximum was."""
+    return _max_pool("max_pool3d", 3, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
 
-    Window i of n inputs into o outputs spans [floor(i·n/o), ceil((i+1)·n/o)). When o divides n this is
-    avg_pool2d with kernel n/o; otherwise the windows differ in size, and averaging each axis is a
-    product with a (o, n) matrix of 1/size entries.
+
+def _with_indices(nd):
+    def max_pool_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                              return_indices=False):
+        return _max_pool(f"max_pool{nd}d_with_indices", nd, input, kernel_size, stride, padding, dilation, ceil_mode,
+                         True)
+
+    max_pool_with_indices.__name__ = max_pool_with_indices.__qualname__ = f"max_pool{nd}d_with_indices"
+    max_pool_with_indices.__doc__ = f"max_pool{nd}d that always returns (output, indices), as PyTorch's does."
+    return max_pool_with_indices
+
+
+max_pool1d_with_indices, max_pool2d_with_indices, max_pool3d_with_indices = (_with_indices(nd) for nd in (1, 2, 3))
+
+
+def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    """The mean of every window of (N, C, D, H, W)."""
+    return _avg_pool("avg_pool3d", 3, input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                     divisor_override)
+
+
+# --- power-average pooling --------------------------------------------------------------------------
+
+def _lp_pool(op, nd, input, norm_type, kernel_size, stride, ceil_mode):
+    """(Σ over the window of x^p)^(1/p), as PyTorch computes it: p-th powers averaged, times the window size.
+
+    A negative window sum (odd p) is taken as zero before the root (PyTorch's sign(s)·relu(|s|)).
     """
-    x, unbatched = batched_input("adaptive_avg_pool2d", input, 2)
+    kernel = ntuple(op, "kernel_size", kernel_size, nd, minimum=1)
+    out = _avg_pool(op, nd, input.pow(norm_type), kernel, stride, 0, ceil_mode, True, None)
+    return (out.sign() * out.abs().relu()).mul(math.prod(kernel)).pow(1.0 / norm_type)
+
+
+def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """The p-norm of every window of (N, C, L): p = inf is max-pooling, p = 1 sum-pooling."""
+    return _lp_pool("lp_pool1d", 1, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """The p-norm of every window of (N, C, H, W)."""
+    return _lp_pool("lp_pool2d", 2, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """The p-norm of every window of (N, C, D, H, W)."""
+    return _lp_pool("lp_pool3d", 3, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+# --- unpooling: each value put back where max-pooling found it --------------------------------------
+
+def _max_unpool(op, nd, input, indices, kernel_size, stride, padding, output_size):
+    x, unbatched = batched_input(op, input, nd)
+    kernel = ntuple(op, "kernel_size", kernel_size, nd, minimum=1)
+    no_stride = stride is None or (hasattr(stride, "__len__") and len(stride) == 0)
+    stride = kernel if no_stride else ntuple(op, "stride", stride, nd, minimum=1)
+    pads = ntuple(op, "padding", padding, nd, minimum=0)
+    default = tuple((n - 1) * s + k - 2 * p for n, s, k, p in zip(x.shape[2:], stride, kernel, pads))
+    if output_size is None:
+        size = default
+    else:
+        size = tuple(output_size)[-nd:] if len(output_size) in (nd, nd + 1, nd + 2) else ()
+        if len(size) != nd:
+            raise ValueError(f"{op}: output_size should be a sequence containing {nd} or {nd + 2} elements, but it "
+                             f"has a length of '{len(output_size)}'")
+        for d, (want, best, s) in enumerate(zip(size, default, stride)):
+            if not best - s < want < best + s:
+                raise ValueError(f"{op}: invalid output_size \"{list(size)}\" (dim {d} must be between {best - s} and "
+                                 f"{best + s})")
+    if (not isinstance(indices, TrackedTensor) or indices.dtype is not int64
+            or tuple(indices.shape) != tuple(input.shape)):
+        raise RuntimeError(f"{op}: expected indices to be an int64 tensor of the input's shape "
+                           f"{shape_str(input.shape)} (the indices max_pool{nd}d returned), got "
+                           f"{describe(indices) if isinstance(indices, TrackedTensor) else type(indices).__name__}")
+    index = indices.unsqueeze(0) if unbatched else indices
+    plane = math.prod(size)
+    flat = index.reshape(x.shape[0], x.shape[1], -1)
+    if flat.numel():
+        backend = x.device.backend
+        low, high = (int(backend.to_numpy(f(flat.array))) for f in (backend.min, backend.max))
+        if low < 0 or high >= plane:
+            raise RuntimeError(f"{op}: Found an invalid max index: {low if low < 0 else high} (output volumes are of "
+                               f"size {'x'.join(map(str, size))})")
+    out = x.new_zeros((x.shape[0], x.shape[1], plane)).scatter(2, flat, x.reshape(x.shape[0], x.shape[1], -1))
+    out = out.reshape(tuple(x.shape[:2]) + size)
+    return out.squeeze(0) if unbatched else out
+
+
+def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The partial inverse of max_pool1d: each value put at its indices, zeros elsewhere."""
+    return _max_unpool("max_unpool1d", 1, input, indices, kernel_size, stride, padding, output_size)
+
+
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The partial inverse of max_pool2d: each value put at its (flat, per-plane) index, zeros elsewhere."""
+    return _max_unpool("max_unpool2d", 2, input, indices, kernel_size, stride, padding, output_size)
+
+
+def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The partial inverse of max_pool3d."""
+    return _max_unpool("max_unpool3d", 3, input, indices, kernel_size, stride, padding, output_size)
+
+
+# --- adaptive pooling: a fixed output grid over any input size ----------------------------------------
+
+def _adaptive_size(op, x, nd, output_size):
+    """The output size as a tuple (None keeps the input's size along that dim)."""
     if not hasattr(output_size, "__len__"):
-        output_size = (output_size, output_size)
-    if len(output_size) != 2:
-        raise RuntimeError(f"adaptive_avg_pool2d: output_size must be 2, got {len(output_size)} sizes ({output_size})")
+        output_size = (output_size,) * nd
+    if len(output_size) != nd:
+        raise RuntimeError(f"{op}: output_size must be {nd}, got {len(output_size)} sizes ({output_size})")
     size = tuple(n if o is None else int(o) for n, o in zip(x.shape[2:], output_size))
     if any(o < 0 for o in size):
-        raise RuntimeError(f"adaptive_avg_pool2d: elements of output_size must be greater than or equal to 0 but "
-                           f"received {size}")
+        raise RuntimeError(f"{op}: elements of output_size must be greater than or equal to 0 but received {size}")
+    return size
+
+
+def _adaptive_bounds(n, o):
+    """Window i of n inputs into o outputs spans [floor(i·n/o), ceil((i+1)·n/o)), as PyTorch places them."""
+    return [((i * n) // o, -(-(i + 1) * n // o)) for i in range(o)]
+
+
+def _adaptive_avg_pool(op, nd, input, output_size):
+    """Means over adaptive windows. When o divides n along every dim this is avg-pooling with kernel n/o;
+    otherwise the windows differ in size, and averaging one axis is a product with a (o, n) matrix of
+    1/size entries, one axis after another."""
+    x, unbatched = batched_input(op, input, nd)
+    size = _adaptive_size(op, x, nd, output_size)
     if all(o > 0 and n % o == 0 for n, o in zip(x.shape[2:], size)):
         kernel = tuple(n // o for n, o in zip(x.shape[2:], size))
-        out = WindowSum.apply(x, kernel, Geometry(kernel, ((0, 0), (0, 0)), (1, 1))) / math.prod(kernel)
+        out = WindowSum.apply(x, kernel, Geometry(kernel, ((0, 0),) * nd, (1,) * nd)) / math.prod(kernel)
     else:
-        rows, cols = (_averaging_matrix(x, n, o) for n, o in zip(x.shape[2:], size))
-        out = rows.matmul(x).matmul(cols.transpose(0, 1))
+        out = x
+        for i, (n, o) in enumerate(zip(x.shape[2:], size)):
+            axis = 2 + i
+            out = out.movedim(axis, -1).matmul(_averaging_matrix(x, n, o).transpose(0, 1)).movedim(-1, axis)
     return out.squeeze(0) if unbatched else out
 
 
 def _averaging_matrix(x, n, o):
     """(o, n): row i averages the inputs of adaptive window i."""
-    rows = []
-    for i in range(o):
-        start, end = (i * n) // o, -(-(i + 1) * n // o)
-        rows.append([1.0 / (end - start) if start <= j < end else 0.0 for j in range(n)])
+    rows = [[1.0 / (end - start) if start <= j < end else 0.0 for j in range(n)]
+            for start, end in _adaptive_bounds(n, o)]
     return x.new_tensor(rows).reshape(o, n)
 
+
+def adaptive_avg_pool1d(input, output_size):
+    """Means over output_size windows covering (N, C, L), whatever L is."""
+    return _adaptive_avg_pool("adaptive_avg_pool1d", 1, input, output_size)
+
+
+def adaptive_avg_pool2d(input, output_size):
+    """Means over a grid of output_size windows covering (N, C, H, W) (None keeps that size)."""
+    return _adaptive_avg_pool("adaptive_avg_pool2d", 2, input, output_size)
+
+
+def adaptive_avg_pool3d(input, output_size):
+    """Means over a grid of output_size windows covering (N, C, D, H, W)."""
+    return _adaptive_avg_pool("adaptive_avg_pool3d", 3, input, output_size)
+
+
+def _window_max_indices(backend, x, taps):
+    """Where the maximum of every window is, as flat per-plane positions (N, C, *out) int64, the first largest
+    in row-major order winning.
+
+    ``taps[i]`` (host int64, shape (N or 1, C or 1, out_i, k_i)) lists the positions along spatial dim i that
+    each window covers; the windows of one plane are one gather and one argmax.
+    """
+    n, c, spatial, nd = x.shape[0], x.shape[1], tuple(x.shape[2:]), len(taps)
+    flat = np.zeros((1, 1), dtype=np.int64)  # positions, one dim at a time (Horner: flat · size + tap)
+    for i, (size, tap) in enumerate(zip(spatial, taps)):
+        tap = tap.reshape(tap.shape[:2] + (1,) * (2 * i) + tap.shape[2:])
+        flat = flat.reshape(flat.shape + (1, 1)) * size + tap
+    out, k = flat.shape[2::2], math.prod(flat.shape[3::2])  # flat: (N, C, o0, k0, o1, k1, ...)
+    flat = np.transpose(flat, (0, 1) + tuple(range(2, 2 + 2 * nd, 2)) + tuple(range(3, 3 + 2 * nd, 2)))  # taps last
+    flat = np.ascontiguousarray(np.broadcast_to(flat.reshape(flat.shape[:2] + out + (k,)), (n, c) + out + (k,)))
+    where = backend.asarray(flat, int64)
+    planes = backend.reshape(x.array, (n, c, -1))
+    values = backend.reshape(backend.take_along_axis(planes, backend.reshape(where, (n, c, -1)), -1), where.shape)
+    best = backend.reshape(backend.argmax(values, -1, True), (n, c) + out + (1,))
+    return backend.reshape(backend.take_along_axis(where, best, -1), (n, c) + out)
+
+
+def _adaptive_taps(n, o):
+    """(1, 1, o, k): the positions of every adaptive window, padded to the longest by repeating its first
+    position (a repeat never beats the original)."""
+    bounds = _adaptive_bounds(n, o)
+    k = max((end - start for start, end in bounds), default=1)
+    taps = [[start + j if start + j < end else start for j in range(k)] for start, end in bounds]
+    return np.array(taps, dtype=np.int64).reshape(1, 1, o, k)
+
+
+def _gather_windows(x, where, out):
+    """x's values at the flat per-plane positions ``where`` (so the gradient goes back to exactly those)."""
+    values = x.reshape(x.shape[0], x.shape[1], -1).gather(2, where.reshape(x.shape[0], x.shape[1], -1))
+    return values.reshape(tuple(x.shape[:2]) + tuple(out))
+
+
+def _adaptive_max_pool(op, nd, input, output_size, return_indices):
+    """The maximum of every adaptive window: positions found on arrays, values gathered (so gathered's gradient)."""
+    x, unbatched = batched_input(op, input, nd)
+    size = _adaptive_size(op, x, nd, output_size)
+    if any(n == 0 for n in x.shape[2:]):
+        empty = next(i for i, n in enumerate(input.shape) if n == 0)
+        raise RuntimeError(f"{op}(): Expected input to have non-zero size for non-batch dimensions, but input has "
+                           f"sizes {list(input.shape)} with dimension {empty} being empty")
+    if 0 in size:
+        out = x.new_zeros(tuple(x.shape[:2]) + size)
+        where = x.new_zeros(tuple(x.shape[:2]) + size, dtype=int64)
+    else:
+        taps = [_adaptive_taps(n, o) for n, o in zip(x.shape[2:], size)]
+        where = x._wrap(_window_max_indices(x.device.backend, x, taps))
+        out = _gather_windows(x, where, size)
+    if unbatched:
+        out, where = out.squeeze(0), where.squeeze(0)
+    return (out, where) if return_indices else out
+
+
+def _adaptive_max(nd, with_indices):
+    name = f"adaptive_max_pool{nd}d" + ("_with_indices" if with_indices else "")
+
+    def adaptive_max_pool(input, output_size, return_indices=False):
+        return _adaptive_max_pool(name, nd, input, output_size, return_indices or with_indices)
+
+    adaptive_max_pool.__name__ = adaptive_max_pool.__qualname__ = name
+    adaptive_max_pool.__doc__ = (f"The maximum of every window of an output_size grid over a {nd}-D input"
+                                 + (" and where it was (always both)." if with_indices else
+                                    "; with return_indices, also where it was."))
+    return adaptive_max_pool
+
+
+adaptive_max_pool1d, adaptive_max_pool2d, adaptive_max_pool3d = (_adaptive_max(nd, False) for nd in (1, 2, 3))
+(adaptive_max_pool1d_with_indices, adaptive_max_pool2d_with_indices,
+ adaptive_max_pool3d_with_indices) = (_adaptive_max(nd, True) for nd in (1, 2, 3))
+
+
+
+# --- fractional max pooling: pseudo-random windows that shrink by a non-integer factor ---------------
+
+def _fractional_starts(samples, n, o, k):
+    """PyTorch's interval sequence: window i starts at int((i + u) α) − int(u α), α = (n − k)/(o − 1), the
+    last at n − k; u is the plane's random sample (host arrays, computed in the input's precision)."""
+    starts = np.empty(samples.shape + (o,), dtype=np.int64)
+    if o > 1:
+        alpha = samples.dtype.type(n - k) / samples.dtype.type(o - 1)
+        i = np.arange(o - 1, dtype=samples.dtype)
+        starts[..., :-1] = ((i + samples[..., None]) * alpha).astype(np.int64) - (samples[..., None] * alpha).astype(
+            np.int64)
+    starts[..., -1] = n - k
+    return starts
+
+
+_SAMPLE_ORDER = {2: (1, 0), 3: (0, 1, 2)}  # which random sample drives which spatial dim (2-D: W first)
+
+
+def _fractional_max_pool(op, nd, input, kernel_size, output_size, output_ratio, return_indices, _random_samples):
+    x, unbatched = batched_input(op, input, nd)
+    kernel = ntuple(op, "kernel_size", kernel_size, nd, minimum=1)
+    if output_size is None and output_ratio is None:
+        raise ValueError(f"{op} requires specifying either an output_size or an output_ratio")
+    if output_size is None:
+        ratio = (output_ratio,) * nd if not hasattr(output_ratio, "__len__") else tuple(output_ratio)
+        if len(ratio) != nd:
+            raise ValueError(f"{op} requires output_ratio to either be a single Int or tuple of Ints.")
+        size = tuple(int(n * r) for n, r in zip(x.shape[2:], ratio))
+    else:
+        size = ntuple(op, "output_size", output_size, nd, minimum=1)
+    for name, n, o, k in zip(("time", "height", "width")[3 - nd:], x.shape[2:], size, kernel):
+        if o + k - 1 > n:
+            raise RuntimeError(f"{op}(): pool {name} {k} too large relative to input {name} {n} (output_size "
+                               f"{size}, kernel_size {kernel})")
+    backend = x.device.backend
+    if _random_samples is None:
+        samples = backend.random_uniform(_rng(None), (x.shape[0], x.shape[1], nd), 0.0, 1.0, x.dtype)
+    else:
+        if tuple(_random_samples.shape) != (x.shape[0], x.shape[1], nd):
+            raise RuntimeError(f"{op}(): expected _random_samples of shape ({x.shape[0]}, {x.shape[1]}, {nd}), got "
+                               f"{shape_str(_random_samples.shape)}")
+        samples = _random_samples.array
+    samples = backend.to_numpy(samples)
+    taps = []
+    for d, (n, o, k) in enumerate(zip(x.shape[2:], size, kernel)):
+        starts = _fractional_starts(samples[..., _SAMPLE_ORDER[nd][d]], n, o, k)
+        taps.append(starts[..., None] + np.arange(k))
+    where = x._wrap(_window_max_indices(backend, x, taps))
+    out = _gather_windows(x, where, size)
+    if unbatched:
+        out, where = out.squeeze(0), where.squeeze(0)
+    return (out, where) if return_indices else out
+
+
+def fractional_max_pool2d(input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+                          _random_samples=None):
+    """Max-pooling over pseudo-random, overlapping kernel_size windows placed so that (N, C, H, W) shrinks to
+    output_size (or by output_ratio), a factor that need not be an integer (Graham's fractional max-pooling)."""
+    return _fractional_max_pool("fractional_max_pool2d", 2, input, kernel_size, output_size, output_ratio,
+                                return_indices, _random_samples)
+
+
+def fractional_max_pool3d(input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+                          _random_samples=None):
+    """Fractional max-pooling of (N, C, T, H, W) volumes."""
+    return _fractional_max_pool("fractional_max_pool3d", 3, input, kernel_size, output_size, output_ratio,
+                                return_indices, _random_samples)
+
+
+def fractional_max_pool2d_with_indices(input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+                                       _random_samples=None):
+    """fractional_max_pool2d that always returns (output, indices)."""
+    return _fractional_max_pool("fractional_max_pool2d", 2, input, kernel_size, output_size, output_ratio, True,
+                                _random_samples)
+
+
+def fractional_max_pool3d_with_indices(input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+                                       _random_samples=None):
+    """fractional_max_pool3d that always returns (output, indices)."""
+    return _fractional_max_pool("fractional_max_pool3d", 3, input, kernel_size, output_size, output_ratio, True,
+                                _random_samples)

@@ -1,4 +1,4 @@
-"""Embedding lookups, and one_hot.
+"""Embedding lookups (single rows, and bags of rows reduced to one), and one_hot.
 
 An embedding is a table of rows read by index: the forward is ``weight[indices]``, and the
 backward adds each incoming gradient row into the row it was read from (one index-add call; an
@@ -7,14 +7,16 @@ index used twice gets both gradients). The padding row's gradient stays zero.
 
 from __future__ import annotations
 
+import numpy as np
+
 from ...autograd.function import Function
 from ...autograd.grad_mode import no_grad
-from ...dtypes import int32, int64
-from ...ops._common import describe
+from ...dtypes import bool_, int32, int64
+from ...ops._common import describe, shape_str
 from ...ops.elementwise import where
 from ...ops.indexing import one_hot
 
-__all__ = ["embedding", "one_hot"]
+__all__ = ["embedding", "embedding_bag", "one_hot"]
 
 
 class EmbeddingLookup(Function):
@@ -104,22 +106,14 @@ def _embedding(who, input, weight, padding_idx, max_norm, norm_type, scale_grad_
     rows = weight.shape[0]
     padding_idx = _padding_index(who, padding_idx, rows)
     backend = input.device.backend
-    if input.numel() and int(backend.to_numpy(backend.min(input.array))) < 0:  # numpy would wrap negatives around
-        _out_of_range(who, input, rows)
+    if input.numel():  # checked before max_norm rescales any row; numpy would wrap negatives around
+        low, high = (int(backend.to_numpy(f(input.array))) for f in (backend.min, backend.max))
+        if low < 0 or high >= rows:
+            raise IndexError(f"{who}: index out of range in self: index {low if low < 0 else high} for a table of "
+                             f"{rows} embeddings (valid indices are 0 to {rows - 1})")
     if max_norm is not None:
         _renorm_(weight, input, max_norm, norm_type)
-    try:
-        return EmbeddingLookup.apply(weight, input, padding_idx, scale_grad_by_freq)
-    except IndexError:
-        _out_of_range(who, input, rows)
-
-
-def _out_of_range(who, input, rows):
-    backend = input.device.backend
-    low, high = (int(backend.to_numpy(f(input.array))) for f in (backend.min, backend.max))
-    bad = low if low < 0 else high
-    raise IndexError(f"{who}: index out of range in self: index {bad} for a table of {rows} embeddings "
-                     f"(valid indices are 0 to {rows - 1})") from None
+    return EmbeddingLookup.apply(weight, input, padding_idx, scale_grad_by_freq)
 
 
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False):
@@ -128,3 +122,99 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     gradlab has no sparse tensors: with sparse=True the gradient is dense, with the same values.
     """
     return _embedding("embedding", input, weight, padding_idx, max_norm, norm_type, scale_grad_by_freq)
+
+
+# --- bags of embeddings --------------------------------------------------------------------------
+
+def _bags(who, input, offsets, include_last_offset):
+    """The flat indices, which bag each belongs to (host int64 array) and how many bags there are."""
+    if input.ndim == 2:
+        if offsets is not None:
+            raise ValueError(f"if input is 2D, then offsets has to be None, as input is treated is a mini-batch of "
+                             f"fixed length sequences. However, found offsets of type {type(offsets)}")
+        n, length = input.shape
+        return input.reshape(-1), np.repeat(np.arange(n), length), n
+    if input.ndim != 1:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input.ndim}")
+    if offsets is None:
+        raise ValueError("offsets has to be a 1D Tensor but got None")
+    if offsets.ndim != 1:
+        raise ValueError(f"offsets has to be a 1D Tensor (got {describe(offsets)})")
+    starts = offsets.device.backend.to_numpy(offsets.array).astype(np.int64)
+    count = len(starts) - 1 if include_last_offset else len(starts)
+    if len(starts) and starts[0] != 0:
+        raise RuntimeError(f"{who}: offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start "
+                           f"from position 0. However, got {starts[0]}")
+    if len(starts) and starts[-1] > input.shape[0]:
+        raise RuntimeError(f"{who}: offsets[-1] can not be greater than input's length {input.shape[0]}, but got "
+                           f"offsets[-1] of {starts[-1]}")
+    if np.any(np.diff(starts) < 0):
+        raise RuntimeError(f"{who}: offsets must be non-decreasing (each bag starts where the one before it ends), "
+                           f"got {starts.tolist()}")
+    bag = np.searchsorted(starts, np.arange(input.shape[0]), side="right") - 1
+    if include_last_offset:  # the last offset closes the last bag (as PyTorch's kernel does, it runs to the end)
+        bag = np.minimum(bag, count - 1)
+    return input, bag, max(count, 0)
+
+
+def _bag_max_rows(rows, bag, kept, count):
+    """For every bag and feature, the row position holding the largest kept value (first wins), and which
+    bags are empty."""
+    values = rows.device.backend.to_numpy(rows.array)
+    winners = np.zeros((count, rows.shape[1]), dtype=np.int64)
+    empty = np.ones((count, 1), dtype=bool)
+    for b in range(count):
+        members = np.nonzero((bag == b) & kept)[0]
+        if len(members):
+            winners[b] = members[np.argmax(values[members], axis=0)]
+            empty[b] = False
+    return winners, empty
+
+
+def _embedding_bag(who, input, weight, offsets, max_norm, norm_type, scale_grad_by_freq, mode, per_sample_weights,
+                   include_last_offset, padding_idx):
+    if per_sample_weights is not None and tuple(input.shape) != tuple(per_sample_weights.shape):
+        raise ValueError(f"embedding_bag: If per_sample_weights ({shape_str(per_sample_weights.shape)}) is not None, "
+                         f"then it must have the same shape as the input ({shape_str(input.shape)})")
+    if weight.ndim != 2:
+        raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension {weight.ndim}")
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError(f"mode has to be one of sum, mean or max (got {mode!r})")
+    if mode == "max" and scale_grad_by_freq:
+        raise ValueError("max mode does not support scaling the gradient by the frequency")
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
+                                  f"supported for mode='sum' (got mode='{mode}'). Please open a feature request on "
+                                  "GitHub.")
+    flat, bag, count = _bags(who, input, offsets, include_last_offset)
+    padding_idx = _padding_index(who, padding_idx, weight.shape[0])
+    rows = _embedding(who, flat, weight, padding_idx, max_norm, norm_type, scale_grad_by_freq)  # (N, D)
+    backend = flat.device.backend
+    kept = bag >= 0
+    if padding_idx is not None:
+        kept &= backend.to_numpy(flat.array) != padding_idx
+    dim = weight.shape[1]
+    if mode == "max":
+        winners, empty = _bag_max_rows(rows, bag, kept, count)
+        out = rows.gather(0, flat.new_tensor(winners)) if len(bag) else weight.new_zeros((count, dim))
+        return where(weight.new_tensor(empty, dtype=bool_), 0.0, out)
+    share = kept.astype(np.float64)
+    if mode == "mean":  # an empty bag (or one of padding only) averages to zero
+        sizes = np.bincount(bag[kept], minlength=count)[:count] if count else np.zeros(0)
+        share = np.where(kept, share / np.maximum(sizes[np.maximum(bag, 0)] if len(bag) else 1, 1), 0.0)
+    scaled = rows * weight.new_tensor(share).reshape(-1, 1)
+    if per_sample_weights is not None:
+        scaled = scaled * per_sample_weights.reshape(-1, 1)
+    index = flat.new_tensor(np.broadcast_to(np.maximum(bag, 0)[:, None], (len(bag), dim)))
+    return weight.new_zeros((count, dim)).scatter_add(0, index, scaled)
+
+
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False, mode="mean",
+                  sparse=False, per_sample_weights=None, include_last_offset=False, padding_idx=None):
+    """The sum, mean or max of each bag of embedding rows, without materialising the bags' rows per bag.
+
+    A 2-D input (B, L) is B bags of L indices; a 1-D input is cut into bags at ``offsets``. Rows at
+    padding_idx are left out (an empty bag gives zeros); per_sample_weights scale each row ('sum' only).
+    """
+    return _embedding_bag("embedding_bag", input, weight, offsets, max_norm, norm_type, scale_grad_by_freq, mode,
+                          per_sample_weights, include_last_offset, padding_idx)

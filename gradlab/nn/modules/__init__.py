@@ -15,3 +15,11 @@ from .conv import *  # noqa: F401,F403
 from .pooling import *  # noqa: F401,F403
 from .attention import *  # noqa: F401,F403
 from .transformer import *  # noqa: F401,F403
+from .instancenorm import *  # noqa: F401,F403
+from .padding import *  # noqa: F401,F403
+from .pixelshuffle import *  # noqa: F401,F403
+from .upsampling import *  # noqa: F401,F403
+from .distance import *  # noqa: F401,F403
+from .fold import *  # noqa: F401,F403
+from .lazy import *  # noqa: F401,F403
+from .adaptive import *  # noqa: F401,F403

@@ -7,6 +7,7 @@ as PyTorch does; only PReLU has a weight (its learnable negative slope).
 from __future__ import annotations
 
 from ...creation import empty
+from ...ops._common import shape_str
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
@@ -14,7 +15,7 @@ from .module import Module
 
 __all__ = ["ReLU", "ReLU6", "LeakyReLU", "PReLU", "ELU", "SELU", "CELU", "GELU", "SiLU", "Mish", "Sigmoid", "Tanh",
            "Softmax", "LogSoftmax", "Softmin", "Softplus", "Softsign", "LogSigmoid", "Tanhshrink", "Hardtanh",
-           "Hardsigmoid", "Hardswish", "Threshold", "GLU"]
+           "Hardsigmoid", "Hardswish", "Threshold", "GLU", "Hardshrink", "Softshrink", "RReLU", "Softmax2d"]
 
 
 def _inplace_str(inplace: bool, first: bool = False) -> str:
@@ -290,3 +291,51 @@ class PReLU(Module):
 
     def extra_repr(self) -> str:
         return f"num_parameters={self.num_parameters}"
+
+
+class Hardshrink(Module):
+    """x where |x| > lambd, else 0."""
+
+    _function = staticmethod(F.hardshrink)
+
+    def __init__(self, lambd=0.5):
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input):
+        return self._function(input, self.lambd)
+
+    def extra_repr(self) -> str:
+        return f"{self.lambd}"
+
+
+class Softshrink(Hardshrink):
+    """x − lambd above lambd, x + lambd below −lambd, else 0."""
+
+    _function = staticmethod(F.softshrink)
+
+
+class RReLU(Module):
+    """Leaky ReLU with a random slope from U(lower, upper) per element in training, their mean in evaluation."""
+
+    def __init__(self, lower=1.0 / 8, upper=1.0 / 3, inplace=False):
+        super().__init__()
+        self.lower = lower
+        self.upper = upper
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"lower={self.lower}, upper={self.upper}{_inplace_str(self.inplace)}"
+
+
+class Softmax2d(Module):
+    """Softmax over the channels at every pixel of (N, C, H, W) or (C, H, W)."""
+
+    def forward(self, input):
+        if input.ndim not in (3, 4):
+            raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.ndim}D instead (input of shape "
+                             f"{shape_str(input.shape)}; it takes (N, C, H, W) or (C, H, W))")
+        return F.softmax(input, -3, _stacklevel=5)

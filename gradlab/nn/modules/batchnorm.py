@@ -1,4 +1,4 @@
-"""Batch normalisation layers: BatchNorm1d, BatchNorm2d, BatchNorm3d.
+"""Batch normalisation layers: BatchNorm1d, BatchNorm2d, BatchNorm3d, and SyncBatchNorm.
 
 In training each channel is normalised with the batch's mean and variance, and those are blended
 into the running_mean/running_var buffers (momentum=None: a cumulative average over all batches
@@ -8,6 +8,7 @@ seen, counted by num_batches_tracked). In evaluation the running statistics are 
 from __future__ import annotations
 
 from ... import dtypes as dt
+from ...autograd.grad_mode import no_grad
 from ...creation import ones, tensor, zeros
 from ...ops._common import shape_str
 from .. import init
@@ -15,7 +16,7 @@ from ..functional.normalization import batch_norm
 from .module import Module
 from .normalization import _optional_parameter
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm"]
 
 
 class _BatchNorm(Module):
@@ -60,6 +61,9 @@ class _BatchNorm(Module):
         if input.ndim not in self._ndims:
             raise ValueError(f"{self._get_name()}({self.num_features}): expected {self._layout}, got "
                              f"{input.ndim}-D input of shape {shape_str(input.shape)}")
+        self._check_channels(input)
+
+    def _check_channels(self, input) -> None:
         if input.shape[1] != self.num_features and (self.weight is not None or self.running_mean is not None):
             raise RuntimeError(f"{self._get_name()}({self.num_features}): expected input with {self.num_features} "
                                f"channels in dimension 1, got input of shape {shape_str(input.shape)}")
@@ -104,3 +108,45 @@ class BatchNorm3d(_BatchNorm):
 
     _ndims = (5,)
     _layout = "a 5-D input (N, C, D, H, W)"
+
+
+class SyncBatchNorm(_BatchNorm):
+    """Batch norm whose statistics PyTorch averages over every process of a distributed run.
+
+    gradlab trains in one process, so the statistics are this batch's: exactly what PyTorch's
+    SyncBatchNorm computes when no process group is initialised (it then calls plain batch norm).
+    Any (N, C, *) input; ``process_group`` is kept for compatibility.
+    """
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
+                 process_group=None, device=None, dtype=None, *, bias=True):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
+        self.process_group = process_group
+
+    def _check_input(self, input) -> None:
+        if input.ndim < 2:
+            raise ValueError(f"expected at least 2D input (got {input.ndim}D input of shape {shape_str(input.shape)}; "
+                             "SyncBatchNorm takes (N, C, *))")
+        if input.shape[1] == 0:
+            raise ValueError("SyncBatchNorm number of input channels should be non-zero")
+        self._check_channels(input)
+
+    @classmethod
+    def convert_sync_batchnorm(cls, module, process_group=None):
+        """``module`` with every BatchNorm*d replaced by a SyncBatchNorm holding the same parameters and
+        buffers (a BatchNorm given directly comes back as a new SyncBatchNorm)."""
+        converted = module
+        if isinstance(module, (BatchNorm1d, BatchNorm2d, BatchNorm3d, SyncBatchNorm)):
+            converted = cls(module.num_features, module.eps, module.momentum, module.affine,
+                            module.track_running_stats, process_group, bias=module.bias is not None)
+            if module.affine:
+                with no_grad():
+                    converted.weight = module.weight
+                    converted.bias = module.bias
+            converted.running_mean = module.running_mean
+            converted.running_var = module.running_var
+            converted.num_batches_tracked = module.num_batches_tracked
+            converted.training = module.training
+        for name, child in module.named_children():
+            converted.add_module(name, cls.convert_sync_batchnorm(child, process_group))
+        return converted

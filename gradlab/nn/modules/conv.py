@@ -1,4 +1,4 @@
-"""Convolution layers: ``Conv1d``, ``Conv2d`` and their transposes ``ConvTranspose1d``, ``ConvTranspose2d``.
+"""Convolution layers: ``Conv1d/2d/3d`` and their transposes ``ConvTranspose1d/2d/3d``.
 
 A convolution slides a small learned filter over the input: every output channel is the sum, over
 input channels, of each window times the filter (cross-correlation, as in PyTorch). Groups split
@@ -11,13 +11,13 @@ from __future__ import annotations
 import math
 
 from ...creation import empty
-from ...ops.shape import pad
+from ..functional.vision import pad
 from .. import init
 from ..functional.conv import conv, conv_geometry, conv_transpose, ntuple
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
 
 _PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 
@@ -124,6 +124,12 @@ class Conv2d(_Conv):
     _nd = 2
 
 
+class Conv3d(_Conv):
+    """3-D convolution over (N, C_in, D, H, W) → (N, C_out, D_out, H_out, W_out) (video, volumes)."""
+
+    _nd = 3
+
+
 class _ConvTranspose(_ConvNd):
     transposed = True
 
@@ -149,3 +155,9 @@ class ConvTranspose2d(_ConvTranspose):
     """The transpose (adjoint) of Conv2d, often used to upsample: stride 2 roughly doubles H and W."""
 
     _nd = 2
+
+
+class ConvTranspose3d(_ConvTranspose):
+    """The transpose (adjoint) of Conv3d: upsamples volumes by the stride."""
+
+    _nd = 3

@@ -1,4 +1,4 @@
-"""Dropout layers: Dropout (elements), Dropout1d/2d/3d (whole channels).
+"""Dropout layers: Dropout (elements), Dropout1d/2d/3d (whole channels), AlphaDropout and FeatureAlphaDropout (SELU).
 
 In training mode they zero inputs with probability p and scale the survivors by 1/(1 − p); in
 evaluation mode (``model.eval()``) they pass the input through unchanged.
@@ -6,10 +6,11 @@ evaluation mode (``model.eval()``) they pass the input through unchanged.
 
 from __future__ import annotations
 
-from ..functional.dropout import _check_p, dropout, dropout1d, dropout2d, dropout3d
+from ..functional.dropout import (_check_p, alpha_dropout, dropout, dropout1d, dropout2d, dropout3d,
+                                  feature_alpha_dropout)
 from .module import Module
 
-__all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d"]
+__all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout"]
 
 
 class _DropoutNd(Module):
@@ -50,3 +51,15 @@ class Dropout3d(_DropoutNd):
     """Zero whole channels of (N, C, D, H, W) or (C, D, H, W) inputs with probability p in training."""
 
     _function = staticmethod(dropout3d)
+
+
+class AlphaDropout(_DropoutNd):
+    """Dropout for SELU networks: keeps the mean and variance of self-normalised activations."""
+
+    _function = staticmethod(alpha_dropout)
+
+
+class FeatureAlphaDropout(_DropoutNd):
+    """Alpha dropout of whole channels of (N, C, *) inputs."""
+
+    _function = staticmethod(feature_alpha_dropout)

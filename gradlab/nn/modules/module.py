@@ -17,7 +17,7 @@ from ...autograd.function import Function
 from ...autograd.grad_mode import grad_state, no_grad
 from ...backends.device import Device, resolve_device
 from ...tensor import Tensor
-from ..parameter import Parameter
+from ..parameter import Buffer, Parameter, is_lazy
 
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -123,6 +123,11 @@ class Module:
                 raise AttributeError("cannot assign parameters before Module.__init__() call")
             self._forget(name, "_buffers", "_modules")
             self.register_parameter(name, value)
+        elif isinstance(value, Buffer):
+            if d.get("_buffers") is None:
+                raise AttributeError("cannot assign buffer before Module.__init__() call")
+            self._forget(name, "_parameters", "_modules")
+            self.register_buffer(name, value, value.persistent)
         elif params is not None and name in params:
             if value is not None:
                 raise TypeError(f"cannot assign '{_typename(value)}' as parameter '{name}' "
@@ -338,11 +343,15 @@ class Module:
                 if param is None:
                     continue
                 for t in (param, param.grad):
-                    if t is not None:
+                    if is_lazy(t):  # no values yet: only its dtype and device change
+                        t._take_dtype_and_device(convert(t._empty_like_self()))
+                    elif t is not None:
                         new = convert(t)
                         t.array, t.device = new.array, new.device
             for name, buffer in self._buffers.items():
-                if buffer is not None:
+                if is_lazy(buffer):
+                    buffer._take_dtype_and_device(convert(buffer._empty_like_self()))
+                elif buffer is not None:
                     self._buffers[name] = convert(buffer)
         return self
 
@@ -392,7 +401,7 @@ class Module:
         if destination is None:
             destination = OrderedDict()
         for key, value in self._state_items(prefix):
-            destination[key] = value if keep_vars else value.detach()
+            destination[key] = value if keep_vars or is_lazy(value) else value.detach()
         return destination
 
     def _state_items(self, prefix: str = ""):
@@ -436,6 +445,9 @@ class Module:
                                   f"object from checkpoint but received {type(value)}; convert it first, e.g. "
                                   "gradlab.from_numpy(array)")
                     continue
+                if is_lazy(target):  # a Lazy layer takes the checkpoint's shape (materialized when writing)
+                    writes.append((module, name, target, value))
+                    continue
                 if target.ndim == 0 and value.shape == (1,):
                     value = value.reshape(())
                 if tuple(value.shape) != tuple(target.shape):
@@ -462,6 +474,8 @@ class Module:
             raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}:\n\t" + "\n\t".join(errors))
         with no_grad():
             for module, name, target, value in writes:
+                if is_lazy(target):
+                    target.materialize(value.shape)
                 if not assign:
                     target.copy_(value)
                 elif isinstance(target, Parameter):

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from ...creation import empty
 from .. import init
-from ..functional.normalization import _group_norm, _layer_norm, _rms_norm
+from ...ops._common import shape_str
+from ..functional.normalization import _group_norm, _layer_norm, _rms_norm, local_response_norm
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["LayerNorm", "GroupNorm", "RMSNorm"]
+__all__ = ["LayerNorm", "GroupNorm", "RMSNorm", "LocalResponseNorm", "CrossMapLRN2d"]
 
 
 def _optional_parameter(module, name, wanted, shape, dtype, device):
@@ -101,3 +102,42 @@ class RMSNorm(Module):
 
     def extra_repr(self) -> str:
         return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+
+
+class LocalResponseNorm(Module):
+    """Divide each channel by (k + alpha · mean of x² over ``size`` neighbouring channels)^beta."""
+
+    def __init__(self, size, alpha=1e-4, beta=0.75, k=1.0):
+        super().__init__()
+        self.size = size
+        self.alpha = alpha
+        self.beta = beta
+        self.k = k
+
+    def forward(self, input):
+        return local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self) -> str:
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+
+class CrossMapLRN2d(LocalResponseNorm):
+    """Lua Torch's cross-channel LRN on (N, C, H, W): x · (k + alpha/size · Σ x² over a channel window)^−beta.
+
+    The window is PyTorch's: channel c sums channels up to c + ⌈size/2⌉ − 1 and, once c is past the
+    first ⌈size/2⌉, drops channels 1 … c − ⌈size/2⌉ (channel 0 stays in every sum, as in PyTorch's loop).
+    """
+
+    def __init__(self, size, alpha=1e-4, beta=0.75, k=1):
+        super().__init__(size, alpha, beta, k)
+
+    def forward(self, input):
+        if input.ndim != 4:
+            raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {input.ndim}D instead (input of shape "
+                             f"{shape_str(input.shape)}; it takes (N, C, H, W))")
+        channels = input.shape[1]
+        reach = int((self.size - 1) / 2 + 1)
+        window = [[1.0 if j < min(c + reach, channels) and not (c > reach and 1 <= j <= c - reach) else 0.0
+                   for j in range(channels)] for c in range(channels)]
+        sums = input.new_tensor(window).matmul((input * input).movedim(1, -2)).movedim(-2, 1)
+        return input * (sums * (self.alpha / self.size) + self.k) ** -self.beta

@@ -7,17 +7,22 @@ from a ``gradlab.Generator`` when given one, so a seeded generator gives the sam
 from __future__ import annotations
 
 import itertools
+from typing import Generic, TypeVar
 
 import numpy as np
 
-from ..random import Generator, _rng, randint, randperm
+from ...random import Generator, _rng, randint, randperm
 
 __all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler",
            "BatchSampler"]
 
 
-class Sampler:
-    """Base class: subclasses define ``__iter__`` (the indices) and usually ``__len__``."""
+T_co = TypeVar("T_co", covariant=True)
+
+
+class Sampler(Generic[T_co]):
+    """Base class: subclasses define ``__iter__`` (the indices) and usually ``__len__``; generic like
+    PyTorch's (``Sampler[int]``, ``Sampler[list[int]]`` for a batch sampler)."""
 
     def __init__(self, data_source=None):
         pass
@@ -49,8 +54,12 @@ def _boolean(name: str, value, error=ValueError) -> None:
         raise error(f"{name} should be a boolean value, but got {name}={value}")
 
 
+_DRAWS_PER_CALL = 32  # replacement draws are made this many at a time, as PyTorch does: never num_samples at once
+
+
 class RandomSampler(Sampler):
-    """A fresh random permutation each epoch; with ``replacement=True``, ``num_samples`` independent draws.
+    """A fresh random permutation each epoch; with ``replacement=True``, ``num_samples`` independent draws,
+    made lazily (a sampler asked for 10**10 samples holds only the next few).
 
     Without a generator it seeds one from the global generator, so ``gradlab.manual_seed`` fixes the order.
     """
@@ -73,7 +82,8 @@ class RandomSampler(Sampler):
         if generator is None:
             generator = Generator().manual_seed(randint(0, 2**62, ()).item())
         if self.replacement:
-            yield from randint(0, n, (wanted,), generator=generator).tolist()
+            for start in range(0, wanted, _DRAWS_PER_CALL):
+                yield from randint(0, n, (min(_DRAWS_PER_CALL, wanted - start),), generator=generator).tolist()
             return
         for _ in range(wanted // n):
             yield from randperm(n, generator=generator).tolist()

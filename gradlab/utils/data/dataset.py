@@ -11,15 +11,23 @@ import bisect
 import itertools
 import math
 import warnings
+from typing import Generic, TypeVar
 
-from ..random import randperm
-from ..tensor import Tensor
+from ...random import randperm
+from ...tensor import Tensor
 
-__all__ = ["Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDataset", "ChainDataset", "random_split"]
+__all__ = ["Dataset", "IterableDataset", "TensorDataset", "StackDataset", "Subset", "ConcatDataset", "ChainDataset",
+           "random_split"]
 
 
-class Dataset:
-    """A map from index to sample: subclasses define ``__getitem__`` (and usually ``__len__``)."""
+T_co = TypeVar("T_co", covariant=True)
+
+
+class Dataset(Generic[T_co]):
+    """A map from index to sample: subclasses define ``__getitem__`` (and usually ``__len__``).
+
+    Generic, as PyTorch's: ``class Pairs(Dataset[tuple])`` names what a sample is, for type checkers.
+    """
 
     def __getitem__(self, index):
         raise NotImplementedError(f"{type(self).__name__} subclasses Dataset, so it must define __getitem__(self, i)")
@@ -28,7 +36,7 @@ class Dataset:
         return ConcatDataset([self, other])
 
 
-class IterableDataset(Dataset):
+class IterableDataset(Dataset[T_co]):
     """A stream of samples: subclasses define ``__iter__``; a DataLoader batches what it yields."""
 
     def __iter__(self):
@@ -58,6 +66,48 @@ class TensorDataset(Dataset):
 
     def __len__(self) -> int:
         return self.tensors[0].shape[0]
+
+
+class StackDataset(Dataset):
+    """Datasets of the same length read side by side: ``StackDataset(images, texts)[i]`` is
+    ``(images[i], texts[i])``, and ``StackDataset(image=images, text=texts)[i]`` a dict of them."""
+
+    def __init__(self, *args, **kwargs):
+        if args and kwargs:
+            raise ValueError("Supported either ``tuple``- (via ``args``) or``dict``- (via ``kwargs``) like "
+                             "input/output, but both types are given.")
+        if not args and not kwargs:
+            raise ValueError("At least one dataset should be passed")
+        self.datasets = args or kwargs
+        parts = list(self.datasets.values()) if kwargs else list(args)
+        self._length = len(parts[0])
+        if any(len(part) != self._length for part in parts):
+            raise ValueError(f"Size mismatch between datasets: StackDataset needs one length, got "
+                             f"{[len(part) for part in parts]}")
+
+    def _parts(self):
+        return self.datasets.items() if isinstance(self.datasets, dict) else enumerate(self.datasets)
+
+    def __getitem__(self, index):
+        if isinstance(self.datasets, dict):
+            return {key: part[index] for key, part in self.datasets.items()}
+        return tuple(part[index] for part in self.datasets)
+
+    def __getitems__(self, indices: list) -> list:
+        """One batch read part by part (each through its own ``__getitems__`` when it has one)."""
+        columns = {}
+        for key, part in self._parts():
+            getitems = getattr(part, "__getitems__", None)
+            column = getitems(indices) if callable(getitems) else [part[i] for i in indices]
+            if len(column) != len(indices):
+                raise ValueError(f"Nested dataset's output size mismatch. Expected {len(indices)}, got {len(column)}")
+            columns[key] = column
+        if isinstance(self.datasets, dict):
+            return [dict(zip(columns, row)) for row in zip(*columns.values())]
+        return [tuple(row) for row in zip(*columns.values())]
+
+    def __len__(self) -> int:
+        return self._length
 
 
 class Subset(Dataset):

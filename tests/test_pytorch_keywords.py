@@ -1,0 +1,43 @@
+"""PyTorch's keyword names work where gradlab once took others: numpy(force=), uniform_ from/to, save/load options."""
+
+import io
+import pickle
+
+import pytest
+
+import gradlab as gl
+
+
+def test_numpy_force_serves_a_tensor_that_requires_grad():
+    w = gl.ones(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="Can't call numpy\\(\\) on Tensor that requires grad"):
+        w.numpy()
+    assert w.numpy(force=True).tolist() == [1.0, 1.0]
+
+
+def test_uniform_takes_pytorchs_from_and_to():
+    gl.manual_seed(0)
+    x = gl.empty(1000).uniform_(**{"from": 2.0, "to": 3.0})
+    assert 2.0 <= x.min().item() and x.max().item() < 3.0
+    with pytest.raises(TypeError, match="uniform_\\(\\) got an unexpected keyword argument 'upper'"):
+        gl.empty(2).uniform_(upper=1.0)
+
+
+def test_set_default_dtype_takes_d():
+    try:
+        gl.set_default_dtype(d=gl.float64)
+        assert gl.tensor([1.0]).dtype is gl.float64
+    finally:
+        gl.set_default_dtype(gl.float32)
+
+
+def test_save_and_load_take_pytorchs_pickle_options():
+    buffer = io.BytesIO()
+    gl.save({"n": 3}, buffer, pickle, 2, pickle=True)
+    assert buffer.getvalue()[:2] == b"\x80\x02"  # protocol 2, as asked
+    buffer.seek(0)
+    assert gl.load(buffer, None, pickle, pickle=True, encoding="latin1") == {"n": 3}
+    buffer = io.BytesIO()
+    gl.save({"w": gl.ones(2)}, buffer, format="npz")
+    buffer.seek(0)
+    assert gl.load(buffer, mmap=True)["w"].tolist() == [1.0, 1.0]
