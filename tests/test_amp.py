@@ -338,3 +338,38 @@ def test_a_transformer_layer_trains_under_autocast_like_torch():
         assert p.grad.dtype is gl.float32, name
         g, tg = p.grad.numpy(), expected[name].grad.numpy()
         np.testing.assert_allclose(g, tg, atol=0.05 * np.abs(tg).max() + 1e-6, err_msg=name)
+
+
+def _more_ops(lib, F, to_tensor):
+    a = to_tensor(randn(3, 3, seed=7))
+    spd = to_tensor(randn(3, 3, seed=8) @ randn(3, 3, seed=8).T + 3 * np.eye(3))
+    v, b3 = to_tensor(randn(3, seed=9)), to_tensor(randn(2, 3, 3, seed=10))
+    vol = to_tensor(randn(1, 2, 4, 4, 4, seed=11))
+    half = lambda t: t.to(lib.bfloat16)  # noqa: E731  (fp32 ops get lower-precision inputs)
+    target = to_tensor(np.sign(randn(3, 3, seed=12)))
+    return {
+        "addmm": lambda: lib.addmm(a, a, a), "baddbmm": lambda: lib.baddbmm(b3, b3, b3),
+        "addbmm": lambda: lib.addbmm(a, b3, b3), "vecdot": lambda: lib.linalg.vecdot(a, a),
+        "conv3d": lambda: F.conv3d(vol, to_tensor(randn(2, 2, 3, 3, 3, seed=13))),
+        "cdist": lambda: lib.cdist(half(a), half(a)), "trace": lambda: lib.trace(half(a)),
+        "inverse": lambda: lib.inverse(half(spd)), "cholesky": lambda: lib.cholesky(half(spd)),
+        "linalg.inv": lambda: lib.linalg.inv(half(spd)), "linalg.solve": lambda: lib.linalg.solve(half(spd), half(a)),
+        "linalg.cholesky": lambda: lib.linalg.cholesky(half(spd)),
+        "linalg.eigvalsh": lambda: lib.linalg.eigvalsh(half(spd)),
+        "quantile": lambda: lib.quantile(half(v), 0.5),
+        "max_pool3d": lambda: F.max_pool3d(half(vol), 2), "avg_pool3d": lambda: F.avg_pool3d(half(vol), 2),
+        "hinge_embedding_loss": lambda: F.hinge_embedding_loss(half(a), target),
+        "soft_margin_loss": lambda: F.soft_margin_loss(half(a), target),
+        "triplet_margin_loss": lambda: F.triplet_margin_loss(half(a), half(a) + 1, half(a) - 1),
+        "poisson_nll_loss": lambda: F.poisson_nll_loss(half(a), target.abs()),
+    }
+
+
+@requires_torch
+def test_the_rest_of_torchs_cpu_lists_cast_as_torch_does():
+    ours, theirs = _more_ops(gl, F, f32), _more_ops(torch, torch.nn.functional, tf32)
+    with gl.autocast("cpu"):
+        got = {op: dtype_name(fn()) for op, fn in ours.items()}
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        expected = {op: dtype_name(fn()) for op, fn in theirs.items()}
+    assert got == expected
