@@ -34,6 +34,7 @@ from .scalar import Scalar
 from .random import bernoulli, get_rng_state, poisson, randint_like, set_rng_state
 from .factories import (asarray, bartlett_window, blackman_window, empty_strided, frombuffer, hamming_window,
                         hann_window, kaiser_window, logspace, scalar_tensor)
+from .naming import typename
 from .settings import (are_deterministic_algorithms_enabled, get_default_device, get_deterministic_debug_mode,
                        get_float32_matmul_precision, get_num_interop_threads, get_num_threads,
                        is_anomaly_check_nan_enabled, is_anomaly_enabled, is_deterministic_algorithms_warn_only_enabled,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 from .ops import diagonals
+from .ops.autocast import autocast_op
 from .ops._common import Tensor, describe, normalize_dim
 from .ops._linalg_common import default_tolerances
 from .ops.linalg import matmul
@@ -93,6 +94,7 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
                        "use linalg.vector_norm for a norm over more dims")
 
 
+@autocast_op("fp32")
 def cond(A, p=None):
     """The condition number ‖A‖ ‖A⁻¹‖: for p None or 2 the ratio of the largest to the smallest singular value.
 
@@ -114,6 +116,7 @@ def cond(A, p=None):
     return out.masked_fill(info > 0, math.inf)
 
 
+@autocast_op("fp32")
 def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, tol=None):
     """How many singular values exceed max(atol, rtol · s_max) (eigenvalue magnitudes when hermitian).
 
@@ -157,6 +160,7 @@ def multi_dot(tensors):
     return result.squeeze(-1) if last_vector else result
 
 
+@autocast_op("fp32")
 def tensorinv(A, ind=2):
     """The inverse of A seen as a matrix from its last dims to its first ind dims: tensordot(A⁻¹, A, ind) = I."""
     if ind <= 0:
@@ -168,6 +172,7 @@ def tensorinv(A, ind=2):
     return inv(A.reshape(math.prod(rows), math.prod(cols))).reshape(cols + rows)
 
 
+@autocast_op("fp32")
 def tensorsolve(A, B, dims=None):
     """X with tensordot(A, X, X.ndim) = B: A's trailing dims (after moving ``dims`` there) are X's shape."""
     if dims is not None:

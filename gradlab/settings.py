@@ -30,10 +30,10 @@ def get_num_threads() -> int:
     return _threads["intra"]
 
 
-def set_num_threads(num: int) -> None:
-    """Limit numpy's BLAS to ``num`` threads (through threadpoolctl when it is installed; gradlab's
+def set_num_threads(int) -> None:  # noqa: A002  (PyTorch names the parameter 'int')
+    """Limit numpy's BLAS to that many threads (through threadpoolctl when it is installed; gradlab's
     own Python code runs in the calling thread)."""
-    _threads["intra"] = _positive("set_num_threads", num)
+    num = _threads["intra"] = _positive("set_num_threads", int)
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:  # without it numpy's BLAS keeps the count it read from OMP_NUM_THREADS at start
@@ -46,9 +46,9 @@ def get_num_interop_threads() -> int:
     return _threads["interop"]
 
 
-def set_num_interop_threads(num: int) -> None:
+def set_num_interop_threads(int) -> None:  # noqa: A002  (PyTorch names the parameter 'int')
     """Remembered for ``get_num_interop_threads``; gradlab runs ops one after another whatever it is."""
-    _threads["interop"] = _positive("set_num_interop_threads", num)
+    _threads["interop"] = _positive("set_num_interop_threads", int)
 
 
 # --- determinism --------------------------------------------------------------------------------------------

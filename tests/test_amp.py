@@ -47,6 +47,7 @@ def _ops(lib, functional, to_tensor):
         "conv2d": lambda: functional.conv2d(image, kernel, padding=1),
         "sdpa": lambda: functional.scaled_dot_product_attention(q, q, q),
         "relu": lambda: functional.relu(x),
+        "prelu": lambda: functional.prelu(x, lib.tensor([0.25])),
         "relu(linear)": lambda: functional.relu(functional.linear(x, w, b)),
         "mse_loss(linear)": lambda: functional.mse_loss(functional.linear(x, w, b), lib.zeros(4, 3)),
         "cross_entropy(linear)": lambda: functional.cross_entropy(functional.linear(x, w, b), target),
@@ -302,3 +303,73 @@ def test_custom_fwd_casts_inputs_and_custom_bwd_restores_the_forward_state():
     assert x.grad.dtype is gl.bfloat16 and values(x.grad).tolist() == [2.0, 4.0]
     with pytest.raises(ValueError, match="Expected `device_type` of type `str`"):
         gl.amp.custom_fwd(device_type=None)
+
+
+# --- gradients in mixed precision --------------------------------------------------------------------------
+
+@requires_torch
+def test_a_mixed_dtype_sum_gives_each_input_a_grad_of_its_own_dtype_like_torch():
+    a, b = gl.ones(3, dtype=gl.bfloat16, requires_grad=True), gl.ones(3, requires_grad=True)
+    ta, tb = torch.ones(3, dtype=torch.bfloat16, requires_grad=True), torch.ones(3, requires_grad=True)
+    ((a + b) * 3.0).sum().backward()
+    ((ta + tb) * 3.0).sum().backward()
+    assert (dtype_name(a.grad), dtype_name(b.grad)) == (dtype_name(ta.grad), dtype_name(tb.grad)) == \
+        ("bfloat16", "float32")
+    assert values(a.grad).tolist() == [3.0] * 3
+
+
+@requires_torch
+def test_a_transformer_layer_trains_under_autocast_like_torch():
+    gl.manual_seed(0)
+    layer = gl.nn.TransformerEncoderLayer(16, 4, dim_feedforward=32, dropout=0.0, batch_first=True)
+    theirs = torch.nn.TransformerEncoderLayer(16, 4, dim_feedforward=32, dropout=0.0, batch_first=True)
+    theirs.load_state_dict({k: torch.tensor(v.detach().numpy()) for k, v in layer.state_dict().items()})
+    x = randn(2, 5, 16).astype(np.float32)
+    with gl.autocast("cpu"):
+        loss = layer(f32(x)).square().mean()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        tloss = theirs(tf32(x)).square().mean()
+    loss.backward()
+    tloss.backward()
+    assert loss.dtype is gl.float32 and tloss.dtype is torch.float32
+    np.testing.assert_allclose(values(loss), values(tloss), rtol=8 * BF16_EPS)
+    ours, expected = dict(layer.named_parameters()), dict(theirs.named_parameters())
+    for name, p in ours.items():
+        assert p.grad.dtype is gl.float32, name
+        g, tg = p.grad.numpy(), expected[name].grad.numpy()
+        np.testing.assert_allclose(g, tg, atol=0.05 * np.abs(tg).max() + 1e-6, err_msg=name)
+
+
+def _more_ops(lib, F, to_tensor):
+    a = to_tensor(randn(3, 3, seed=7))
+    spd = to_tensor(randn(3, 3, seed=8) @ randn(3, 3, seed=8).T + 3 * np.eye(3))
+    v, b3 = to_tensor(randn(3, seed=9)), to_tensor(randn(2, 3, 3, seed=10))
+    vol = to_tensor(randn(1, 2, 4, 4, 4, seed=11))
+    half = lambda t: t.to(lib.bfloat16)  # noqa: E731  (fp32 ops get lower-precision inputs)
+    target = to_tensor(np.sign(randn(3, 3, seed=12)))
+    return {
+        "addmm": lambda: lib.addmm(a, a, a), "baddbmm": lambda: lib.baddbmm(b3, b3, b3),
+        "addbmm": lambda: lib.addbmm(a, b3, b3), "vecdot": lambda: lib.linalg.vecdot(a, a),
+        "conv3d": lambda: F.conv3d(vol, to_tensor(randn(2, 2, 3, 3, 3, seed=13))),
+        "cdist": lambda: lib.cdist(half(a), half(a)), "trace": lambda: lib.trace(half(a)),
+        "inverse": lambda: lib.inverse(half(spd)), "cholesky": lambda: lib.cholesky(half(spd)),
+        "linalg.inv": lambda: lib.linalg.inv(half(spd)), "linalg.solve": lambda: lib.linalg.solve(half(spd), half(a)),
+        "linalg.cholesky": lambda: lib.linalg.cholesky(half(spd)),
+        "linalg.eigvalsh": lambda: lib.linalg.eigvalsh(half(spd)),
+        "quantile": lambda: lib.quantile(half(v), 0.5),
+        "max_pool3d": lambda: F.max_pool3d(half(vol), 2), "avg_pool3d": lambda: F.avg_pool3d(half(vol), 2),
+        "hinge_embedding_loss": lambda: F.hinge_embedding_loss(half(a), target),
+        "soft_margin_loss": lambda: F.soft_margin_loss(half(a), target),
+        "triplet_margin_loss": lambda: F.triplet_margin_loss(half(a), half(a) + 1, half(a) - 1),
+        "poisson_nll_loss": lambda: F.poisson_nll_loss(half(a), target.abs()),
+    }
+
+
+@requires_torch
+def test_the_rest_of_torchs_cpu_lists_cast_as_torch_does():
+    ours, theirs = _more_ops(gl, F, f32), _more_ops(torch, torch.nn.functional, tf32)
+    with gl.autocast("cpu"):
+        got = {op: dtype_name(fn()) for op, fn in ours.items()}
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        expected = {op: dtype_name(fn()) for op, fn in theirs.items()}
+    assert got == expected

@@ -9,8 +9,7 @@ from helpers import requires_torch
 
 REPORT = Path(__file__).resolve().parent.parent / "benchmarks" / "api_coverage.py"
 
-# Raised as names land; the goal is 90 % of the in-scope names.
-COVERED_AT_LEAST = 500
+GOAL = 0.90  # of the in-scope names: present, with PyTorch's parameter names, and named in a test
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +37,8 @@ def test_a_name_gradlab_has_counts_in_scope_even_in_an_excluded_family(coverage)
 
 
 @requires_torch
-def test_coverage_does_not_fall(coverage):
+def test_at_least_90_percent_of_the_in_scope_names_are_covered(coverage):
     _, result = coverage
-    assert result["covered"] >= COVERED_AT_LEAST, (
-        f"{result['covered']} of {result['in_scope']} in-scope names covered, fewer than {COVERED_AT_LEAST}")
+    assert result["covered"] >= GOAL * result["in_scope"], (
+        f"{result['covered']} of {result['in_scope']} in-scope names covered, under {GOAL:.0%}; "
+        "python benchmarks/api_coverage.py --list missing shows what is left")

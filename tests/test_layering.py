@@ -23,7 +23,7 @@ LAYERS = (
     ("ops", ("gradlab.ops",)),
     ("tensor", ("gradlab.tensor", "gradlab.tensor_types", "gradlab.creation", "gradlab.random", "gradlab.printing",
                 "gradlab.scalar", "gradlab.linalg", "gradlab.special", "gradlab.cuda",
-                "gradlab.factories", "gradlab.settings", "gradlab.testing", "gradlab.distributed")),
+                "gradlab.factories", "gradlab.settings", "gradlab.testing", "gradlab.distributed", "gradlab.naming")),
     ("nn/optim/data/io/training", ("gradlab.nn", "gradlab.optim", "gradlab.data", "gradlab.utils", "gradlab.io",
                                    "gradlab.amp", "gradlab.cpu", "gradlab.cuda.amp",
                                    "gradlab.training", "gradlab.jit")),

@@ -43,7 +43,7 @@ def test_settings_defaults_match_torch():
 def test_thread_counts_are_set_and_checked():
     before = gl.get_num_threads(), gl.get_num_interop_threads()
     try:
-        gl.set_num_threads(1)
+        gl.set_num_threads(int=1)
         gl.set_num_interop_threads(1)
         assert (gl.get_num_threads(), gl.get_num_interop_threads()) == (1, 1)
         assert (gl.ones(3, 3) @ gl.ones(3, 3)).tolist() == [[3.0] * 3] * 3
@@ -131,8 +131,16 @@ def test_is_nonzero_and_is_same_size_match_torch():
     with pytest.raises(RuntimeError, match="Boolean value of Tensor with no values is ambiguous"):
         gl.is_nonzero(gl.zeros(0))
     assert gl.is_same_size(gl.zeros(2, 3), gl.ones(2, 3)) and not gl.zeros(2, 3).is_same_size(gl.zeros(3, 2))
-    with pytest.raises(TypeError, match="is_signed\\(\\): argument 'input' must be Tensor, not int"):
-        gl.is_signed(3)
+
+
+@requires_torch
+def test_typename_matches_torch():
+    for dtype in ("float32", "float64", "float16", "bfloat16", "int64", "int8", "uint8", "bool"):
+        ours, theirs = gl.zeros(1, dtype=getattr(gl, dtype)), torch.zeros(1, dtype=getattr(torch, dtype))
+        assert gl.typename(ours) == torch.typename(theirs).replace("torch.", "gradlab.")
+    assert gl.typename(3) == torch.typename(3) == "int" and gl.typename(len) == "len"
+    assert gl.typename(gl.nn.Linear) == "gradlab.nn.modules.linear.Linear"
+    assert gl.typename(gl.nn.Linear(1, 1)) == "gradlab.nn.modules.linear.Linear"
 
 
 # --- random ---------------------------------------------------------------------------------------------------

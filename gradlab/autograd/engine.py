@@ -12,6 +12,7 @@ import heapq
 from dataclasses import dataclass
 from typing import Any
 
+from ..dtypes import NATIVE_TO_DTYPE
 from .anomaly import anomaly_state, checked_backward
 from .function import _FREED, AccumulateGrad, TrackedTensor, _edge
 from .grad_mode import set_enabled, thread_mode
@@ -241,7 +242,8 @@ def _run(edges, root_grads, run: _Pass):
                 if buffer is None:
                     buffer = buffers[child] = [None] * len(child._output_shapes)
                 if g is not None:
-                    if not isinstance(g, TrackedTensor) or g.array.shape != child._output_shapes[nr]:
+                    if (not isinstance(g, TrackedTensor) or g.array.shape != child._output_shapes[nr]
+                            or g.array.dtype != child._output_dtypes[nr]):
                         g = _fit_gradient(node, child, nr, g)
                     old = buffer[nr]
                     buffer[nr] = g if old is None else _sum(old, g, create_graph)
@@ -401,7 +403,8 @@ def _run_tensor_hooks(tensor_hooks, grads_in) -> None:
 
 def _fit_gradient(node, child, nr, g):
     """Check a gradient against its input: a tensor of the input's shape, or of a shape the input
-    was broadcast to — then it is summed back over the broadcast dims, as PyTorch's engine does."""
+    was broadcast to — then it is summed back over the broadcast dims — and in the input's dtype
+    (cast if not), as PyTorch's engine does."""
     if not isinstance(g, TrackedTensor):
         raise TypeError(
             f"Function {node.name()} returned an invalid gradient at index {nr}: expected a Tensor or None, "
@@ -420,7 +423,13 @@ def _fit_gradient(node, child, nr, g):
     stretched = tuple(range(lead)) + tuple(lead + i for i, e in enumerate(expected) if e == 1 and shape[lead + i] != 1)
     if stretched:
         g = g.sum(stretched, keepdim=True)
-    return g.reshape(tuple(expected)) if lead else g
+    g = g.reshape(tuple(expected)) if lead else g
+    dtype = child._output_dtypes[nr]
+    if dtype is not None and g.array.dtype != dtype:
+        # bfloat16 + float32 is float32, and so is the grad it returns: PyTorch's engine casts each grad to
+        # its input's dtype, so a bfloat16 activation gets a bfloat16 grad (autocast depends on it)
+        g = g.to(NATIVE_TO_DTYPE[dtype])
+    return g
 
 
 def _sum(a, b, create_graph):

@@ -84,7 +84,8 @@ class Node:
     ``AccumulateGrad`` node, and inputs that need no gradient have ``(None, 0)``.
     """
 
-    __slots__ = ("next_functions", "needs_input_grad", "_output_shapes", "_seq", "__dict__", "__weakref__")
+    __slots__ = ("next_functions", "needs_input_grad", "_output_shapes", "_output_dtypes", "_seq", "__dict__",
+                 "__weakref__")
 
     function = None  # the Function class this node belongs to (set on each generated subclass)
     _saved = ()
@@ -183,6 +184,7 @@ class AccumulateGrad(Node):
         self.next_functions = ()
         self.needs_input_grad = ()
         self._output_shapes = (variable.shape,)
+        self._output_dtypes = (variable.array.dtype,)
         self._seq = _LEAF_SEQUENCE + next(_sequence)  # above every op's number: ready leaves are served first
 
     def name(self) -> str:
@@ -314,6 +316,7 @@ def _connect(node: Node, inputs: tuple, outputs):
                 if node._saved:
                     _save_outputs_without_history(node, (outputs,))
             node._output_shapes = (outputs.array.shape,)
+            node._output_dtypes = (outputs.array.dtype,)  # a gradient arriving in another dtype is cast to it
             return outputs
     return _connect_outputs(node, inputs, outputs)
 
@@ -322,10 +325,11 @@ def _connect_outputs(node: Node, inputs: tuple, outputs):
     """The general case: several outputs, inputs returned as they are, and inputs changed in place (mark_dirty)."""
     single = not isinstance(outputs, tuple)
     outs = list((outputs,) if single else outputs)
-    shapes = []
+    shapes, dtypes = [], []
     for i, out in enumerate(outs):
         if not isinstance(out, TrackedTensor):
             shapes.append(None)
+            dtypes.append(None)
             continue
         if _is_one_of(out, inputs):
             if id(out) not in node._dirty:  # an input returned as it is: the output is a tensor of its own
@@ -340,7 +344,9 @@ def _connect_outputs(node: Node, inputs: tuple, outputs):
             out.grad_fn = node
             out._output_nr = i
         shapes.append(out.shape)
+        dtypes.append(out.array.dtype)
     node._output_shapes = tuple(shapes)
+    node._output_dtypes = tuple(dtypes)
     if node._saved:
         _save_outputs_without_history(node, outs)
     return outs[0] if single else tuple(outs)

@@ -8,6 +8,7 @@ writes values onto it in a copy. Everything else here is built from the two.
 from __future__ import annotations
 
 from ..autograd.function import Function
+from .autocast import autocast_op
 from ..dtypes import int64
 from ._common import TrackedTensor, describe, normalize_dim
 from .indexing import IndexPut
@@ -108,6 +109,7 @@ def diagflat(input, offset=0):
     return diag(input.reshape(-1), offset)
 
 
+@autocast_op("fp32")
 def trace(input):
     """The sum of a matrix's main diagonal."""
     if input.ndim != 2:

@@ -11,6 +11,7 @@ import math
 from collections import namedtuple
 
 from ._common import describe
+from .autocast import autocast_op
 from ._linalg_common import check_matrix, eye_like, raise_on_info
 from .decompositions import permutation_matrix
 from . import linalg_api as linalg
@@ -41,16 +42,19 @@ def logdet(input):
     return logabsdet.masked_fill(sign < 0, math.nan)
 
 
+@autocast_op("fp32")
 def inverse(input):
     """torch.inverse: linalg.inv."""
     return linalg.inv(input)
 
 
+@autocast_op("fp32")
 def pinverse(input, rcond=1e-15):
     """torch.pinverse: linalg.pinv with the relative tolerance rcond."""
     return linalg.pinv(input, rtol=rcond)
 
 
+@autocast_op("fp32")
 def cholesky(input, upper=False):
     """torch.cholesky: linalg.cholesky, with upper also positional."""
     return linalg.cholesky(input, upper=upper)
@@ -80,6 +84,7 @@ def qr(input, some=True):
     return qr_result(*linalg.qr(input, "reduced" if some else "complete"))
 
 
+@autocast_op("fp32")
 def cholesky_solve(input, input2, upper=False):
     """X with A X = B, given B (input) and A's Cholesky factor L (input2, or U = Lᵀ when upper)."""
     L = input2.transpose(-2, -1) if upper else input2
@@ -87,6 +92,7 @@ def cholesky_solve(input, input2, upper=False):
     return solve_triangular(L.transpose(-2, -1), y, upper=True)
 
 
+@autocast_op("fp32")
 def cholesky_inverse(input, upper=False):
     """A⁻¹ from A's Cholesky factor: (L Lᵀ)⁻¹ = L⁻ᵀ L⁻¹."""
     check_matrix("cholesky_inverse", input)
@@ -109,6 +115,7 @@ def lu(A, pivot=True, get_infos=False):
     return (LU, pivots, info) if get_infos else (LU, pivots)
 
 
+@autocast_op("fp32")
 def lu_solve(b, LU_data, LU_pivots):
     """torch.lu_solve(b, LU, pivots): linalg.lu_solve with b first."""
     return linalg.lu_solve(LU_data, LU_pivots, b)

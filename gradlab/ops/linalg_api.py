@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import namedtuple
 
 from ._common import TrackedTensor, broadcast_shapes, describe
+from .autocast import autocast_op
 from ._linalg_common import (LinAlgError, check_floating, check_matrix, check_same_dtype, default_tolerances, eps,
                              eye_like, raise_on_info)
 from .decompositions import Cholesky, Eigh, LdlFactor, LdlSolve, Lu, Qr, Svd, permutation_matrix
@@ -45,6 +46,7 @@ def slogdet(A):
     return slogdet_result(*Slogdet.apply(check_matrix("linalg.slogdet", A)))
 
 
+@autocast_op("fp32")
 def inv(A):
     """A⁻¹ for each square matrix; a singular one raises LinAlgError naming the zero pivot."""
     return Inv.apply(check_matrix("linalg.inv", A), True)[0]
@@ -58,6 +60,7 @@ def inv_ex(A, *, check_errors=False):
 # --- solving A X = B ---------------------------------------------------------------------------------
 
 
+@autocast_op("fp32")
 def solve(A, B, *, left=True):
     """X with A X = B (left=False: X A = B). B may be a vector, or a batch of them; batches broadcast."""
     return solve_ex(A, B, left=left, check_errors=True).result
@@ -122,6 +125,7 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
 # --- decompositions ----------------------------------------------------------------------------------
 
 
+@autocast_op("fp32")
 def cholesky(A, *, upper=False):
     """L (lower triangular, positive diagonal) with A = L Lᵀ; upper=True gives U = Lᵀ with A = Uᵀ U."""
     return cholesky_ex(A, upper=upper, check_errors=True).L
@@ -147,6 +151,7 @@ def svd(A, full_matrices=True, *, driver=None):
     return svd_result(*Svd.apply(check_matrix("linalg.svd", A, square=False), bool(full_matrices)))
 
 
+@autocast_op("fp32")
 def svdvals(A, *, driver=None):
     """The singular values, descending (differentiable: their gradient is U diag(g) Vᵀ)."""
     _check_driver("linalg.svdvals", driver)
@@ -165,6 +170,7 @@ def eigh(A, UPLO="L"):
     return eigh_result(*Eigh.apply(check_matrix("linalg.eigh", A), UPLO == "L"))
 
 
+@autocast_op("fp32")
 def eigvalsh(A, UPLO="L"):
     """The eigenvalues of a symmetric A, ascending."""
     _check_uplo("linalg.eigvalsh", UPLO)
@@ -186,6 +192,7 @@ def eig(A):
     _complex_refused("linalg.eig")
 
 
+@autocast_op("fp32")
 def eigvals(A):
     """Refused: a general matrix's eigenvalues are complex; use eigvalsh for a symmetric one."""
     _complex_refused("linalg.eigvals")
@@ -345,6 +352,7 @@ def matrix_power(A, n):
     return result
 
 
+@autocast_op("fp32")
 def householder_product(A, tau):
     """Q = H₁ H₂ ⋯ H_k, its first n columns, with H_i = I − τ_i v_i v_iᵀ and v_i the i-th column of A
     below its diagonal (with a 1 on it): how geqrf stores Q."""

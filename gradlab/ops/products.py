@@ -11,6 +11,7 @@ import math
 import warnings
 
 from ..dtypes import int64
+from .autocast import autocast_op
 from ._common import TrackedTensor, broadcast_shapes, describe, normalize_dim
 from ._common import in_place
 from .linalg import _fixed_shape, _LETTERS, bmm, einsum, mm, mv, outer
@@ -36,16 +37,19 @@ def _scaled_sum(op, input, product, beta, alpha):
     return scaled + (input if beta == 1 else input * beta)
 
 
+@autocast_op("lower")
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     """beta · input + alpha · (mat1 @ mat2), for (n, k) @ (k, m); input broadcasts to (n, m)."""
     return _scaled_sum("addmm", input, mm(mat1, mat2), beta, alpha)
 
 
+@autocast_op("lower")
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
     """beta · input + alpha · (batch1 @ batch2), one product per batch element."""
     return _scaled_sum("baddbmm", input, bmm(batch1, batch2), beta, alpha)
 
 
+@autocast_op("lower")
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
     """beta · input + alpha · Σ_b batch1[b] @ batch2[b]: the batch of products summed into one matrix."""
     return _scaled_sum("addbmm", input, bmm(batch1, batch2).sum(0), beta, alpha)
@@ -124,6 +128,7 @@ def vdot(input, other):
     return input @ other
 
 
+@autocast_op("lower")
 def vecdot(x, y, *, dim=-1):
     """Σ x·y along dim, the other dims broadcast (linalg.vecdot; real tensors: no conjugation)."""
     return (x * y).sum(dim)
@@ -161,6 +166,7 @@ def _cross(op, a, b, dim):
 # --- distances ---------------------------------------------------------------------------------------
 
 
+@autocast_op("fp32")
 def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     """The p-norm distance between every row of x1 (..., P, M) and every row of x2 (..., R, M): (..., P, R).
 

@@ -10,6 +10,7 @@ NaN sorts as the largest value, as in PyTorch.
 from __future__ import annotations
 
 from .. import return_types
+from .autocast import autocast_op
 from ..dtypes import bool_, int32, int64
 from ._common import TrackedTensor, describe, normalize_dim
 from .indexing import GetItem, _along
@@ -282,6 +283,7 @@ def _quantile(op, input, q, dim, keepdim, interpolation, ignore_nan):
     return out.reshape(out.shape[1:]) if q_data.ndim == 0 else out
 
 
+@autocast_op("fp32")
 def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
     """The q-th quantiles along dim (None: of all elements), interpolating between sorted neighbours.
 
@@ -290,6 +292,7 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
     return _quantile("quantile", input, q, dim, keepdim, interpolation, ignore_nan=False)
 
 
+@autocast_op("fp32")
 def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
     """quantile with the NaNs left out (NaN only where a slice is all NaN)."""
     return _quantile("nanquantile", input, q, dim, keepdim, interpolation, ignore_nan=True)

@@ -14,6 +14,7 @@ from ...ops.activations import _softplus, gelu, leaky_relu, sigmoid, silu, softp
 from ...ops.activations import elu as _elu
 from ...ops.activations import log_softmax as _log_softmax
 from ...ops.activations import relu as _relu
+from ...ops.autocast import autocast_op
 from ...ops.activations import softmax as _softmax
 from ...ops.elementwise import elementwise, tanh, where
 from ...ops.reductions import argmax
@@ -188,6 +189,7 @@ def glu(input, dim=-1):
     return a * b.sigmoid()
 
 
+@autocast_op("lower")
 def prelu(input, weight):
     """x where x > 0, else weight * x; weight has one slope, or one per channel (dim 1)."""
     channels = input.shape[1] if input.ndim >= 2 else 1

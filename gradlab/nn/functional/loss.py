@@ -542,6 +542,7 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
 
 # --- margin losses ----------------------------------------------------------------------------
 
+@autocast_op("fp32")
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
     """x where y = 1, max(0, margin − x) where y = −1: x is a distance that should be small for similar pairs."""
     op = "hinge_embedding_loss"
@@ -552,6 +553,7 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
     return _reduce(loss, reduction)
 
 
+@autocast_op("fp32")
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """log(1 + exp(−y x)) for targets y = ±1: the logistic loss of a two-class score."""
     op = "soft_margin_loss"
@@ -586,6 +588,7 @@ def _margin_inputs(op, input, target):
     return input.reshape(1, -1) if input.ndim < 2 else input
 
 
+@autocast_op("fp32")
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None, reduction="mean"):
     """Σ_{j ≠ y} max(0, margin − x[y] + x[j])^p / C: the target's score should beat every other by margin."""
     op = "multi_margin_loss"
@@ -619,6 +622,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     return _reduce(loss if input.ndim == 2 else loss.reshape(()), reduction)
 
 
+@autocast_op("fp32")
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """Σ over target classes j and non-target classes k of max(0, 1 − (x[j] − x[k])) / C.
 
@@ -655,6 +659,7 @@ def _same_ndim_triplet(anchor, positive, negative):
                            f"{negative.ndim}D inputs")
 
 
+@autocast_op("fp32")
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False, size_average=None,
                         reduce=None, reduction="mean"):
     """max(0, d(a, p) − d(a, n) + margin) with the p-norm distance: the anchor nearer its positive than its negative."""
@@ -723,6 +728,7 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
     return _reduce(loss, reduction)
 
 
+@autocast_op("fp32")
 def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None,
                      reduction="mean"):
     """exp(input) − target · input (log_input) or input − target · log(input + eps): Poisson negative log-likelihood.

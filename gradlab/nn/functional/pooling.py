@@ -19,6 +19,7 @@ import math
 import numpy as np
 
 from ...autograd.function import Function
+from ...ops.autocast import autocast_op
 from ...dtypes import bool_, int64
 from ...ops._common import TrackedTensor, describe, shape_str
 from ...random import _rng
@@ -428,6 +429,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
                      divisor_override)
 
 
+@autocast_op("fp32")
 def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
     """The maximum of every window of (N, C, D, H, W); with return_indices, also where each maximum was."""
     return _max_pool("max_pool3d", 3, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
@@ -447,6 +449,7 @@ def _with_indices(nd):
 max_pool1d_with_indices, max_pool2d_with_indices, max_pool3d_with_indices = (_with_indices(nd) for nd in (1, 2, 3))
 
 
+@autocast_op("fp32")
 def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
     """The mean of every window of (N, C, D, H, W)."""
@@ -588,6 +591,7 @@ def adaptive_avg_pool2d(input, output_size):
     return _adaptive_avg_pool("adaptive_avg_pool2d", 2, input, output_size)
 
 
+@autocast_op("fp32")
 def adaptive_avg_pool3d(input, output_size):
     """Means over a grid of output_size windows covering (N, C, D, H, W)."""
     return _adaptive_avg_pool("adaptive_avg_pool3d", 3, input, output_size)
