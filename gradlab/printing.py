@@ -29,6 +29,29 @@ THRESHOLD = 1000  # more elements than this are summarised
 EDGEITEMS = 3  # entries kept at each end of a summarised dimension
 LINEWIDTH = 80
 PRECISION = 4
+SCI_MODE = None  # True or False forces scientific notation on or off; None lets each tensor choose
+
+_PROFILES = {"default": (4, 1000, 3, 80), "short": (2, 1000, 2, 80), "full": (4, math.inf, 3, 80)}
+
+
+def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None, profile=None, sci_mode=None):
+    """How tensors print, as ``torch.set_printoptions``: digits after the point, how many elements before
+    a tensor is summarised, the entries kept at each end, the line width; ``profile`` sets all four
+    ("default", "short", "full"), and ``sci_mode`` forces scientific notation on or off (None: automatic)."""
+    global PRECISION, THRESHOLD, EDGEITEMS, LINEWIDTH, SCI_MODE
+    if profile is not None:
+        if profile not in _PROFILES:
+            raise ValueError(f"set_printoptions: profile must be one of {sorted(_PROFILES)}, got {profile!r}")
+        PRECISION, THRESHOLD, EDGEITEMS, LINEWIDTH = _PROFILES[profile]
+    for name, value in (("precision", precision), ("threshold", threshold), ("edgeitems", edgeitems),
+                        ("linewidth", linewidth)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0):
+            raise ValueError(f"set_printoptions: {name} must be a non-negative number, got {value!r}")
+    PRECISION = PRECISION if precision is None else int(precision)
+    THRESHOLD = THRESHOLD if threshold is None else threshold
+    EDGEITEMS = EDGEITEMS if edgeitems is None else int(edgeitems)
+    LINEWIDTH = LINEWIDTH if linewidth is None else int(linewidth)
+    SCI_MODE = sci_mode  # as in PyTorch, every call sets it (None: automatic again)
 
 
 class _Formatter:
@@ -49,7 +72,8 @@ class _Formatter:
         magnitude = np.abs(chosen)
         smallest, largest = magnitude.min(), magnitude.max()
         self.int_mode = bool(np.all(chosen == np.ceil(chosen)))
-        self.sci_mode = bool(largest / smallest > 1000.0 or largest > 1e8 or (not self.int_mode and smallest < 1e-4))
+        automatic = largest / smallest > 1000.0 or largest > 1e8 or (not self.int_mode and smallest < 1e-4)
+        self.sci_mode = bool(automatic if SCI_MODE is None else SCI_MODE)
         self.width = max(len(self.text(v)) for v in chosen.tolist())
 
     def text(self, value) -> str:
