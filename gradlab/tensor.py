@@ -19,6 +19,7 @@ from .autograd.grad_mode import grad_state
 from .autograd.hooks import RemovableHandle
 from .backends.device import Device, resolve_device
 from .generator import generator_rng, multinomial
+from .layouts import channels_last, channels_last_3d, check_options
 from .ops._common import describe, normalize_dim, shape_str
 from .ops.activations import ActivationMethods
 from .ops.arithmetic import ArithmeticMethods
@@ -46,6 +47,17 @@ from .ops.trigonometric import TrigonometricMethods
 from .printing import format_tensor
 
 _new = object.__new__
+
+
+def _cast(name: str, dtype: dt.DType):
+    """The method ``x.float()``, ``x.long()``, ...: this tensor in ``dtype`` (itself if it already is)."""
+    def method(self, memory_format=None) -> "Tensor":
+        return self.to(dtype, memory_format=memory_format)
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"This tensor as {dtype.name} (itself if it already is): ``x.to(gradlab.{dtype.name})``."
+    return method
+
 _NATIVE_TO_DTYPE = dt.NATIVE_TO_DTYPE
 
 
@@ -169,7 +181,11 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
     def is_floating_point(self) -> bool:
         return self.dtype.is_floating_point
 
-    def is_contiguous(self) -> bool:
+    def is_contiguous(self, memory_format=None) -> bool:
+        """Whether the elements lie in memory in row-major order (channels_last: with the channels last)."""
+        check_options("is_contiguous", memory_format=memory_format, ndim=self.ndim)
+        if memory_format in (channels_last, channels_last_3d):
+            return bool(self.device.backend.is_contiguous(self.movedim(1, -1).array))
         return bool(self.device.backend.is_contiguous(self.array))
 
     @property
@@ -303,8 +319,9 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
     def contiguous(self, memory_format=None) -> "Tensor":
         return self if self.is_contiguous() else Clone.apply(self)
 
-    def to(self, *args, dtype=None, device=None, copy=False, non_blocking=False) -> "Tensor":
+    def to(self, *args, dtype=None, device=None, copy=False, non_blocking=False, memory_format=None) -> "Tensor":
         """``to(dtype)``, ``to(device)``, ``to(device, dtype)`` or ``to(other_tensor)``, as in PyTorch."""
+        check_options("to", memory_format=memory_format, ndim=self.ndim)
         for arg in args:
             if isinstance(arg, Tensor):
                 dtype, device = arg.dtype, arg.device
@@ -343,58 +360,39 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
     def cuda(self, device=None) -> "Tensor":
         return self.to(device or "cuda")
 
-    def float(self) -> "Tensor":
-        return self.to(dt.float32)
-
-    def double(self) -> "Tensor":
-        return self.to(dt.float64)
-
-    def half(self) -> "Tensor":
-        return self.to(dt.float16)
-
-    def long(self) -> "Tensor":
-        return self.to(dt.int64)
-
-    def int(self) -> "Tensor":
-        return self.to(dt.int32)
-
-    def bool(self) -> "Tensor":
-        return self.to(dt.bool_)
-
-    def bfloat16(self) -> "Tensor":
-        return self.to(dt.bfloat16)
-
-    def short(self) -> "Tensor":
-        return self.to(dt.int16)
-
-    def char(self) -> "Tensor":
-        return self.to(dt.int8)
-
-    def byte(self) -> "Tensor":
-        return self.to(dt.uint8)
+    float, double, half, bfloat16 = (_cast("float", dt.float32), _cast("double", dt.float64),
+                                     _cast("half", dt.float16), _cast("bfloat16", dt.bfloat16))
+    long, int, short, char, byte, bool = (_cast("long", dt.int64), _cast("int", dt.int32), _cast("short", dt.int16),
+                                          _cast("char", dt.int8), _cast("byte", dt.uint8), _cast("bool", dt.bool_))
 
     # --- new tensors like this one ---------------------------------------------------------------
 
-    def new_tensor(self, data, dtype=None, device=None, requires_grad=False) -> "Tensor":
+    def new_tensor(self, data, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False) -> "Tensor":
         """A new leaf holding a copy of ``data``, with this tensor's dtype and device unless given."""
+        check_options("new_tensor", layout, pin_memory)
         array, device = as_backend_array(data, dtype or self.dtype, device or self.device, "new_tensor", copy=True)
         out = Tensor._from_array(array, device)
         return out.requires_grad_(True) if requires_grad else out
 
-    def new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False) -> "Tensor":
+    def new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False, layout=None,
+                 pin_memory=False) -> "Tensor":
         """A tensor of ``size`` filled with ``fill_value``, with this tensor's dtype and device unless given."""
+        check_options("new_full", layout, pin_memory)
         device = resolve_device(device) if device is not None else self.device
         array = device.backend.full(_shape_arg(size), fill_value, dt.as_dtype(dtype) if dtype else self.dtype)
         out = Tensor._from_array(array, device)
         return out.requires_grad_(True) if requires_grad else out
 
-    def new_zeros(self, *size, dtype=None, device=None, requires_grad=False) -> "Tensor":
-        return self.new_full(_shape_arg(size), 0, dtype, device, requires_grad)
+    def new_zeros(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
+        check_options("new_zeros", layout, pin_memory)
+        return self.new_full(_shape_arg(size), 0, dtype, device, requires_grad, layout, pin_memory)
 
-    def new_ones(self, *size, dtype=None, device=None, requires_grad=False) -> "Tensor":
-        return self.new_full(_shape_arg(size), 1, dtype, device, requires_grad)
+    def new_ones(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
+        check_options("new_ones", layout, pin_memory)
+        return self.new_full(_shape_arg(size), 1, dtype, device, requires_grad, layout, pin_memory)
 
-    def new_empty(self, *size, dtype=None, device=None, requires_grad=False) -> "Tensor":
+    def new_empty(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
+        check_options("new_empty", layout, pin_memory)
         device = resolve_device(device) if device is not None else self.device
         out = Tensor._from_array(device.backend.empty(_shape_arg(size), dt.as_dtype(dtype) if dtype else self.dtype), device)
         return out.requires_grad_(True) if requires_grad else out

@@ -41,3 +41,16 @@ def test_save_and_load_take_pytorchs_pickle_options():
     gl.save({"w": gl.ones(2)}, buffer, format="npz")
     buffer.seek(0)
     assert gl.load(buffer, mmap=True)["w"].tolist() == [1.0, 1.0]
+
+
+def test_casts_and_new_tensors_take_pytorchs_layout_keywords():
+    x = gl.randn(2, 3, 4, 5)
+    assert x.half(memory_format=gl.preserve_format).dtype is gl.float16 and x.long().dtype is gl.int64
+    assert x.to(gl.float64, memory_format=gl.contiguous_format).dtype is gl.float64
+    assert x.is_contiguous() and not x.is_contiguous(memory_format=gl.channels_last)
+    assert x.movedim(1, -1).contiguous().movedim(-1, 1).is_contiguous(memory_format=gl.channels_last)
+    assert x.new_zeros(2, layout=gl.strided).tolist() == [0.0, 0.0]
+    with pytest.raises(RuntimeError, match="new_ones: pin_memory=True requires a CUDA or other accelerator backend"):
+        x.new_ones(2, pin_memory=True)
+    with pytest.raises(RuntimeError, match="to: required rank 4 tensor to use channels_last format, got a 2-D tensor"):
+        gl.zeros(2, 2).to(memory_format=gl.channels_last)
