@@ -17,13 +17,14 @@ from .backends.device import set_default_device
 from . import return_types
 from . import autograd
 from .generator import default_generator
-from .autograd import enable_grad, gradcheck as _gradcheck, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from .autograd import (enable_grad, gradcheck as _gradcheck, inference_mode, is_grad_enabled,
+                       is_inference_mode_enabled, no_grad, set_grad_enabled)
 from .ops.functional import *  # noqa: F401,F403  (gradlab.exp, gradlab.matmul, ... as in torch)
 from .ops.autocast import (autocast_decrement_nesting, autocast_increment_nesting, clear_autocast_cache,
                            get_autocast_cpu_dtype, get_autocast_dtype, is_autocast_available, is_autocast_cache_enabled,
                            is_autocast_cpu_enabled, is_autocast_enabled, set_autocast_cache_enabled,
                            set_autocast_cpu_dtype, set_autocast_cpu_enabled, set_autocast_dtype, set_autocast_enabled)
-from .tensor import Tensor, is_floating_point, is_tensor, numel
+from .tensor import Tensor, clone, detach, detach_, fill, get_device, is_floating_point, is_tensor, numel
 from .tensor_types import *  # noqa: F401,F403  (gradlab.FloatTensor, gradlab.LongTensor, ... as in torch)
 from .tensor_types import Variable
 from .creation import (arange, as_tensor, empty, empty_like, eye, from_numpy, full, full_like, linspace, ones,

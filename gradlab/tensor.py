@@ -193,6 +193,14 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
         return self.device.type == "cuda"
 
     @property
+    def is_cpu(self) -> bool:
+        return self.device.type == "cpu"
+
+    def get_device(self) -> int:
+        """The index of the GPU holding this tensor, or -1 on the CPU (as in PyTorch)."""
+        return -1 if self.device.type == "cpu" else (self.device.index or 0)
+
+    @property
     def retains_grad(self) -> bool:
         return bool(getattr(self, "_retains_grad", False))
 
@@ -754,3 +762,27 @@ def numel(input: Tensor) -> int:
 
 def is_floating_point(input: Tensor) -> bool:
     return input.is_floating_point()
+
+
+def get_device(input: Tensor) -> int:
+    """``torch.get_device``: the GPU index of a tensor, -1 on the CPU."""
+    return input.get_device()
+
+
+def clone(input: Tensor, *, memory_format=None) -> Tensor:
+    """``torch.clone``: a copy that stays in the graph (its gradient flows back to input)."""
+    return input.clone(memory_format=memory_format)
+
+
+def detach(input: Tensor) -> Tensor:
+    """``torch.detach``: the same memory, outside the graph."""
+    return input.detach()
+
+
+def detach_(input: Tensor) -> Tensor:
+    return input.detach_()
+
+
+def fill(input: Tensor, value) -> Tensor:
+    """``torch.fill``: a new tensor of input's shape and dtype, every element ``value`` (differentiable in value)."""
+    return input.clone().fill_(value)

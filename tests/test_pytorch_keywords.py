@@ -6,6 +6,7 @@ import pickle
 import pytest
 
 import gradlab as gl
+from helpers import requires_torch, torch
 
 
 def test_numpy_force_serves_a_tensor_that_requires_grad():
@@ -54,3 +55,19 @@ def test_casts_and_new_tensors_take_pytorchs_layout_keywords():
         x.new_ones(2, pin_memory=True)
     with pytest.raises(RuntimeError, match="to: required rank 4 tensor to use channels_last format, got a 2-D tensor"):
         gl.zeros(2, 2).to(memory_format=gl.channels_last)
+
+
+@requires_torch
+def test_torch_level_clone_detach_fill_and_device_queries():
+    x = gl.ones(2, requires_grad=True)
+    y = gl.fill(x, 3.0)
+    (y * gl.clone(x)).sum().backward()
+    t = torch.ones(2, requires_grad=True)
+    (torch.fill(t, 3.0) * torch.clone(t)).sum().backward()
+    assert y.tolist() == [3.0, 3.0] and x.grad.tolist() == t.grad.tolist()
+    assert not gl.detach(x).requires_grad and gl.get_device(x) == -1 == torch.get_device(t) and x.is_cpu
+    z = x * 2
+    assert gl.detach_(z) is z and z.grad_fn is None
+    with gl.inference_mode():
+        assert gl.is_inference_mode_enabled()
+    assert not gl.is_inference_mode_enabled()
