@@ -243,7 +243,7 @@ def _run(edges, root_grads, run: _Pass):
                     buffer = buffers[child] = [None] * len(child._output_shapes)
                 if g is not None:
                     if (not isinstance(g, TrackedTensor) or g.array.shape != child._output_shapes[nr]
-                            or g.array.dtype != child._output_dtypes[nr]):
+                            or g.array.dtype is not child._output_dtypes[nr]):  # numpy dtypes are singletons
                         g = _fit_gradient(node, child, nr, g)
                     old = buffer[nr]
                     buffer[nr] = g if old is None else _sum(old, g, create_graph)

@@ -277,10 +277,10 @@ def _needs_grad(inputs) -> tuple:
     """Which inputs require grad."""
     if len(inputs) == 2:  # nearly every op: without the comprehension the chain of adds is 4-6% faster
         a, b = inputs
-        return (isinstance(a, TrackedTensor) and (a.requires_grad or _view_gains_grad(a)),
-                isinstance(b, TrackedTensor) and (b.requires_grad or _view_gains_grad(b)))
+        return (isinstance(a, TrackedTensor) and (a.requires_grad or (a._base is not None and _view_gains_grad(a))),
+                isinstance(b, TrackedTensor) and (b.requires_grad or (b._base is not None and _view_gains_grad(b))))
     if len(inputs) == 1:  # and the rest take one input: a chain of negations is 2% faster
-        return (isinstance(inputs[0], TrackedTensor) and (inputs[0].requires_grad or _view_gains_grad(inputs[0])),)
+        return (isinstance(inputs[0], TrackedTensor) and (inputs[0].requires_grad or (inputs[0]._base is not None and _view_gains_grad(inputs[0]))),)
     return tuple([isinstance(x, TrackedTensor) and (x.requires_grad or _view_gains_grad(x)) for x in inputs])
 
 
