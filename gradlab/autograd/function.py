@@ -280,7 +280,8 @@ def _needs_grad(inputs) -> tuple:
         return (isinstance(a, TrackedTensor) and (a.requires_grad or (a._base is not None and _view_gains_grad(a))),
                 isinstance(b, TrackedTensor) and (b.requires_grad or (b._base is not None and _view_gains_grad(b))))
     if len(inputs) == 1:  # and the rest take one input: a chain of negations is 2% faster
-        return (isinstance(inputs[0], TrackedTensor) and (inputs[0].requires_grad or (inputs[0]._base is not None and _view_gains_grad(inputs[0]))),)
+        x = inputs[0]
+        return (isinstance(x, TrackedTensor) and (x.requires_grad or (x._base is not None and _view_gains_grad(x))),)
     return tuple([isinstance(x, TrackedTensor) and (x.requires_grad or _view_gains_grad(x)) for x in inputs])
 
 
