@@ -32,6 +32,7 @@ from .creation import (arange, as_tensor, empty, empty_like, eye, from_numpy, fu
 from .random import (Generator, initial_seed, manual_seed, multinomial, normal, rand, rand_like, randint, randn,
                      randn_like, randperm, seed)
 from .scalar import Scalar
+from .dlpack import from_dlpack, to_dlpack
 from .printing import set_printoptions
 from .random import bernoulli, get_rng_state, poisson, randint_like, set_rng_state
 from .factories import (asarray, bartlett_window, blackman_window, empty_strided, frombuffer, hamming_window,

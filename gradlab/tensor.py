@@ -232,6 +232,21 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
     def tolist(self):
         return self.device.backend.to_numpy(self.array).tolist()
 
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """This tensor's memory as a DLPack capsule, for torch.from_dlpack / np.from_dlpack (no copy)."""
+        if self.requires_grad:
+            raise RuntimeError("Can't export tensors that require gradient, use tensor.detach()")
+        array = self.device.backend.to_numpy(self.array) if self.device.type == "cpu" else self.array
+        kwargs = {"stream": stream, "dl_device": dl_device, "copy": copy}
+        if max_version is not None:
+            kwargs["max_version"] = max_version
+        return array.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        """(device type, index) as DLPack numbers them: (1, 0) is the CPU."""
+        array = self.device.backend.to_numpy(self.array) if self.device.type == "cpu" else self.array
+        return array.__dlpack_device__()
+
     def __array__(self, dtype=None, copy=None):
         array = self.numpy()  # refuses a tensor that requires grad: numpy would silently cut the graph
         if dtype is not None:

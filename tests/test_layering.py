@@ -18,12 +18,14 @@ GRADLAB = pathlib.Path(__file__).resolve().parent.parent / "gradlab"
 
 # Bottom first. A module belongs to the layer of the longest prefix below that names it.
 LAYERS = (
-    ("backends", ("gradlab.dtypes", "gradlab.return_types", "gradlab.size", "gradlab.layouts", "gradlab.backends")),  # dtypes: the DType objects every backend maps
+    # dtypes: the DType objects every backend maps
+    ("backends", ("gradlab.dtypes", "gradlab.return_types", "gradlab.size", "gradlab.layouts", "gradlab.backends")),
     ("autograd", ("gradlab.autograd", "gradlab.generator")),  # generator: the random state, below every op
     ("ops", ("gradlab.ops",)),
     ("tensor", ("gradlab.tensor", "gradlab.tensor_types", "gradlab.creation", "gradlab.random", "gradlab.printing",
                 "gradlab.scalar", "gradlab.linalg", "gradlab.special", "gradlab.cuda",
-                "gradlab.factories", "gradlab.settings", "gradlab.testing", "gradlab.distributed", "gradlab.naming")),
+                "gradlab.factories", "gradlab.settings", "gradlab.testing", "gradlab.distributed", "gradlab.naming",
+                "gradlab.dlpack")),
     ("nn/optim/data/io/training", ("gradlab.nn", "gradlab.optim", "gradlab.data", "gradlab.utils", "gradlab.io",
                                    "gradlab.amp", "gradlab.cpu", "gradlab.cuda.amp",
                                    "gradlab.training", "gradlab.jit")),

@@ -1,3 +1,3 @@
 """``gradlab.utils``: where PyTorch code looks for ``utils.data`` (datasets, samplers, DataLoader) and ``utils.hooks``."""
 
-from . import data, hooks  # noqa: F401
+from . import data, dlpack, hooks  # noqa: F401
