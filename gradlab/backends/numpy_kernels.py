@@ -103,18 +103,15 @@ def _erf_tail(t, cdf):
 
 
 def erf(a):
-    """The error function: a fast float32-accurate kernel for float32 (and float16), exact otherwise."""
+    """The error function: a fast float32-accurate kernel for float32, exact otherwise (the backend
+    sends 16-bit floats through float32)."""
     if a.dtype == np.float32:
         return _float32_kernel(a, _erf_near, _ERF_EDGE, cdf=False)
-    if a.dtype == np.float16:
-        return _float32_kernel(a.astype(np.float32), _erf_near, _ERF_EDGE, cdf=False).astype(np.float16)
     return _erf_exact(a)
 
 
 def ndtr(a):
-    """Φ(a) for float32 (and float16) from its own polynomial (the kernel of erf, in x rather than x/√2)."""
-    if a.dtype == np.float16:
-        return _float32_kernel(a.astype(np.float32), _ndtr_near, _NDTR_EDGE, cdf=True).astype(np.float16)
+    """Φ(a) for float32 from its own polynomial (the kernel of erf, in x rather than x/√2)."""
     return _float32_kernel(a, _ndtr_near, _NDTR_EDGE, cdf=True)
 
 

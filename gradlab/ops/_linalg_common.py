@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from ..dtypes import int64
 from ._common import TrackedTensor, describe
-from .linalg import einsum
 
 
 class LinAlgError(RuntimeError):
@@ -98,8 +97,3 @@ def eye_like(x, n, m=None):
 def diag_embed(v):
     """The vectors v[..., i] on the diagonals of matrices: (..., k) becomes (..., k, k)."""
     return v.unsqueeze(-1) * eye_like(v, v.shape[-1])
-
-
-def matrix_diagonal(A):
-    """The main diagonal of each matrix, (..., n, n) to (..., n), as a view."""
-    return einsum("...ii->...i", A)
