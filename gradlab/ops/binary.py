@@ -124,3 +124,14 @@ def number_first(op: str, number, other):
         raise TypeError(f"{op}: expected at least one tensor, got {describe(number)} and {describe(other)}; "
                         f"wrap one first, e.g. gradlab.tensor({number!r})")
     return _number_tensor(op, other, number)
+
+
+def tensor_first(name: str, function, doc: str):
+    """The functional form ``name(input, other)`` of a two-input Function whose first operand must be a tensor."""
+    def op(input, other):
+        require_tensor(name, input, "input", 1)
+        return function.apply(input, other)
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = doc
+    return op

@@ -14,7 +14,7 @@ from ..autograd.function import Function
 from ._common import TrackedTensor, broadcast_shapes, describe, sum_to_shape
 from .arithmetic import FloorDivide, Remainder, _refuse_integer_division_by_zero, div, mul, neg, sub
 from .arithmetic import pow as _pow
-from .binary import binary, number_first, require_tensor
+from .binary import binary, number_first, require_tensor, tensor_first
 from .elementwise import abs, elementwise, sign, trunc
 
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
@@ -270,41 +270,14 @@ def floor_divide(input, other):
     return FloorDivide.apply(input, other)
 
 
-def fmax(input, other):
-    """The larger of each pair; where one is NaN the other wins (maximum propagates NaN instead)."""
-    require_tensor("fmax", input, "input", 1)
-    return Fmax.apply(input, other)
-
-
-def fmin(input, other):
-    require_tensor("fmin", input, "input", 1)
-    return Fmin.apply(input, other)
-
-
-def logaddexp(input, other):
-    """log(exp(input) + exp(other)), computed without overflow."""
-    require_tensor("logaddexp", input, "input", 1)
-    return Logaddexp.apply(input, other)
-
-
-def logaddexp2(input, other):
-    require_tensor("logaddexp2", input, "input", 1)
-    return Logaddexp2.apply(input, other)
-
-
-def nextafter(input, other):
-    require_tensor("nextafter", input, "input", 1)
-    return Nextafter.apply(input, other)
-
-
-def gcd(input, other):
-    require_tensor("gcd", input, "input", 1)
-    return Gcd.apply(input, other)
-
-
-def lcm(input, other):
-    require_tensor("lcm", input, "input", 1)
-    return Lcm.apply(input, other)
+fmax = tensor_first("fmax", Fmax, "The larger of each pair; where one is NaN the other wins (maximum propagates "
+                                   "NaN instead).")
+fmin = tensor_first("fmin", Fmin, "The smaller of each pair; where one is NaN the other wins.")
+logaddexp = tensor_first("logaddexp", Logaddexp, "log(exp(input) + exp(other)), computed without overflow.")
+logaddexp2 = tensor_first("logaddexp2", Logaddexp2, "log2(2**input + 2**other), computed without overflow.")
+nextafter = tensor_first("nextafter", Nextafter, "The next floating-point number after input, towards other.")
+gcd = tensor_first("gcd", Gcd, "The greatest common divisor of each pair of integers.")
+lcm = tensor_first("lcm", Lcm, "The least common multiple of each pair of integers.")
 
 
 def heaviside(input, values):

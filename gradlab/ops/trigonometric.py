@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from .binary import binary, require_tensor
+from .binary import binary, tensor_first
 from .elementwise import elementwise
 
 _PI = math.pi
@@ -119,16 +119,9 @@ def rad2deg(input):
     return Rad2deg.apply(input)
 
 
-def atan2(input, other):
-    """The angle of the point (other, input) in (−π, π], quadrant by the signs of both."""
-    require_tensor("atan2", input, "input", 1)
-    return Atan2.apply(input, other)
-
-
-def hypot(input, other):
-    """√(input² + other²), computed without overflowing for large values."""
-    require_tensor("hypot", input, "input", 1)
-    return Hypot.apply(input, other)
+atan2 = tensor_first("atan2", Atan2, "The angle of the point (other, input) in (−π, π], quadrant by the signs of "
+                                      "both.")
+hypot = tensor_first("hypot", Hypot, "√(input² + other²), computed without overflowing for large values.")
 
 
 arcsin, arccos, arctan, arcsinh, arccosh, arctanh, arctan2 = asin, acos, atan, asinh, acosh, atanh, atan2
