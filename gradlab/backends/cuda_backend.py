@@ -2,7 +2,7 @@
 
 A tensor's array is a numba device array; ops chain kernels on it without coming back to the host.
 ``asarray`` (host to device) and ``to_numpy`` (device to host) are the only copies across, and
-``CudaBackend.transfers`` counts them, so a test can check that a training step reads nothing but
+``CudaBackend.transfers.count`` counts them, so a test can check that a training step reads nothing but
 its loss. Views (reshape, permute, broadcast_to, slices, diagonal) are new shapes and strides on
 the same device memory. The kernels live in ``cuda_kernels.py``; the fused ones (softmax, layer
 norm, im2col, random numbers) in ``cuda_fused.py``. Without a GPU, numba's simulator
@@ -93,14 +93,6 @@ def _flat_out(out):
     return kernels.strided_view(out, (out.size,), (out.dtype.itemsize,))
 
 
-def _c_strides(shape, item):
-    strides, step = [], item
-    for n in reversed(shape):
-        strides.append(step)
-        step *= max(n, 1)
-    return tuple(reversed(strides))
-
-
 def _walk_as(a, shape):
     """(window, strides) that read a broadcast to ``shape`` (which has at least one axis)."""
     window, _, strides = kernels.flat(a)
@@ -129,7 +121,7 @@ def _strided_copy(a, shape, strides, offset, dtype=None):
     if out.size:
         walk_shape = tuple(shape) or (1,)
         kernels.copy_kernel[kernels.blocks(out.size), kernels.THREADS](_flat_out(out), kernels.flat(a)[0], walk_shape,
-                                                     _c_strides(walk_shape, 1), 0, tuple(strides) or (0,), offset)
+                                                     kernels.c_strides(walk_shape, 1), 0, tuple(strides) or (0,), offset)
     return out
 
 
@@ -201,19 +193,13 @@ def _is_device(x):
 
 
 def _to_host(a):
-    CudaBackend.transfers += 1
-    if not a.size:
-        return np.empty(a.shape, a.dtype)
-    if not CudaBackend.is_contiguous(a):
-        a = CudaBackend.copy(a)
-    return _flat_out(a).copy_to_host().reshape(a.shape)
+    return kernels.download(a)
 
 
 def _to_device(host):
-    if host.dtype not in _FROM_NATIVE:
+    if host.dtype not in _FROM_NATIVE:  # float16, uint16, ... from numpy: the nearest dtype this backend has
         host = host.astype(np.float32 if host.dtype.kind == "f" else np.int64)
-    CudaBackend.transfers += 1
-    return kernels.to_device(host)
+    return kernels.upload(host)
 
 
 def _axes(axis, ndim):
@@ -360,13 +346,13 @@ def _plan(a, index):
     b_shape = np.broadcast_shapes(*(np.shape(i) if not _is_device(i) else i.shape for i, _, _ in arrays))
     adjacent = places == list(range(places[0], places[0] + len(places)))
     before = sum(1 for i in index[:places[0]] if not (_is_device(i) or hasattr(i, "__index__"))) if adjacent else 0
-    b_strides = _c_strides(b_shape, 1)
+    b_strides = kernels.c_strides(b_shape, 1)
     plan.shape = plan.out_shape = tuple(shape[:before]) + tuple(b_shape) + tuple(shape[before:])
     plan.strides = tuple(strides[:before]) + (0,) * len(b_shape) + tuple(strides[before:])
     plan.bmul = (0,) * before + b_strides + (0,) * (len(shape) - before)
     rows = _empty((len(arrays), math.prod(b_shape)), np.int64)
     for j, (i, _, _) in enumerate(arrays):
-        row = kernels.strided_view(rows, b_shape, _c_strides(b_shape, 8), j * rows.shape[1])
+        row = kernels.strided_view(rows, b_shape, kernels.c_strides(b_shape, 8), j * rows.shape[1])
         if _is_device(i):
             CudaBackend.setitem(row, Ellipsis, i)
         else:
@@ -451,9 +437,9 @@ class CudaBackend(CudaFusedKernels, Backend):
     """Primitives as numba.cuda kernels on device arrays (numba's simulator without a GPU)."""
 
     name = "cuda"
-    array_type = kernels.FakeCUDAArray if kernels.SIMULATOR else kernels.DeviceNDArray
+    array_type = kernels.ArrayType
     supported_dtypes = frozenset(_NATIVE)
-    transfers = 0  # arrays copied between host and device, either way (asarray, to_numpy, HOST_ROUND_TRIPS)
+    transfers = kernels.transfers  # .count: arrays copied between host and device (asarray, to_numpy, HOST_ROUND_TRIPS)
     host_round_trips = HOST_ROUND_TRIPS
 
     # dtypes and transfer
@@ -626,9 +612,9 @@ class CudaBackend(CudaFusedKernels, Backend):
         if math.prod(shape) != a.size:
             raise ValueError(f"cannot reshape array of size {a.size} into shape {shape}")
         item = a.dtype.itemsize
-        strides = _c_strides(shape, item) if not a.size else _reshape_strides(a.shape, a.strides, shape)
+        strides = kernels.c_strides(shape, item) if not a.size else _reshape_strides(a.shape, a.strides, shape)
         if strides is None:
-            a, strides = CudaBackend.copy(a), _c_strides(shape, item)
+            a, strides = CudaBackend.copy(a), kernels.c_strides(shape, item)
         return kernels.strided_view(a, shape, strides)
 
     @staticmethod

@@ -16,11 +16,37 @@ import numpy as np
 from numba import config, cuda, from_dtype
 
 SIMULATOR = bool(config.ENABLE_CUDASIM)
-THREADS = 32 if SIMULATOR else 256  # threads per block (the simulator runs one Python thread each)
+THREADS = 8 if SIMULATOR else 256  # threads per block (the simulator runs one Python thread each)
 TILE = 4 if SIMULATOR else 16  # matmul tile edge: TILE x TILE threads share two TILE x TILE tiles
 
+class Transfers:
+    """How many arrays crossed between host and device, either way: the one number that says whether a
+    training step stayed on the GPU."""
+
+    count = 0
+
+
+transfers = Transfers()
+
+
+class _HostReads:
+    """``bool(a)``, ``int(a)``, ``float(a)`` of a one-element device array read it back (a counted
+    transfer), as ``bool(cuda_tensor)`` does in PyTorch; ops use them for data-dependent checks."""
+
+    __slots__ = ()
+
+    def __bool__(self):
+        return bool(download(self))
+
+    def __int__(self):
+        return int(download(self))
+
+    def __float__(self):
+        return float(download(self))
+
+
 if SIMULATOR:
-    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray as ArrayType
 
     class _Window:
         """Memory described by __array_interface__: numpy's way to view bytes with any shape and strides."""
@@ -30,9 +56,9 @@ if SIMULATOR:
             self.__array_interface__ = {"data": (address, False), "shape": shape, "strides": strides,
                                         "typestr": dtype.str, "version": 3}
 
-    class SimulatedArray(FakeCUDAArray):
-        """The simulator's device array with a plain tuple for its shape, as a real DeviceNDArray has on
-        the host (the simulator's own refuses negative indices there, which only kernels refuse)."""
+    class DeviceArray(_HostReads, ArrayType):
+        """The simulator's device array (a numpy array inside) with a plain tuple for its shape, as a real
+        DeviceNDArray has on the host (the simulator's own refuses negative indices there)."""
 
         @property
         def shape(self):
@@ -40,11 +66,7 @@ if SIMULATOR:
 
     def device_array(shape, dtype):
         """Uninitialised device memory."""
-        return SimulatedArray(np.empty(shape, dtype))
-
-    def to_device(host):
-        """A copy of a host array in device memory."""
-        return SimulatedArray(np.array(host, copy=True, order="C"))
+        return DeviceArray(np.empty(shape, dtype))
 
     def address(a):
         """Where a device array's first element lives."""
@@ -53,11 +75,17 @@ if SIMULATOR:
     def strided_view(a, shape, strides, offset=0):
         """A view of a's memory with its own shape and byte strides, ``offset`` elements past a's first one."""
         start = address(a) + offset * a.dtype.itemsize
-        return SimulatedArray(np.asarray(_Window(a._ary, start, tuple(shape), tuple(strides), a.dtype)))
+        return DeviceArray(np.asarray(_Window(a._ary, start, tuple(shape), tuple(strides), a.dtype)))
 else:
-    from numba.cuda.cudadrv.devicearray import DeviceNDArray
+    from numba.cuda.cudadrv.devicearray import DeviceNDArray as ArrayType
 
-    device_array, to_device = cuda.device_array, cuda.to_device
+    class DeviceArray(_HostReads, ArrayType):
+        """numba's device array, plus reading one element back with bool/int/float."""
+
+    def device_array(shape, dtype):
+        """Uninitialised device memory."""
+        dtype = np.dtype(dtype)
+        return DeviceArray(tuple(shape), c_strides(shape, dtype.itemsize), dtype)
 
     def address(a):
         """Where a device array's first element lives."""
@@ -66,7 +94,40 @@ else:
     def strided_view(a, shape, strides, offset=0):
         """A view of a's memory with its own shape and byte strides, ``offset`` elements past a's first one."""
         data = a.gpu_data.view(offset * a.dtype.itemsize) if math.prod(shape) else None
-        return DeviceNDArray(tuple(shape), tuple(strides), a.dtype, gpu_data=data)
+        return DeviceArray(tuple(shape), tuple(strides), a.dtype, gpu_data=data)
+
+
+def c_strides(shape, item):
+    """Row-major strides of ``shape`` in units of ``item``."""
+    strides, step = [], item
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+def upload(host):
+    """A contiguous device copy of a host array (one counted transfer)."""
+    host = np.asarray(host, order="C")  # (ascontiguousarray would make a 0-d array 1-d)
+    transfers.count += 1
+    out = device_array(host.shape, host.dtype)
+    if host.size:
+        strided_view(out, (host.size,), (host.itemsize,)).copy_to_device(host.reshape(-1))
+    return out
+
+
+def download(a):
+    """A host copy of a device array (one counted transfer); a strided one is made contiguous on the device first."""
+    transfers.count += 1
+    if not a.size:
+        return np.empty(a.shape, a.dtype)
+    if a.ndim and any(s != c for n, s, c in zip(a.shape, a.strides, c_strides(a.shape, a.dtype.itemsize)) if n != 1):
+        dense = device_array(a.shape, a.dtype)
+        walk = tuple(a.shape)
+        _, _, strides = flat(a)
+        copy_kernel[blocks(a.size), THREADS](flat(dense)[0], flat(a)[0], walk, c_strides(walk, 1), 0, strides, 0)
+        a = dense
+    return strided_view(a, (a.size,), (a.dtype.itemsize,)).copy_to_host().reshape(a.shape)
 
 
 def flat(a):
