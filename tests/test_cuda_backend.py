@@ -354,10 +354,13 @@ def test_transfers_are_counted_and_ops_make_none():
     a = up(np.arange(6.0).reshape(2, 3))
     assert C.transfers.count == before + 1
     b = C.sum(C.exp(C.mul(C.permute(a, (1, 0)), 2.0)), (0,), False)
-    b = C.getitem(C.matmul(a, C.permute(a, (1, 0))), (C.arange(0, 2, 1, dt.int64),))
+    b = C.getitem(C.matmul(a, C.permute(a, (1, 0))), (slice(None), 1))
+    C.setitem(a, (0,), C.getitem(C.where(C.gt(b, 0.0), b, 0.0), (slice(0, 1),)))
     assert C.transfers.count == before + 1
     down(b)
     assert C.transfers.count == before + 2
+    C.getitem(a, (C.arange(0, 2, 1, dt.int64),))  # an integer-array index reads back its bounds report
+    assert C.transfers.count == before + 3
 
 
 def _sgd_step(device):
@@ -403,3 +406,22 @@ def test_no_gpu_and_no_simulator_is_a_clear_error():
                           cwd=os.path.dirname(os.path.dirname(__file__)))
     assert done.returncode != 0
     assert "no CUDA GPU found" in done.stderr and "NUMBA_ENABLE_CUDASIM=1" in done.stderr
+
+
+def test_bad_indices_raise_numpys_errors_before_anything_is_written():
+    host = np.arange(12.0).reshape(3, 4)
+    device = up(host)
+    with pytest.raises(IndexError, match="index 4 is out of bounds for axis 1 with size 4"):
+        C.getitem(device, (slice(None), up(np.array([0, 4]))))
+    with pytest.raises(IndexError, match="index -4 is out of bounds for axis 0 with size 3"):
+        C.setitem(device, (up(np.array([-4, 1])),), 0.0)
+    with pytest.raises(IndexError, match="index 3 is out of bounds for axis 0 with size 3"):
+        C.add_at(device, up(np.array([3])), up(np.ones(4)))
+    with pytest.raises(IndexError, match="boolean index did not match indexed array along axis 0"):
+        C.getitem(device, (up(np.array([True, False])),))
+    with pytest.raises(IndexError, match="index 5 is out of bounds for axis 0"):
+        C.getitem(device, (5,))
+    with pytest.raises(ValueError, match=r"could not broadcast input array from shape \(3,\) into shape \(4,\)"):
+        C.setitem(device, (0,), up(np.ones(3)))
+    same(device, host)  # nothing was written
+    same(C.getitem(device, (up(np.array([2, -1])),)), host[[2, -1]])  # and the next gather works

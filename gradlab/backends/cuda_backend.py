@@ -98,11 +98,16 @@ def _walk_as(a, shape):
     window, _, strides = kernels.flat(a)
     if a.ndim == 0:
         return window, (0,) * len(shape)
-    while a.ndim > len(shape) and a.shape[0] == 1:  # numpy lets a value carry extra leading 1s
-        a, strides = CudaBackend.reshape(a, a.shape[1:]), strides[1:]
-    lead = len(shape) - a.ndim
-    return window, (0,) * lead + tuple(0 if n == 1 and m != 1 else s
-                                       for n, m, s in zip(a.shape, shape[lead:], strides))
+    own = a.shape
+    while len(own) > len(shape) and own[0] == 1:  # numpy lets a value carry extra leading 1s
+        own, strides = own[1:], strides[1:]
+    lead = len(shape) - len(own)
+    return window, (0,) * lead + tuple(0 if n == 1 and m != 1 else s for n, m, s in zip(own, shape[lead:], strides))
+
+
+def _launch(kernel, n):
+    """A kernel configured with enough blocks of THREADS threads for n elements, one thread each."""
+    return kernel[kernels.blocks(n), kernels.THREADS]
 
 
 def _empty(shape, dtype):
@@ -111,7 +116,7 @@ def _empty(shape, dtype):
 
 def _fill(out, value):
     if out.size:
-        kernels.fill_kernel[kernels.blocks(out.size), kernels.THREADS](_flat_out(out), out.dtype.type(value))
+        _launch(kernels.fill_kernel, out.size)(_flat_out(out), out.dtype.type(value))
     return out
 
 
@@ -120,8 +125,9 @@ def _strided_copy(a, shape, strides, offset, dtype=None):
     out = _empty(shape, a.dtype if dtype is None else dtype)
     if out.size:
         walk_shape = tuple(shape) or (1,)
-        kernels.copy_kernel[kernels.blocks(out.size), kernels.THREADS](_flat_out(out), kernels.flat(a)[0], walk_shape,
-                                                     kernels.c_strides(walk_shape, 1), 0, tuple(strides) or (0,), offset)
+        _launch(kernels.copy_kernel, out.size)(
+            _flat_out(out), kernels.flat(a)[0], walk_shape, kernels.c_strides(walk_shape, 1), 0,
+            tuple(strides) or (0,), offset)
     return out
 
 
@@ -134,7 +140,7 @@ def _map(name, reference):
         out = _empty(a.shape, _result(reference, a))
         if out.size:
             window, shape, strides = kernels.flat(a)
-            kernel[kernels.blocks(out.size), kernels.THREADS](_flat_out(out), window, shape, strides, 0)
+            _launch(kernel, out.size)(_flat_out(out), window, shape, strides, 0)
         return out
 
     primitive.__name__ = name
@@ -151,14 +157,14 @@ def _zip(name, reference):
             out = _empty(a.shape, _result(reference, a, b))
             if out.size:
                 window, shape, strides = kernels.flat(a)
-                scalar_right[kernels.blocks(out.size), kernels.THREADS](_flat_out(out), window, _scalar_in(b, a), shape,
+                _launch(scalar_right, out.size)(_flat_out(out), window, _scalar_in(b, a), shape,
                                                            strides, 0)
             return out
         if _is_scalar(a):
             out = _empty(b.shape, _result(reference, a, b))
             if out.size:
                 window, shape, strides = kernels.flat(b)
-                scalar_left[kernels.blocks(out.size), kernels.THREADS](_flat_out(out), _scalar_in(a, b), window, shape,
+                _launch(scalar_left, out.size)(_flat_out(out), _scalar_in(a, b), window, shape,
                                                           strides, 0)
             return out
         shape = np.broadcast_shapes(a.shape, b.shape)
@@ -167,7 +173,7 @@ def _zip(name, reference):
             walk = shape or (1,)
             wa, sa = _walk_as(a, walk)
             wb, sb = _walk_as(b, walk)
-            arrays[kernels.blocks(out.size), kernels.THREADS](_flat_out(out), wa, wb, walk, sa, 0, sb, 0)
+            _launch(arrays, out.size)(_flat_out(out), wa, wb, walk, sa, 0, sb, 0)
         return out
 
     primitive.__name__ = name
@@ -176,10 +182,10 @@ def _zip(name, reference):
 
 def _on_host(name, function):
     """A primitive computed by numpy on the host (see HOST_ROUND_TRIPS): down, numpy, up, all counted."""
-    def primitive(*args):
+    def primitive(*args, **kwargs):
         host = [_to_host(x) if _is_device(x) else x for x in args]
         with np.errstate(all="ignore"):
-            result = function(*host)
+            result = function(*host, **kwargs)
         if isinstance(result, tuple):
             return tuple(_to_device(np.asarray(r)) for r in result)
         return _to_device(np.asarray(result))
@@ -280,7 +286,7 @@ def _scan(op, reference):
         if out.size:
             rows = out.size // n
             window, shape, strides = kernels.flat(moved)
-            kernels.scan_kernel(op)[kernels.blocks(rows), kernels.THREADS](_flat_out(out), window, shape, strides, 0, rows, n)
+            _launch(kernels.scan_kernel(op), rows)(_flat_out(out), window, shape, strides, 0, rows, n)
         if axis == a.ndim - 1:
             return out
         return CudaBackend.copy(CudaBackend.permute(out, tuple(np.argsort(order))))
@@ -296,7 +302,8 @@ class _Plan:
     indices the broadcast index rows (``index``, one row per indexed axis) and where each output axis
     steps through them (``bmul``)."""
 
-    __slots__ = ("out_shape", "shape", "strides", "offset", "bmul", "index", "index_strides", "index_sizes")
+    __slots__ = ("out_shape", "shape", "strides", "offset", "bmul", "index", "index_strides", "index_sizes",
+                 "index_axes")
 
 
 def _plan(a, index):
@@ -305,12 +312,12 @@ def _plan(a, index):
     index = tuple(_device(i) if isinstance(i, (list, np.ndarray)) else i for i in index)
     advanced = any(_is_device(i) for i in index)
     if advanced and any(_is_device(i) and i.dtype == np.bool_ for i in index):
-        index = _masks_to_positions(index)  # host round trip: the mask's size decides the output's
+        index = _masks_to_positions(a, index)  # host round trip: the mask's size decides the output's
     if any(i is Ellipsis for i in index):
         at = next(n for n, i in enumerate(index) if i is Ellipsis)
-        used = sum(1 for i in index if i is not None and i is not Ellipsis)
+        used = sum(1 for i in index if not _new_axis(i) and i is not Ellipsis)
         index = index[:at] + (slice(None),) * (a.ndim - used) + index[at + 1:]
-    used = sum(1 for i in index if i is not None)
+    used = sum(1 for i in index if not _new_axis(i))
     if used > a.ndim:
         raise IndexError(f"too many indices for array: array is {a.ndim}-dimensional, but {used} were indexed")
     index = index + (slice(None),) * (a.ndim - used)
@@ -319,8 +326,8 @@ def _plan(a, index):
     shape, strides, offset, d = [], [], 0, 0
     arrays, places = [], []  # the integer arrays with (stride, size) of their axes; their positions in index
     for n, i in enumerate(index):
-        if i is None:
-            shape.append(1)
+        if _new_axis(i):  # None, or a Python bool: a new axis of length 1 (0 for False), as in numpy
+            shape.append(0 if i is False or i is np.False_ else 1)
             strides.append(0)
             continue
         size, stride = a.shape[d], a.strides[d] // item
@@ -330,7 +337,7 @@ def _plan(a, index):
             strides.append(stride * step)
             offset += start * stride
         elif _is_device(i) or (advanced and hasattr(i, "__index__")):
-            arrays.append((i, stride, size))
+            arrays.append((i, stride, size, d))
             places.append(n)
         else:
             position = operator.index(i)
@@ -343,44 +350,86 @@ def _plan(a, index):
         plan.shape, plan.strides, plan.bmul, plan.index = tuple(shape), tuple(strides), None, None
         plan.out_shape = plan.shape
         return plan
-    b_shape = np.broadcast_shapes(*(np.shape(i) if not _is_device(i) else i.shape for i, _, _ in arrays))
+    b_shape = np.broadcast_shapes(*(np.shape(i) if not _is_device(i) else i.shape for i, _, _, _ in arrays))
     adjacent = places == list(range(places[0], places[0] + len(places)))
-    before = sum(1 for i in index[:places[0]] if not (_is_device(i) or hasattr(i, "__index__"))) if adjacent else 0
+    before = sum(1 for i in index[:places[0]] if _new_axis(i) or isinstance(i, slice)) if adjacent else 0
     b_strides = kernels.c_strides(b_shape, 1)
     plan.shape = plan.out_shape = tuple(shape[:before]) + tuple(b_shape) + tuple(shape[before:])
     plan.strides = tuple(strides[:before]) + (0,) * len(b_shape) + tuple(strides[before:])
     plan.bmul = (0,) * before + b_strides + (0,) * (len(shape) - before)
     rows = _empty((len(arrays), math.prod(b_shape)), np.int64)
-    for j, (i, _, _) in enumerate(arrays):
+    for j, (i, _, _, _) in enumerate(arrays):
         row = kernels.strided_view(rows, b_shape, kernels.c_strides(b_shape, 8), j * rows.shape[1])
         if _is_device(i):
             CudaBackend.setitem(row, Ellipsis, i)
         else:
             _fill(row, operator.index(i))
     plan.index = rows
-    plan.index_strides = tuple(s for _, s, _ in arrays)
-    plan.index_sizes = tuple(n for _, _, n in arrays)
+    plan.index_strides = tuple(s for _, s, _, _ in arrays)
+    plan.index_sizes = tuple(n for _, _, n, _ in arrays)
+    plan.index_axes = tuple(d for _, _, _, d in arrays)
     if not plan.shape:  # every index a 0-d array: walk one element
         plan.shape, plan.strides, plan.bmul = (1,), (0,), (0,)
     return plan
 
 
-def _masks_to_positions(index):
+def _broadcasts(shape, target):
+    """Whether an array of ``shape`` broadcasts to ``target``."""
+    return len(shape) <= len(target) and all(n in (1, m) for n, m in zip(shape[::-1], target[::-1]))
+
+
+def _new_axis(i):
+    return i is None or isinstance(i, (bool, np.bool_))
+
+
+def _masks_to_positions(a, index):
     """Each bool mask in an index becomes one integer array per axis it covers (numpy's nonzero)."""
-    out = []
-    for i in index:
-        if _is_device(i) and i.dtype == np.bool_:
+    def width(i):  # how many of a's axes an index entry uses
+        return 0 if _new_axis(i) or i is Ellipsis else (i.ndim if _is_device(i) and i.dtype == np.bool_ else 1)
+
+    out, axis = [], 0
+    for n, i in enumerate(index):
+        if i is Ellipsis:
+            axis = a.ndim - sum(width(j) for j in index[n + 1:])
+        elif _is_device(i) and i.dtype == np.bool_:
+            for offset, (got, size) in enumerate(zip(i.shape, a.shape[axis:])):
+                if got != size:
+                    raise IndexError(f"boolean index did not match indexed array along axis {axis + offset}; size of "
+                                     f"axis is {size} but size of corresponding boolean axis is {got}")
             out.extend(_to_device(p) for p in np.nonzero(_to_host(i)))
-        else:
-            out.append(i)
+            axis += i.ndim
+            continue
+        out.append(i)
+        axis += width(i)
     return tuple(out)
 
 
 def _plan_launch(kernel, a, plan, values, n):
     """Run a scatter kernel over a plan with ``values`` broadcast to the plan's shape."""
     wv, sv = _walk_as(values, plan.shape)
-    kernel[kernels.blocks(n), kernels.THREADS](kernels.flat(a)[0], wv, sv, 0, plan.shape, plan.strides, plan.offset, plan.bmul,
-                                   plan.index, plan.index_strides, plan.index_sizes, n)
+    _launch(kernel, n)(kernels.flat(a)[0], wv, sv, 0, plan.shape, plan.strides, plan.offset, plan.bmul,
+                       plan.index, plan.index_strides, plan.index_sizes, n, _index_error())
+    _raise_index_error(plan)
+
+
+_error_slot: list = []
+
+
+def _index_error():
+    """The device array in which indexing kernels report an index out of range: (flag, index, row)."""
+    if not _error_slot:
+        _error_slot.append(_fill(_empty((3,), np.int64), 0))
+    return _error_slot[0]
+
+
+def _raise_index_error(plan):
+    """numpy's IndexError for an index out of range, read back from the kernel's report (one small
+    transfer per integer-array index: the price of raising where numpy raises, before the result is used)."""
+    flag, bad, row = (int(x) for x in _to_host(_index_error()))
+    if flag:
+        _fill(_index_error(), 0)
+        raise IndexError(f"index {bad} is out of bounds for axis {plan.index_axes[row]} with size "
+                         f"{plan.index_sizes[row]}")
 
 
 def _overlaps(a, b):
@@ -493,7 +542,7 @@ class CudaBackend(CudaFusedKernels, Backend):
         n = max(0, math.ceil((stop - start) / step))
         out = _empty((n,), _NATIVE[dtype])
         if n:
-            kernels.arange_kernel[kernels.blocks(n), kernels.THREADS](out, start, step)
+            _launch(kernels.arange_kernel, n)(out, start, step)
         return out
 
     # elementwise, one input
@@ -584,7 +633,7 @@ class CudaBackend(CudaFusedKernels, Backend):
         if out.size:
             walk = shape or (1,)
             (wc, sc), (wa, sa), (wb, sb) = _walk_as(cond, walk), _walk_as(a, walk), _walk_as(b, walk)
-            kernels.where_kernel[kernels.blocks(out.size), kernels.THREADS](_flat_out(out), wc, wa, wb, walk, sc, 0, sa, 0, sb, 0)
+            _launch(kernels.where_kernel, out.size)(_flat_out(out), wc, wa, wb, walk, sc, 0, sa, 0, sb, 0)
         return out
 
     # reductions
@@ -644,9 +693,10 @@ class CudaBackend(CudaFusedKernels, Backend):
         n = math.prod(plan.shape)
         out = _empty(plan.out_shape, a.dtype)
         if n:
-            kernels.gather_kernel[kernels.blocks(n), kernels.THREADS](_flat_out(out), kernels.flat(a)[0], plan.shape, plan.strides,
-                                                    plan.offset, plan.bmul, plan.index, plan.index_strides,
-                                                    plan.index_sizes)
+            _launch(kernels.gather_kernel, n)(_flat_out(out), kernels.flat(a)[0], plan.shape, plan.strides,
+                                              plan.offset, plan.bmul, plan.index, plan.index_strides,
+                                              plan.index_sizes, _index_error())
+            _raise_index_error(plan)
         return out
 
     @staticmethod
@@ -657,13 +707,18 @@ class CudaBackend(CudaFusedKernels, Backend):
             value = CudaBackend.full((), value, _FROM_NATIVE[a.dtype])
         elif _overlaps(a, value):
             value = CudaBackend.copy(value)
+        own = value.shape
+        while len(own) > len(plan.out_shape) and own[0] == 1:  # numpy lets a value carry extra leading 1s
+            own = own[1:]
+        if not _broadcasts(own, plan.out_shape):
+            raise ValueError(f"could not broadcast input array from shape {value.shape} into shape {plan.out_shape}")
         n = math.prod(plan.shape)
         if not n:
             return
         walk = plan.shape or (1,)
         if plan.index is None:
             wv, sv = _walk_as(value, walk)
-            kernels.copy_kernel[kernels.blocks(n), kernels.THREADS](kernels.flat(a)[0], wv, walk, plan.strides or (0,), plan.offset,
+            _launch(kernels.copy_kernel, n)(kernels.flat(a)[0], wv, walk, plan.strides or (0,), plan.offset,
                                                   sv, 0)
         else:
             _plan_launch(kernels.scatter_kernel, a, plan, value, n)
@@ -843,10 +898,11 @@ class CudaBackend(CudaFusedKernels, Backend):
             wb, _, sb = kernels.flat(b)
             z = math.prod(batch)
             walk = batch or (1,)
-            grid = (kernels.blocks(n, kernels.TILE), kernels.blocks(m, kernels.TILE), z)
-            kernels.matmul_kernel(dtype)[grid, (kernels.TILE, kernels.TILE)](_flat_out(out), wa, wb, walk, sa[:-2] or (0,), 0,
-                                                          sb[:-2] or (0,), 0, m, ka, n, sa[-2], sa[-1],
-                                                          sb[-2], sb[-1])
+            for z0 in range(0, z, 65535):
+                grid = (kernels.blocks(n, kernels.TILE), kernels.blocks(m, kernels.TILE), min(65535, z - z0))
+                kernels.matmul_kernel(dtype)[grid, (kernels.TILE, kernels.TILE)](
+                    _flat_out(out), wa, wb, walk, sa[:-2] or (0,), 0, sb[:-2] or (0,), 0, m, ka, n,
+                    sa[-2], sa[-1], sb[-2], sb[-1], z0)
         if vector_a or vector_b:
             shape = batch + ((m,) if not vector_a else ()) + ((n,) if not vector_b else ())
             out = CudaBackend.reshape(out, shape)

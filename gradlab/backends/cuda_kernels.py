@@ -564,9 +564,13 @@ def scan_kernel(op):
 # --- indexing with integer arrays: gather, scatter, scatter-add -------------------------------------
 
 @cuda.jit(device=True)
-def indexed_position(i, shape, strides, offset, bmul, index, index_strides, index_sizes):
+def indexed_position(i, shape, strides, offset, bmul, index, index_strides, index_sizes, error):
     """Where output element i of ``a[index]`` lives in a: the sliced axes walk their strides, the axes
-    of the broadcast index arrays pick row b of ``index`` (one row per indexed axis of a)."""
+    of the broadcast index arrays pick row b of ``index`` (one row per indexed axis of a).
+
+    An index out of range reads and writes nothing: it gives -1 and is reported in ``error``
+    (1, the index, which row) for the host to raise, as numpy raises before it touches memory.
+    """
     p = offset
     b = 0
     for d in range(len(shape) - 1, -1, -1):
@@ -576,6 +580,9 @@ def indexed_position(i, shape, strides, offset, bmul, index, index_strides, inde
         b += k * bmul[d]
     for j in range(len(index_strides)):
         k = index[j, b]
+        if k < -index_sizes[j] or k >= index_sizes[j]:
+            error[0], error[1], error[2] = 1, k, j
+            return -1
         if k < 0:
             k += index_sizes[j]
         p += k * index_strides[j]
@@ -583,27 +590,31 @@ def indexed_position(i, shape, strides, offset, bmul, index, index_strides, inde
 
 
 @cuda.jit
-def gather_kernel(out, a, shape, strides, offset, bmul, index, index_strides, index_sizes):
+def gather_kernel(out, a, shape, strides, offset, bmul, index, index_strides, index_sizes, error):
     i = cuda.grid(1)
     if i < out.shape[0]:
-        out[i] = a[indexed_position(i, shape, strides, offset, bmul, index, index_strides, index_sizes)]
+        p = indexed_position(i, shape, strides, offset, bmul, index, index_strides, index_sizes, error)
+        if p >= 0:
+            out[i] = a[p]
 
 
 @cuda.jit
-def scatter_kernel(a, values, sv, ov, shape, strides, offset, bmul, index, index_strides, index_sizes, n):
+def scatter_kernel(a, values, sv, ov, shape, strides, offset, bmul, index, index_strides, index_sizes, n, error):
     i = cuda.grid(1)
     if i < n:
-        a[indexed_position(i, shape, strides, offset, bmul, index, index_strides, index_sizes)] = \
-            values[position(i, shape, sv, ov)]
+        p = indexed_position(i, shape, strides, offset, bmul, index, index_strides, index_sizes, error)
+        if p >= 0:
+            a[p] = values[position(i, shape, sv, ov)]
 
 
 @cuda.jit
-def scatter_add_kernel(a, values, sv, ov, shape, strides, offset, bmul, index, index_strides, index_sizes, n):
+def scatter_add_kernel(a, values, sv, ov, shape, strides, offset, bmul, index, index_strides, index_sizes, n, error):
     """a[index] += values with atomics, so that repeated indices all add up."""
     i = cuda.grid(1)
     if i < n:
-        p = indexed_position(i, shape, strides, offset, bmul, index, index_strides, index_sizes)
-        cuda.atomic.add(a, p, values[position(i, shape, sv, ov)])
+        p = indexed_position(i, shape, strides, offset, bmul, index, index_strides, index_sizes, error)
+        if p >= 0:
+            cuda.atomic.add(a, p, values[position(i, shape, sv, ov)])
 
 
 # --- matmul: tiles of a and b staged in shared memory ------------------------------------------------
@@ -620,10 +631,10 @@ def matmul_kernel(dtype):
         zero = dtype.type(0)
 
         @cuda.jit
-        def kernel(out, a, b, batch_shape, sa, oa, sb, ob, m, k, n, am, ak, bk, bn):
+        def kernel(out, a, b, batch_shape, sa, oa, sb, ob, m, k, n, am, ak, bk, bn, z0):
             tile_a = cuda.shared.array((TILE, TILE), element)
             tile_b = cuda.shared.array((TILE, TILE), element)
-            z = cuda.blockIdx.z
+            z = z0 + cuda.blockIdx.z  # the batch entry (launches take at most 65535 along z)
             pa = position(z, batch_shape, sa, oa)
             pb = position(z, batch_shape, sb, ob)
             ty, tx = cuda.threadIdx.y, cuda.threadIdx.x
