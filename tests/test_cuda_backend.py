@@ -190,6 +190,8 @@ def test_creation_and_casts():
     same(copied, host)
     assert C.dtype_of(copied) is dt.float64
     assert C.supported_dtypes == {dt.float32, dt.float64, dt.int64, dt.int32, dt.int16, dt.int8, dt.uint8, dt.bool_}
+    with pytest.raises(TypeError, match="the 'cuda' device has no float16 arrays"):
+        C.astype(device, dt.float16)
 
 
 def test_views_share_device_memory():
@@ -425,3 +427,18 @@ def test_bad_indices_raise_numpys_errors_before_anything_is_written():
         C.setitem(device, (0,), up(np.ones(3)))
     same(device, host)  # nothing was written
     same(C.getitem(device, (up(np.array([2, -1])),)), host[[2, -1]])  # and the next gather works
+
+
+@pytest.mark.parametrize("name", ["isub", "iadd", "imul"])
+def test_in_place_updates_write_into_the_array_itself(name):
+    host, device = np.arange(6.0).reshape(2, 3), up(np.arange(6.0).reshape(2, 3))
+    view = C.getitem(device, (1,))  # a view sees the update: same memory
+    for b in (np.array([1.0, -2.0, 0.5]), 3.0):
+        getattr(N, name)(host, b)
+        getattr(C, name)(device, up(b) if isinstance(b, np.ndarray) else b)
+    same(device, host)
+    same(view, host[1])
+    strided_host, strided = host[:, ::2], C.getitem(device, (slice(None), slice(None, None, 2)))
+    getattr(N, name)(strided_host, 2.0)  # not contiguous: the composed fallback
+    getattr(C, name)(strided, 2.0)
+    same(device, host)

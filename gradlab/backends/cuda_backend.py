@@ -23,7 +23,7 @@ from .contract import Backend
 from .cuda_fused import CudaFusedKernels
 
 if not kernels.SIMULATOR and not cuda.is_available():
-    raise RuntimeError("the 'cuda' device needs an NVIDIA GPU, and no CUDA GPU found (or its driver is missing); "
+    raise RuntimeError("the 'cuda' device needs an NVIDIA GPU: no CUDA GPU found (or its driver is missing); "
                        "set NUMBA_ENABLE_CUDASIM=1 to run on numba's simulator (slow), or use device='cpu'")
 
 try:  # cuBLAS through CuPy where both a GPU and CuPy are there; the tiled kernel otherwise
@@ -33,8 +33,17 @@ try:  # cuBLAS through CuPy where both a GPU and CuPy are there; the tiled kerne
 except ImportError:
     cupy = None
 
-_NATIVE = {d: np.dtype(d.name) for d in (dt.float32, dt.float64, dt.int64, dt.int32, dt.int16, dt.int8,
-                                         dt.uint8, dt.bool_)}
+class _Natives(dict):
+    """gradlab dtype -> numpy dtype (device arrays carry numpy dtypes); a dtype not here is a clear error."""
+
+    def __missing__(self, dtype):
+        names = ", ".join(d.name for d in self)
+        raise TypeError(f"the 'cuda' device has no {getattr(dtype, 'name', dtype)} arrays (it has {names}); "
+                        f"convert the tensor first, e.g. with .float()")
+
+
+_NATIVE = _Natives({d: np.dtype(d.name) for d in (dt.float32, dt.float64, dt.int64, dt.int32, dt.int16, dt.int8,
+                                                  dt.uint8, dt.bool_)})
 _FROM_NATIVE = {v: key for key, v in _NATIVE.items()}
 dt.register_native_dtypes(_NATIVE)
 _ATOMIC_ADD = {np.dtype(t) for t in ("float32", "float64", "int32", "int64")}  # what cuda.atomic.add takes
@@ -52,8 +61,6 @@ HOST_ROUND_TRIPS = (
     ("einsum with a repeated subscript in one operand", "a diagonal inside einsum: rare"),
     ("LinalgKernels (lu_factor, solve, qr, svd, eigh, ...)", "factorizations run on the host, as on every backend"),
 )
-
-
 
 
 # --- helpers: device arrays, output dtypes, launching ------------------------------------------------
@@ -157,15 +164,13 @@ def _zip(name, reference):
             out = _empty(a.shape, _result(reference, a, b))
             if out.size:
                 window, shape, strides = kernels.flat(a)
-                _launch(scalar_right, out.size)(_flat_out(out), window, _scalar_in(b, a), shape,
-                                                           strides, 0)
+                _launch(scalar_right, out.size)(_flat_out(out), window, _scalar_in(b, a), shape, strides, 0)
             return out
         if _is_scalar(a):
             out = _empty(b.shape, _result(reference, a, b))
             if out.size:
                 window, shape, strides = kernels.flat(b)
-                _launch(scalar_left, out.size)(_flat_out(out), _scalar_in(a, b), window, shape,
-                                                          strides, 0)
+                _launch(scalar_left, out.size)(_flat_out(out), _scalar_in(a, b), window, shape, strides, 0)
             return out
         shape = np.broadcast_shapes(a.shape, b.shape)
         out = _empty(shape, _result(reference, a, b))
@@ -718,8 +723,7 @@ class CudaBackend(CudaFusedKernels, Backend):
         walk = plan.shape or (1,)
         if plan.index is None:
             wv, sv = _walk_as(value, walk)
-            _launch(kernels.copy_kernel, n)(kernels.flat(a)[0], wv, walk, plan.strides or (0,), plan.offset,
-                                                  sv, 0)
+            _launch(kernels.copy_kernel, n)(kernels.flat(a)[0], wv, walk, plan.strides or (0,), plan.offset, sv, 0)
         else:
             _plan_launch(kernels.scatter_kernel, a, plan, value, n)
 
@@ -776,6 +780,18 @@ class CudaBackend(CudaFusedKernels, Backend):
         shape = tuple(a.shape[i] for i in keep) + (length,)
         strides = tuple(a.strides[i] for i in keep) + (a.strides[axis1] + a.strides[axis2],)
         return kernels.strided_view(a, shape, strides, start // item if length else 0)
+
+    @staticmethod
+    def isub(a, b):  # fused kernel (see Backend.isub): the zip kernel writes into a itself
+        _in_place("sub", a, b) or Backend.isub(CudaBackend, a, b)
+
+    @staticmethod
+    def iadd(a, b):  # fused kernel (see Backend.iadd)
+        _in_place("add", a, b) or Backend.iadd(CudaBackend, a, b)
+
+    @staticmethod
+    def imul(a, b):  # fused kernel (see Backend.imul)
+        _in_place("mul", a, b) or Backend.imul(CudaBackend, a, b)
 
     @staticmethod
     def concatenate(arrays, axis):
@@ -930,6 +946,30 @@ class CudaBackend(CudaFusedKernels, Backend):
 
     def synchronize(self):
         cuda.synchronize()
+
+
+def _in_place(name, a, b):
+    """a = a op b in one launch, each thread reading and writing its own element of a; True if done.
+
+    Only for a contiguous a that b's memory does not overlap and whose dtype the result keeps
+    (else the composed fallback, op then setitem, runs)."""
+    b = _device(b)
+    if not CudaBackend.is_contiguous(a) or not a.size:
+        return not a.size
+    arrays, scalar_right, _ = kernels.ZIP[name]
+    if _is_scalar(b):
+        if np.result_type(a.dtype, b) != a.dtype:
+            return False
+        window, shape, strides = kernels.flat(a)
+        _launch(scalar_right, a.size)(_flat_out(a), window, _scalar_in(b, a), shape, strides, 0)
+        return True
+    if _overlaps(a, b) or np.result_type(a.dtype, b.dtype) != a.dtype or not _broadcasts(b.shape, a.shape):
+        return False
+    walk = a.shape or (1,)
+    wa, sa = _walk_as(a, walk)
+    wb, sb = _walk_as(b, walk)
+    _launch(arrays, a.size)(_flat_out(a), wa, wb, walk, sa, 0, sb, 0)
+    return True
 
 
 def _triangle(a, offset, lower):
