@@ -410,6 +410,16 @@ def test_no_gpu_and_no_simulator_is_a_clear_error():
     assert "no CUDA GPU found" in done.stderr and "NUMBA_ENABLE_CUDASIM=1" in done.stderr
 
 
+@pytest.mark.slow  # a fresh interpreter: seconds
+def test_without_numba_cuda_the_device_names_the_extra():
+    code = ("import sys; sys.modules['numba_cuda'] = None\n"  # as if numba-cuda were not installed
+            "import gradlab\n"
+            "try:\n    gradlab.zeros(2, device='cuda')\nexcept RuntimeError as error:\n    print(error)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=os.path.dirname(os.path.dirname(__file__)))
+    assert 'pip install "gradlab[cuda]"' in done.stdout, done.stdout + done.stderr
+
+
 def test_bad_indices_raise_numpys_errors_before_anything_is_written():
     host = np.arange(12.0).reshape(3, 4)
     device = up(host)

@@ -15,6 +15,8 @@ import math
 import operator
 
 import numpy as np
+
+import numba_cuda  # noqa: F401  the maintained CUDA target; missing, device.py names the extra to install
 from numba import cuda
 
 from .. import dtypes as dt
