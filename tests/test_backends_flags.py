@@ -36,7 +36,7 @@ def test_defaults_and_availability_match_torch_without_a_gpu():
     assert gl.backends.mps.is_available() is torch.backends.mps.is_available() is False
     assert gl.backends.mps.is_built() is False
     assert gl.backends.mkldnn.is_available() is False and gl.backends.openmp.is_available() is False
-    assert cuda_flags.is_built() is False  # this gradlab has no CUDA backend module
+    assert cuda_flags.is_built() is True  # gradlab ships its CUDA backend module (it needs gradlab[cuda] to load)
 
 
 def test_cudnn_flags_context_manager_sets_and_restores():

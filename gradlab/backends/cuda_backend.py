@@ -413,10 +413,12 @@ def _masks_to_positions(a, index):
 
 def _plan_launch(kernel, a, plan, values, n):
     """Run a scatter kernel over a plan with ``values`` broadcast to the plan's shape."""
+    _launch(kernels.check_kernel, n)(plan.shape, plan.strides, plan.offset, plan.bmul, plan.index,
+                                     plan.index_strides, plan.index_sizes, n, _index_error())
+    _raise_index_error(plan)  # before anything is written, as numpy checks
     wv, sv = _walk_as(values, plan.shape)
     _launch(kernel, n)(kernels.flat(a)[0], wv, sv, 0, plan.shape, plan.strides, plan.offset, plan.bmul,
                        plan.index, plan.index_strides, plan.index_sizes, n, _index_error())
-    _raise_index_error(plan)
 
 
 _error_slot: list = []

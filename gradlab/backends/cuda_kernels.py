@@ -599,6 +599,14 @@ def gather_kernel(out, a, shape, strides, offset, bmul, index, index_strides, in
 
 
 @cuda.jit
+def check_kernel(shape, strides, offset, bmul, index, index_strides, index_sizes, n, error):
+    """Only the bounds of every index: a scatter runs this first, so a bad index writes nothing at all."""
+    i = cuda.grid(1)
+    if i < n:
+        indexed_position(i, shape, strides, offset, bmul, index, index_strides, index_sizes, error)
+
+
+@cuda.jit
 def scatter_kernel(a, values, sv, ov, shape, strides, offset, bmul, index, index_strides, index_sizes, n, error):
     i = cuda.grid(1)
     if i < n:
