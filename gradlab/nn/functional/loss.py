@@ -254,9 +254,11 @@ class ClassIndexLoss(Function):
         input, weight, logp, index, a, c, denominator = ctx.saved_tensors
         dim = ctx.dim
         g = grad.unsqueeze(dim) if ctx.reduction == "none" else grad if denominator is None else grad / denominator
-        backend = index.device.backend
+        backend, ga = index.device.backend, g * a
+        if ctx.from_logits and c is None and not grad_state.enabled:  # the common case: the backend's fused kernel
+            return (input._wrap(backend.cross_entropy_backward(logp.array, index.array, ga.array, dim)),) + (None,) * 7
         classes = index._wrap(backend.reshape(backend.arange(0, ctx.n_classes, 1, int64), _class_shape(input, dim)))
-        onehot, ga = index == classes, g * a
+        onehot = index == classes
         if not ctx.from_logits:
             return (onehot * -ga,) + (None,) * 7
         # under create_graph the softmax must come from input itself, so that it can be differentiated again
