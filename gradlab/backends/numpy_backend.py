@@ -84,6 +84,20 @@ def _half_in_float32(kernel):
     return run
 
 
+def _float32_route(name, kernel):
+    """A fused kernel of numpy_kernels.py as a backend method. 16-bit floats take the contract's route:
+    Backend.<name> widens them to float32 and calls this method again, which then reaches the kernel."""
+    contract = getattr(Backend, name)
+
+    def run(self, a, *args):
+        if a.dtype in _HALF:
+            return contract(self, a, *args)
+        return kernel(a, *args)
+
+    run.__name__, run.__doc__ = name, kernel.__doc__
+    return run
+
+
 class NumpyBackend(Backend):
     """Primitives on numpy ndarrays, on the host CPU."""
 
@@ -426,5 +440,13 @@ class NumpyBackend(Backend):
             return self.ndtr(a.astype(np.float32)).astype(a.dtype)
         return kernels.ndtr(a) if a.dtype == np.float32 else Backend.ndtr(self, a)
 
-    softmax = staticmethod(_half_in_float32(kernels.softmax))
+    softmax = _float32_route("softmax", kernels.softmax)
     sigmoid = staticmethod(kernels.sigmoid)
+    log_softmax = _float32_route("log_softmax", kernels.log_softmax)
+    softmax_backward = _float32_route("softmax_backward", kernels.softmax_backward)
+    log_softmax_backward = _float32_route("log_softmax_backward", kernels.log_softmax_backward)
+    cross_entropy_backward = _float32_route("cross_entropy_backward", kernels.cross_entropy_backward)
+    layer_norm = _float32_route("layer_norm", kernels.layer_norm)
+    layer_norm_backward = _float32_route("layer_norm_backward", kernels.layer_norm_backward)
+    # gelu and silu are the contract's compositions: on numpy they already run the ndtr / sigmoid kernels
+    # above and write every later step in place (imul, iadd), so an override would change nothing
