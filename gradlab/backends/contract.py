@@ -145,10 +145,11 @@ class Backend(LinalgKernels):
         return self.sub(shifted, self.log(self.sum(self.exp(shifted), (axis,), True)))
 
     def sigmoid(self, a):
-        """1 / (1 + exp(-a)), written so that exp never overflows."""
+        """1 / (1 + exp(-a)), written so that exp never overflows: e = exp(-|a|) ≤ 1, and for a < 0 the
+        value is e / (1 + e) (not 1 − 1/(1 + e), which rounds to 0 long before the sigmoid underflows)."""
         e = self.exp(self.neg(self.abs(a)))
         pos = self.div(1.0, self.add(e, 1.0))
-        return self.where(self.ge(a, 0), pos, self.sub(1.0, pos))
+        return self.where(self.ge(a, 0), pos, self.mul(e, pos))
 
     def matmul_into(self, a, b, out):
         """out[...] = a @ b, written into an array the caller owns (maybe a strided view of a bigger one,
@@ -377,12 +378,15 @@ class Backend(LinalgKernels):
         return self.asarray(rng.uniform(low, high, size=shape), dtype)
 
     def random_normal(self, rng: np.random.Generator, shape, mean, std, dtype: DType):
+        """Normal floats with the given mean and std, drawn on the host and moved."""
         return self.asarray(rng.normal(mean, std, size=shape), dtype)
 
     def random_integers(self, rng: np.random.Generator, low, high, shape, dtype: DType):
+        """Integers in [low, high), drawn on the host and moved."""
         return self.asarray(rng.integers(low, high, size=shape), dtype)
 
     def random_permutation(self, rng: np.random.Generator, n, dtype: DType):
+        """A random ordering of 0 … n − 1, drawn on the host and moved."""
         return self.asarray(rng.permutation(n), dtype)
 
     def synchronize(self):
