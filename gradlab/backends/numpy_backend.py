@@ -5,7 +5,8 @@ into scalars, so every result is forced back to an array (``out=...`` where nump
 and the floating-point warnings that PyTorch never gives are silenced in the ops where ordinary
 inputs raise them (log(0), x/0, sqrt(-1), pow). add, sub and mul are left unguarded: a guard costs
 more than the op itself on small tensors, so inf - inf may still warn. The hand-written kernels
-(float32 erf and Φ, softmax, sigmoid) live beside it in ``numpy_kernels.py``.
+(float32 erf and Φ, softmax and log-softmax with their backwards, sigmoid, cross-entropy's gradient,
+layer norm) live beside it in ``numpy_kernels.py``.
 """
 
 from __future__ import annotations

@@ -2,8 +2,10 @@
 
 ``numpy_backend.py`` is the reference (one numpy call per primitive); what needs more than one
 call to be fast lives here: erf and Φ for float32 from minimax polynomials (several times faster
-than scipy's float64 erf, within 1 ulp), and softmax and sigmoid in place in one new array. Each
-has a composed fallback in ``contract.py`` and a test against an exact reference.
+than scipy's float64 erf, within 1 ulp), softmax and sigmoid in place in one new array, and the
+heavy paths' fused kernels (log-softmax, the softmax backwards, cross-entropy's gradient, layer
+norm) with einsum sums and in-place steps. Each has a composed fallback in ``contract.py`` and a
+test against an exact reference.
 """
 
 from __future__ import annotations
