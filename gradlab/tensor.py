@@ -17,7 +17,7 @@ from .autograd import engine, views
 from .autograd.function import TrackedTensor
 from .autograd.grad_mode import grad_state
 from .autograd.hooks import RemovableHandle
-from .backends.device import Device, resolve_device
+from .backends.device import Device, backend_for, resolve_device
 from .generator import generator_rng, multinomial
 from .layouts import channels_last, channels_last_3d, check_options
 from .ops._common import describe, normalize_dim, shape_str
@@ -81,8 +81,8 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
         ``Tensor(data)`` a float copy of the data (``gradlab.tensor`` infers the dtype instead)."""
         dtype = dtype if dtype is not None else dt.get_default_dtype()
         if args and all(isinstance(n, int) and not isinstance(n, bool) for n in args):
-            device = resolve_device(device)
-            _init(self, device.backend.zeros(_shape_arg(args), dtype), device)
+            device, dtype = resolve_device(device), dt.as_dtype(dtype)
+            _init(self, backend_for("Tensor", device, dtype).zeros(_shape_arg(args), dtype), device)
         elif len(args) <= 1:
             source = as_backend_array(args[0] if args else [], dtype, device, "Tensor", copy=True)
             _init(self, source[0], source[1])
@@ -343,24 +343,38 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
         return self if self.is_contiguous() else Clone.apply(self)
 
     def to(self, *args, dtype=None, device=None, copy=False, non_blocking=False, memory_format=None) -> "Tensor":
-        """``to(dtype)``, ``to(device)``, ``to(device, dtype)`` or ``to(other_tensor)``, as in PyTorch."""
+        """``to(dtype)``, ``to(device)``, ``to(device, dtype)`` or ``to(other_tensor)``, as in PyTorch.
+
+        Positional ``non_blocking, copy`` may follow, as in PyTorch; ``non_blocking`` changes nothing
+        here, since every move has completed when ``to`` returns. The target device is checked first
+        (its backend loads, it has the dtype), so a failed move does no work.
+        """
         check_options("to", memory_format=memory_format, ndim=self.ndim)
+        flags = []
         for arg in args:
             if isinstance(arg, Tensor):
                 dtype, device = arg.dtype, arg.device
             elif isinstance(arg, (str, Device)):
                 device = arg
+            elif isinstance(arg, bool):
+                flags.append(arg)
             elif arg is not None:
                 dtype = arg
+        if len(flags) > 2:
+            raise TypeError(f"to(): expected at most two positional flags (non_blocking, copy), got {len(flags)}")
+        if len(flags) == 2:
+            copy = copy or flags[1]
+        device = self.device if device is None else resolve_device(device)
+        dtype = self.dtype if dtype is None else dt.as_dtype(dtype)
+        if device is not self.device or dtype is not self.dtype:
+            backend_for("to", device, dtype)  # a device without that dtype refuses before anything moves
         out = self
-        if device is not None:
-            device = resolve_device(device)
-            if device is not self.device:
-                out = ToDevice.apply(out, device)
-        if dtype is not None:
-            dtype = dt.as_dtype(dtype)
-            if dtype is not out.dtype:
-                out = Cast.apply(out, dtype)
+        if device is not self.device:
+            if dtype is not self.dtype and dtype in self.device.backend.supported_dtypes:
+                out = Cast.apply(out, dtype)  # cast first, so what travels is a dtype the target device has
+            out = ToDevice.apply(out, device)
+        if dtype is not out.dtype:
+            out = Cast.apply(out, dtype)
         if copy and out is self:
             out = Clone.apply(self)
         return out
@@ -402,7 +416,8 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
         """A tensor of ``size`` filled with ``fill_value``, with this tensor's dtype and device unless given."""
         check_options("new_full", layout, pin_memory)
         device = resolve_device(device) if device is not None else self.device
-        array = device.backend.full(_shape_arg(size), fill_value, dt.as_dtype(dtype) if dtype else self.dtype)
+        dtype = dt.as_dtype(dtype) if dtype else self.dtype
+        array = backend_for("new_full", device, dtype).full(_shape_arg(size), fill_value, dtype)
         out = Tensor._from_array(array, device)
         return out.requires_grad_(True) if requires_grad else out
 
@@ -417,7 +432,8 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
     def new_empty(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
         check_options("new_empty", layout, pin_memory)
         device = resolve_device(device) if device is not None else self.device
-        out = Tensor._from_array(device.backend.empty(_shape_arg(size), dt.as_dtype(dtype) if dtype else self.dtype), device)
+        dtype = dt.as_dtype(dtype) if dtype else self.dtype
+        out = Tensor._from_array(backend_for("new_empty", device, dtype).empty(_shape_arg(size), dtype), device)
         return out.requires_grad_(True) if requires_grad else out
 
     def full_like(self, fill_value) -> "Tensor":
@@ -743,10 +759,14 @@ def as_backend_array(data, dtype, device, op: str, copy: bool = False):
         data = data.device.backend.to_numpy(data.array)
     else:
         device = resolve_device(device)
-    try:
-        if not isinstance(dtype, dt.DType):
+    if not isinstance(dtype, dt.DType):
+        try:
             dtype = dt.as_dtype(dtype) if dtype is not None else _infer_dtype(data)
-        array = device.backend.asarray(data, dtype)
+        except TypeError as error:
+            raise TypeError(f"{op}: {error}") from None
+    backend = backend_for(op, device, dtype)  # outside the try: a device's own error reaches the user as it is
+    try:
+        array = backend.asarray(data, dtype)
     except ValueError as error:
         where = _not_rectangular(data)
         if where:
