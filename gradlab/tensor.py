@@ -415,19 +415,22 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
                  pin_memory=False) -> "Tensor":
         """A tensor of ``size`` filled with ``fill_value``, with this tensor's dtype and device unless given."""
         check_options("new_full", layout, pin_memory)
+        return self._new_filled("new_full", size, fill_value, dtype, device, requires_grad)
+
+    def _new_filled(self, op, size, fill_value, dtype, device, requires_grad) -> "Tensor":
         device = resolve_device(device) if device is not None else self.device
         dtype = dt.as_dtype(dtype) if dtype else self.dtype
-        array = backend_for("new_full", device, dtype).full(_shape_arg(size), fill_value, dtype)
+        array = backend_for(op, device, dtype).full(_shape_arg(size), fill_value, dtype)
         out = Tensor._from_array(array, device)
         return out.requires_grad_(True) if requires_grad else out
 
     def new_zeros(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
         check_options("new_zeros", layout, pin_memory)
-        return self.new_full(_shape_arg(size), 0, dtype, device, requires_grad, layout, pin_memory)
+        return self._new_filled("new_zeros", _shape_arg(size), 0, dtype, device, requires_grad)
 
     def new_ones(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
         check_options("new_ones", layout, pin_memory)
-        return self.new_full(_shape_arg(size), 1, dtype, device, requires_grad, layout, pin_memory)
+        return self._new_filled("new_ones", _shape_arg(size), 1, dtype, device, requires_grad)
 
     def new_empty(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
         check_options("new_empty", layout, pin_memory)

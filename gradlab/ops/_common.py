@@ -66,7 +66,7 @@ def mixed_devices(op: str, a, b) -> RuntimeError:
     return RuntimeError(
         f"{op}: expected all tensors to be on the same device, but found at least two devices, {a.device} and "
         f"{b.device}! (a {describe(a)} and a {describe(b)}); move one to the other's device first, "
-        f"e.g. other.to('{a.device}')"
+        f"with .to('{a.device}') or .to('{b.device}')"
     )
 
 
