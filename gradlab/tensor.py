@@ -18,6 +18,7 @@ from .autograd.function import TrackedTensor
 from .autograd.grad_mode import grad_state
 from .autograd.hooks import RemovableHandle
 from .backends.device import Device, backend_for, resolve_device
+from .backends.interop import dlpack_source
 from .generator import generator_rng, multinomial
 from .layouts import channels_last, channels_last_3d, check_options
 from .ops._common import describe, normalize_dim, shape_str
@@ -233,19 +234,30 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
         return self.device.backend.to_numpy(self.array).tolist()
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
-        """This tensor's memory as a DLPack capsule, for torch.from_dlpack / np.from_dlpack (no copy)."""
+        """This tensor's memory as a DLPack capsule, for torch.from_dlpack / np.from_dlpack (no copy).
+
+        What describes the memory is the backend's array itself, or on 'cpu' the numpy array
+        (``backends.interop.dlpack_source``); the keywords pass through to its ``__dlpack__``.
+        """
         if self.requires_grad:
             raise RuntimeError("Can't export tensors that require gradient, use tensor.detach()")
-        array = self.device.backend.to_numpy(self.array) if self.device.type == "cpu" else self.array
-        kwargs = {"stream": stream, "dl_device": dl_device, "copy": copy}
-        if max_version is not None:
-            kwargs["max_version"] = max_version
-        return array.__dlpack__(**kwargs)
+        kwargs = {key: value for key, value in (("stream", stream), ("max_version", max_version),
+                                                ("dl_device", dl_device), ("copy", copy)) if value is not None}
+        return dlpack_source(self.device, self.array).__dlpack__(**kwargs)
 
     def __dlpack_device__(self):
-        """(device type, index) as DLPack numbers them: (1, 0) is the CPU."""
-        array = self.device.backend.to_numpy(self.array) if self.device.type == "cpu" else self.array
-        return array.__dlpack_device__()
+        """(device type, index) as DLPack numbers them: (1, 0) is the CPU, (2, N) CUDA GPU N."""
+        return dlpack_source(self.device, self.array).__dlpack_device__()
+
+    @property
+    def __cuda_array_interface__(self):
+        """A 'cuda' tensor's memory as CuPy, PyTorch and numba read GPU arrays (absent on other devices)."""
+        array = self.array
+        if self.device.type != "cuda" or not hasattr(array, "__cuda_array_interface__"):
+            raise AttributeError(f"a tensor on '{self.device}' has no __cuda_array_interface__; only 'cuda' tensors do")
+        if self.requires_grad:
+            raise RuntimeError("Can't export tensors that require gradient, use tensor.detach()")
+        return array.__cuda_array_interface__
 
     def __array__(self, dtype=None, copy=None):
         array = self.numpy()  # refuses a tensor that requires grad: numpy would silently cut the graph
