@@ -370,6 +370,8 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
                 device = arg
             elif isinstance(arg, bool):
                 flags.append(arg)
+            elif isinstance(arg, int):
+                device = _cuda_device(arg)  # an int names a GPU, as in PyTorch: x.to(0) is x.to('cuda:0')
             elif arg is not None:
                 dtype = arg
         if len(flags) > 2:
@@ -403,11 +405,12 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
     def type_as(self, other) -> "Tensor":
         return self.to(other.dtype)
 
-    def cpu(self) -> "Tensor":
-        return self.to("cpu")
+    def cpu(self, memory_format=None) -> "Tensor":
+        return self.to("cpu", memory_format=memory_format)
 
-    def cuda(self, device=None) -> "Tensor":
-        return self.to(device or "cuda")
+    def cuda(self, device=None, non_blocking=False, memory_format=None) -> "Tensor":
+        """This tensor on a CUDA GPU: ``cuda()`` (GPU 0), ``cuda(1)`` or ``cuda('cuda:1')``."""
+        return self.to(_cuda_device(device), non_blocking=non_blocking, memory_format=memory_format)
 
     float, double, half, bfloat16 = (_cast("float", dt.float32), _cast("double", dt.float64),
                                      _cast("half", dt.float16), _cast("bfloat16", dt.bfloat16))
@@ -673,6 +676,13 @@ def _init(t, array, device) -> None:
     t._output_nr = 0
     t._version = [0]
     t._base = None
+
+
+def _cuda_device(device) -> "str | Device":
+    """What ``.cuda(device)`` and ``.to(n)`` mean: None is 'cuda', an int n is 'cuda:n', else as given."""
+    if device is None:
+        return "cuda"
+    return f"cuda:{device}" if isinstance(device, int) and not isinstance(device, bool) else device
 
 
 def _shape_arg(size) -> tuple:

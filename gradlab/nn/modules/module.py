@@ -352,6 +352,8 @@ class Module:
                 device, dtype = arg.device, arg.dtype
             elif isinstance(arg, bool):
                 continue  # non_blocking, which changes nothing here (every move completes before it returns)
+            elif isinstance(arg, int):
+                device = f"cuda:{arg}"  # an int names a GPU, as in PyTorch
             elif arg is not None:
                 dtype = arg
         device = resolve_device(device) if device is not None else None
