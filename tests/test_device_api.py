@@ -557,6 +557,8 @@ def _mixed_cases():
         "attention": ("scaled_dot_product_attention", lambda: F.scaled_dot_product_attention(a[None], b[None], a[None])),
         "solve": ("linalg.solve", lambda: gl.linalg.solve(a + 3 * gl.eye(3), b)),
         "mse_loss": ("mse_loss", lambda: F.mse_loss(a, b)),
+        "grid_sample": ("grid_sample", lambda: F.grid_sample(a[None, None], b[None, :, :2, None].expand(1, 3, 2, 2),
+                                                             align_corners=False)),
     }
 
 
