@@ -784,30 +784,36 @@ def as_backend_array(data, dtype, device, op: str, copy: bool = False):
         data = data.device.backend.to_numpy(data.array)
     else:
         device = resolve_device(device)
-    if not isinstance(dtype, dt.DType):
-        try:
+    try:
+        if not isinstance(dtype, dt.DType):
             dtype = dt.as_dtype(dtype) if dtype is not None else _infer_dtype(data)
-        except TypeError as error:
-            raise TypeError(f"{op}: {error}") from None
+    except (ValueError, TypeError) as error:
+        _conversion_failed(op, data, dtype, error)
     backend = backend_for(op, device, dtype)  # outside the try: a device's own error reaches the user as it is
     try:
         array = backend.asarray(data, dtype)
-    except ValueError as error:
+    except (ValueError, TypeError, OverflowError) as error:
+        _conversion_failed(op, data, dtype, error)
+    if copy and isinstance(data, np.ndarray) and isinstance(array, np.ndarray) and np.may_share_memory(array, data):
+        array = device.backend.copy(array)
+    return array, device
+
+
+def _conversion_failed(op: str, data, dtype, error):
+    """Raise the error that explains why ``data`` did not become a tensor (ragged lists, a too-big int, ...)."""
+    if isinstance(error, ValueError):
         where = _not_rectangular(data)
         if where:
             raise ValueError(f"{op}: the nested lists do not form a tensor: {where}. Every row must have the same "
                              "length") from None
         raise ValueError(f"{op}: could not convert the data to a {dtype} tensor: {error}") from None
-    except TypeError as error:
+    if isinstance(error, TypeError):
         raise TypeError(f"{op}: {error}") from None
-    except OverflowError:
-        value = _out_of_range_int(data, dtype)
-        if value is None:
-            raise
-        dt.check_int_fits(op, value, dtype)
-    if copy and isinstance(data, np.ndarray) and isinstance(array, np.ndarray) and np.may_share_memory(array, data):
-        array = device.backend.copy(array)
-    return array, device
+    value = _out_of_range_int(data, dtype)
+    if value is None:
+        raise error
+    dt.check_int_fits(op, value, dtype)
+    raise error
 
 
 def is_tensor(obj) -> bool:
