@@ -84,7 +84,7 @@ FACTORIES = {  # name -> how to call it with **kwargs (device=..., maybe dtype=.
     "full": lambda **kw: gl.full((2, 3), 1.5, **kw),
     "empty": lambda **kw: gl.empty(2, 3, **kw),
     "arange": lambda **kw: gl.arange(5, **kw),
-    "arange_float": lambda **kw: gl.arange(0.0, 1.0, 0.25, **kw),
+    "arange[float]": lambda **kw: gl.arange(0.0, 1.0, 0.25, **kw),
     "linspace": lambda **kw: gl.linspace(0, 1, 5, **kw),
     "logspace": lambda **kw: gl.logspace(0, 2, 3, **kw),
     "eye": lambda **kw: gl.eye(3, **kw),
@@ -94,7 +94,7 @@ FACTORIES = {  # name -> how to call it with **kwargs (device=..., maybe dtype=.
     "randperm": lambda **kw: gl.randperm(5, generator=gl.Generator().manual_seed(0), **kw),
     "normal": lambda **kw: gl.normal(0.0, 1.0, (3,), generator=gl.Generator().manual_seed(0), **kw),
     "tensor": lambda **kw: gl.tensor([[1.0, 2.0], [3.0, 4.0]], **kw),
-    "tensor_numpy": lambda **kw: gl.tensor(np.arange(4.0), **kw),
+    "tensor[numpy]": lambda **kw: gl.tensor(np.arange(4.0), **kw),
     "as_tensor": lambda **kw: gl.as_tensor([1, 2, 3], **kw),
     "asarray": lambda **kw: gl.asarray([1.0, 2.0], **kw),
     "scalar_tensor": lambda **kw: gl.scalar_tensor(3.0, **kw),
@@ -105,8 +105,8 @@ FACTORIES = {  # name -> how to call it with **kwargs (device=..., maybe dtype=.
     "blackman_window": lambda **kw: gl.blackman_window(5, **kw),
     "bartlett_window": lambda **kw: gl.bartlett_window(5, **kw),
     "kaiser_window": lambda **kw: gl.kaiser_window(5, **kw),
-    "Tensor_sizes": lambda **kw: gl.Tensor(2, 3, **kw),
-    "Tensor_data": lambda **kw: gl.Tensor([1.0, 2.0], **kw),
+    "Tensor[sizes]": lambda **kw: gl.Tensor(2, 3, **kw),
+    "Tensor[data]": lambda **kw: gl.Tensor([1.0, 2.0], **kw),
 }
 
 LIKE_FACTORIES = {  # these follow their input's device unless device= is given
@@ -127,8 +127,7 @@ LIKE_FACTORIES = {  # these follow their input's device unless device= is given
 
 def test_the_factory_list_covers_every_public_factory():
     """A new factory taking device= must join the lists above (so the tests below see it)."""
-    listed = {name.split("_")[0] if name.startswith(("Tensor", "arange", "tensor")) else name
-              for name in (*FACTORIES, *LIKE_FACTORIES)}
+    listed = {name.split("[")[0] for name in (*FACTORIES, *LIKE_FACTORIES)}
     public = {name for name in dir(gl) if callable(getattr(gl, name)) and not name.startswith("_")
               and not inspect.isclass(getattr(gl, name))}
     takes_device = {name for name in public if "device" in _parameters(getattr(gl, name))}
@@ -149,7 +148,7 @@ def test_every_factory_puts_its_tensor_on_the_device_asked_for(fake_devices, nam
     assert made.device is gl.device("twin")
     reference = FACTORIES[name](device="cpu")
     assert made.dtype is reference.dtype and made.shape == reference.shape
-    if name not in ("empty", "Tensor_sizes"):
+    if name not in ("empty", "Tensor[sizes]"):
         np.testing.assert_array_equal(made.numpy(), reference.numpy())  # the same values, seeds included
 
 
@@ -619,11 +618,11 @@ def test_factories_on_a_real_second_device(name):
     dev = _real_device(name)
     for factory, call in FACTORIES.items():
         kwargs = {"device": dev}
-        if dev.type == "mlx" and factory in ("tensor_numpy",):
+        if dev.type == "mlx" and factory in ("tensor[numpy]",):
             kwargs["dtype"] = gl.float32
         made = call(**kwargs)
         assert made.device is dev, factory
-        if factory not in ("empty", "Tensor_sizes"):
+        if factory not in ("empty", "Tensor[sizes]"):
             np.testing.assert_allclose(made.cpu().numpy().astype(np.float64),
                                        call(device="cpu", **{k: v for k, v in kwargs.items() if k != "device"})
                                        .numpy().astype(np.float64), rtol=1e-6, err_msg=factory)
