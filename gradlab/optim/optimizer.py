@@ -366,13 +366,14 @@ def _follow_parameter(p: Tensor, state: dict) -> None:
     where they are; the rest take p's device, and its dtype when p is floating-point. A state already
     in place costs one comparison per tensor.
     """
+    device, native = p.device, p.array.dtype
     for key, value in state.items():
-        if key in _SCALAR_STATE:
-            continue
         if isinstance(value, Tensor):
-            if value.device is not p.device or (value.dtype is not p.dtype and p.dtype.is_floating_point):
-                state[key] = _cast_like(p, value, key)
-        elif isinstance(value, list) and value and isinstance(value[0], Tensor) and value[0].device is not p.device:
+            if (value.device is not device or value.array.dtype != native) and key not in _SCALAR_STATE:
+                moved = _cast_like(p, value, key)
+                if moved.device is not value.device or moved.dtype is not value.dtype:
+                    state[key] = moved
+        elif isinstance(value, list) and value and isinstance(value[0], Tensor) and value[0].device is not device:
             value[:] = [_cast_like(p, v, key) for v in value]
 
 
