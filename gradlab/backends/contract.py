@@ -392,6 +392,10 @@ class Backend(LinalgKernels):
     def synchronize(self):
         """Wait for queued work to finish (a no-op on synchronous backends)."""
 
+    # The DTypes this backend's arrays can hold; a backend without, say, float64 narrows it, and
+    # tensors are refused before any work when asked for one it lacks (device.backend_for).
+    supported_dtypes = frozenset(dt.ALL_DTYPES)
+
     def __repr__(self):
         return f"<gradlab backend {self.name!r}>"
 

@@ -117,10 +117,13 @@ class Optimizer:
             for p in group["params"]:
                 if p.grad is None:
                     continue
-                if not self.state.get(p):
+                state = self.state.get(p)
+                if not state:
                     fresh = self._init_state(p, group)
                     if fresh:
                         self.state[p] = fresh
+                else:
+                    _follow_parameter(p, state)  # after model.to(...), the state moves with its parameter
                 backend = p.device.backend
                 grad = backend.neg(p.grad.array) if maximize else p.grad.array
                 if weight_decay != 0 and not decoupled:
@@ -354,6 +357,24 @@ def _cast_like(p: Tensor, value, key):
         return value.detach().clone()
     dtype = p.dtype if p.dtype.is_floating_point else value.dtype
     return value.detach().to(p.device, dtype, copy=True)
+
+
+def _follow_parameter(p: Tensor, state: dict) -> None:
+    """Put p's state tensors (and lists of them) on p's device and dtype, where ``model.to(...)`` moved p.
+
+    The same rule as ``load_state_dict``'s (``_cast_like``): the step counters and other bookkeeping stay
+    where they are; the rest take p's device, and its dtype when p is floating-point. A state already
+    in place costs one comparison per tensor.
+    """
+    device, native = p.device, p.array.dtype
+    for key, value in state.items():
+        if isinstance(value, Tensor):
+            if (value.device is not device or value.array.dtype != native) and key not in _SCALAR_STATE:
+                moved = _cast_like(p, value, key)
+                if moved.device is not value.device or moved.dtype is not value.dtype:
+                    state[key] = moved
+        elif isinstance(value, list) and value and isinstance(value[0], Tensor) and value[0].device is not device:
+            value[:] = [_cast_like(p, v, key) for v in value]
 
 
 def _typename(obj) -> str:
