@@ -12,7 +12,7 @@ from __future__ import annotations
 from ...autograd.function import Function
 from ...autograd.grad_mode import grad_state
 from ...dtypes import float16, float32, float64
-from ...ops._common import describe, float_dtype_required, shape_str, sum_to_shape
+from ...ops._common import check_same_device, describe, float_dtype_required, shape_str, sum_to_shape
 
 __all__ = ["batch_norm", "instance_norm", "layer_norm", "group_norm", "rms_norm", "normalize", "local_response_norm"]
 
@@ -204,6 +204,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     In training the batch's statistics are used and blended into running_mean/running_var (if
     given) with ``momentum``; otherwise the running statistics are used as they are.
     """
+    check_same_device("batch_norm", input, running_mean, running_var, weight, bias)
     if input.ndim < 2:
         raise ValueError(f"batch_norm: expected an input with a channel dimension (N, C, ...), got {describe(input)}")
     channels = input.shape[1]
@@ -235,6 +236,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
 
 
 def _instance_norm(who, input, running_mean, running_var, weight, bias, use_input_stats, momentum, eps):
+    check_same_device(who, input, running_mean, running_var, weight, bias)
     if input.ndim < 3:
         raise ValueError(f"{who}: expected an input (N, C, *spatial) with at least one spatial dim, got "
                          f"{describe(input)}")
@@ -281,6 +283,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
 
 def _normalized_axes(who, input, normalized_shape, *params):
     """The trailing axes that normalized_shape names, after checking input and parameter shapes."""
+    check_same_device(who, input, *params)
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     k = len(shape)
     if input.ndim < k or tuple(input.shape[input.ndim - k:]) != shape:
@@ -304,6 +307,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
 
 
 def _group_norm(who, input, num_groups, weight, bias, eps):
+    check_same_device(who, input, weight, bias)
     if input.ndim < 2:
         raise RuntimeError(f"{who}: Expected at least 2 dimensions for input tensor but received {input.ndim}")
     n, channels = input.shape[:2]
