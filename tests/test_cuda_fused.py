@@ -150,6 +150,15 @@ def test_16_bit_floats_are_computed_in_float32_and_keep_their_dtype():
     check(B.gelu(dev(x), "tanh")[0], gelu_tanh_ref(x.astype(np.float64)), np.float16)
 
 
+def test_a_strided_input_is_copied_to_rows_first():
+    x = randn(3, 10)
+    view = dev(x)[:, 2:9]  # every row cut: not contiguous
+    assert not view.is_c_contiguous()
+    check(B.softmax(view, 1), softmax_ref(x[:, 2:9], 1), np.float64)
+    out, _ = B.layer_norm(view, None, None, 1, 1e-5)
+    check(out, layer_norm_ref(x[:, 2:9], None, None, 1, 1e-5), np.float64)
+
+
 def test_a_non_float_array_is_refused_with_the_kernel_named():
     with pytest.raises(TypeError, match=r"softmax: the CUDA kernel takes float32 or float64 arrays.*int64"):
         B.softmax(dev(np.arange(6).reshape(2, 3)), 1)
@@ -217,6 +226,18 @@ def test_layer_norm_forward_and_backward_match_the_formulas(shape, n, affine, dt
     np.testing.assert_allclose(host(grad_a), want_a, **tol)
     np.testing.assert_allclose(host(grad_w), want_w, **tol)
     np.testing.assert_allclose(host(grad_b), want_b, **tol)
+
+
+def test_layer_norm_of_16_bit_floats_saves_float32_statistics():
+    x, w, b = randn(3, 6, dtype=np.float16), randn(6, dtype=np.float16), randn(6, dtype=np.float16)
+    out, (mean, rstd) = B.layer_norm(dev(x), dev(w), dev(b), 1, 1e-5)
+    x32, w32, b32 = (v.astype(np.float64) for v in (x, w, b))
+    check(out, layer_norm_ref(x32, w32, b32, 1, 1e-5), np.float16)
+    assert mean.dtype == np.float32 and rstd.dtype == np.float32
+    grad_a, grad_w, _ = B.layer_norm_backward(dev(x), dev(x), dev(w), (mean, rstd), 1, (True, True, False))
+    want_a, want_w, _ = layer_norm_grads_ref(x32, x32, w32, 1, 1e-5)
+    check(grad_a, want_a, np.float16)
+    check(grad_w, want_w, np.float16)
 
 
 def test_layer_norm_backward_leaves_out_what_is_not_needed():
