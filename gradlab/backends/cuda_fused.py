@@ -6,6 +6,11 @@ matmul, the random generator) in this one. Every kernel is plain ``numba.cuda`` 
 numba's simulator (``NUMBA_ENABLE_CUDASIM=1``). Kernels are made per dtype by small factories, so that
 float32 data is computed in float32 (a Python constant would turn it into float64); 16-bit floats are
 computed in float32, as PyTorch does.
+
+Random numbers are drawn on the device by xoroshiro128+ generators (``numba.cuda.random``), one per
+thread, seeded from one draw of the host generator: a seed gives the same numbers every run, but not
+the numbers the CPU backends draw for it (PyTorch's CPU and CUDA generators differ in the same way),
+and the simulator, which runs fewer generator threads, draws other numbers than a GPU.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from types import SimpleNamespace
 
 import numpy as np
 from numba import cuda
+from numba.cuda.np.numpy_support import from_dtype
 from numba.cuda.random import xoroshiro128p_dtype, xoroshiro128p_next
 
 from .. import dtypes as dt
@@ -505,8 +511,7 @@ def _generators(n, rng):
 
 
 def _numba_type(ftype):
-    from numba.cuda.np.numpy_support import from_dtype
-
+    """numba's type for a numpy scalar type (what cuda.shared.array wants)."""
     return from_dtype(np.dtype(ftype))
 
 
