@@ -33,11 +33,13 @@ _ROW_THREADS = (32, 128)  # threads one row gets: a power of two in this range, 
 _TILE = 16  # the tiled matmul works on TILE x TILE blocks of its operands in shared memory
 _COLUMN_LANES = (32, 8)  # column reductions: 32 columns per block, 8 threads summing each one's rows
 _RNG_THREADS = 1 << 16  # most generators one random draw runs; each draws several numbers beyond this
+_ROWS_PER_CHUNK, _MAX_CHUNKS = 64, 128  # layer norm's weight/bias gradients: rows summed per block
 
 if cuda.config.ENABLE_CUDASIM:
     # each simulated GPU thread is a Python thread: the same kernels in small blocks keep the simulator
     # fast (and the generator count small, so its random numbers differ from a GPU's for one seed)
     _THREADS, _ROW_THREADS, _TILE, _COLUMN_LANES, _RNG_THREADS = 16, (4, 8), 4, (4, 2), 32
+    _ROWS_PER_CHUNK = 2
     # xoroshiro and splitmix multiply uint64s modulo 2**64 on purpose; in the simulator each thread is
     # Python with numpy scalars, which warn on the wraparound that the GPU does silently
     warnings.filterwarnings("ignore", r"overflow encountered in scalar", RuntimeWarning,
@@ -253,16 +255,17 @@ def _layer_norm_kernels(ftype):
     lanes_x, lanes_y = _COLUMN_LANES
 
     @cuda.jit
-    def backward_affine(g, a, mean, rstd, want_weight, want_bias, grad_weight, grad_bias):
-        """Per column j: grad_weight[j] = Σ_rows g · x̂ and grad_bias[j] = Σ_rows g; lanes_y threads share a column."""
-        sums_w = cuda.shared.array(_COLUMN_LANES, acc)  # [lane, column in block]
+    def backward_affine(g, a, mean, rstd, per_chunk, partial_weight, partial_bias):
+        """Column j's sums over one chunk of rows (blockIdx.y): partial_weight[chunk, j] = Σ g · x̂ and
+        partial_bias[chunk, j] = Σ g; lanes_y threads share a column, then fold their sums together."""
+        sums_w = cuda.shared.array(_COLUMN_LANES, acc)  # [column in block, lane]
         sums_b = cuda.shared.array(_COLUMN_LANES, acc)
-        tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+        tx, ty, chunk = cuda.threadIdx.x, cuda.threadIdx.y, cuda.blockIdx.y
         j = cuda.blockIdx.x * lanes_x + tx
         rows, n = a.shape
         sw, sb = zero, zero
         if j < n:
-            for row in range(ty, rows, lanes_y):
+            for row in range(chunk * per_chunk + ty, min(rows, (chunk + 1) * per_chunk), lanes_y):
                 gv = g[row, j]
                 sb += gv
                 sw += gv * (a[row, j] - mean[row]) * rstd[row]
@@ -277,12 +280,20 @@ def _layer_norm_kernels(ftype):
             cuda.syncthreads()
             step //= 2
         if ty == 0 and j < n:
-            if want_weight:
-                grad_weight[j] = sums_w[tx, 0]
-            if want_bias:
-                grad_bias[j] = sums_b[tx, 0]
+            partial_weight[chunk, j] = sums_w[tx, 0]
+            partial_bias[chunk, j] = sums_b[tx, 0]
 
     return forward, backward_input, backward_affine
+
+
+@cuda.jit
+def _sum_chunks(partial, out):
+    """out[j] = Σ_chunk partial[chunk, j], in a fixed order: the same inputs always give the same sums."""
+    for j in range(cuda.grid(1), out.size, cuda.gridsize(1)):
+        total = partial[0, j]
+        for chunk in range(1, partial.shape[0]):
+            total += partial[chunk, j]
+        out[j] = total
 
 
 # --- elementwise activations: one formula per device function, one kernel shape for all ----------
@@ -656,7 +667,7 @@ class CudaFusedKernels:
         mean, rstd = saved
         rows, cols = math.prod(a.shape[:a.ndim - n]), math.prod(a.shape[a.ndim - n:])
         a2, g2 = a.reshape((rows, cols)), g.reshape((rows, cols))
-        forward, backward_input, backward_affine = _layer_norm_kernels(ftype)
+        _, backward_input, backward_affine = _layer_norm_kernels(ftype)
         grad_a = grad_weight = grad_bias = None
         if needs[0]:
             grad_a = cuda.device_array(a.shape, a.dtype)
@@ -666,13 +677,22 @@ class CudaFusedKernels:
                                                          ftype(1 / max(cols, 1)), grad_a.reshape((rows, cols)))
             grad_a = self._narrowed(grad_a, like)
         if needs[1] or needs[2]:
-            grad_weight, grad_bias = cuda.device_array(cols, a.dtype), cuda.device_array(cols, a.dtype)
+            # rows are cut into chunks so that many blocks share the work; each chunk's column sums are
+            # added up by a second small kernel (no atomics: the result does not depend on the timing)
+            chunks = max(1, min(_MAX_CHUNKS, -(-rows // _ROWS_PER_CHUNK)))
+            partial_w, partial_b = (cuda.device_array((chunks, cols), a.dtype) for _ in range(2))
             if cols:
-                backward_affine[_blocks(cols, _COLUMN_LANES[0]), _COLUMN_LANES](
-                    g2, a2, mean, rstd, bool(needs[1]), bool(needs[2]), grad_weight, grad_bias)
-            shape = a.shape[a.ndim - n:]
-            grad_weight = self._narrowed(grad_weight.reshape(shape), like) if needs[1] else None
-            grad_bias = self._narrowed(grad_bias.reshape(shape), like) if needs[2] else None
+                backward_affine[(_blocks(cols, _COLUMN_LANES[0]), chunks), _COLUMN_LANES](
+                    g2, a2, mean, rstd, -(-rows // chunks), partial_w, partial_b)
+
+            def column_sums(partial):
+                total = cuda.device_array(cols, a.dtype)
+                if cols:
+                    _sum_chunks[_blocks(cols), _THREADS](partial, total)
+                return self._narrowed(total.reshape(a.shape[a.ndim - n:]), like)
+
+            grad_weight = column_sums(partial_w) if needs[1] else None
+            grad_bias = column_sums(partial_b) if needs[2] else None
         return grad_a, grad_weight, grad_bias
 
     def cross_entropy_backward(self, logp, index, scale, axis):
