@@ -9,6 +9,7 @@ the reason. Compile time (numba's first call of each kernel) is measured on its 
 
     python benchmarks/backends.py            # all of it
     python benchmarks/backends.py --quick    # fewer repeats
+    python benchmarks/backends.py --threshold  # where numba's parallel loops start to pay
 """
 
 from __future__ import annotations
@@ -192,7 +193,6 @@ def kernel_cases(backend, rng):
         "kernel: layer_norm + backward": layer_norm,
         "kernel: exp": lambda: backend.exp(x),
         "kernel: tanh": lambda: backend.tanh(x),
-        "kernel: sum over rows": lambda: backend.sum(x, (1,)),
     }
 
 
@@ -224,11 +224,33 @@ def table(title, results, devices, first):
                         if d in first and case in first[d] and first[d][case] > 0.2))
 
 
+def threshold_sweep(rounds, repeats):
+    """Where numba's parallel loop starts to pay: its softmax kernel on two threads against its serial
+    twin, and its exp against numpy's, over growing sizes (rows of 256 float32)."""
+    from gradlab.backends import numba_kernels as K
+
+    print("\nnumba's PARALLEL_MIN_SIZE: where the parallel kernel starts to pay (µs, median)")
+    print(f"{'elements':>9s} {'softmax serial':>15s} {'parallel':>9s} {'exp numpy':>10s} {'numba':>7s}")
+    for n in (1024, 4096, 16384, 32768, 65536, 262144):
+        x = np.random.default_rng(0).standard_normal((n // 256, 256)).astype(np.float32)
+        out = np.empty_like(x)
+        flat, flat_out = x.reshape(-1), out.reshape(-1)
+        t = interleaved({"serial": lambda: K.softmax_rows_serial(x, out), "parallel": lambda: K.softmax_rows(x, out),
+                         "exp numpy": lambda: np.exp(x), "exp numba": lambda: K.map_exp(flat, flat_out)},
+                        rounds=rounds, repeats=repeats * 20, warmup=3)
+        print(f"{n:9d} {t['serial'] * 1e6:15.1f} {t['parallel'] * 1e6:9.1f} {t['exp numpy'] * 1e6:10.1f} "
+              f"{t['exp numba'] * 1e6:7.1f}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer rounds and repeats")
+    parser.add_argument("--threshold", action="store_true", help="only the sweep behind numba's PARALLEL_MIN_SIZE")
     args = parser.parse_args()
     rounds, repeats = (2, 3) if args.quick else (3, 5)
+    if args.threshold:
+        threshold_sweep(rounds, repeats)
+        return
     devices, missing = available_backends()
     print(f"numpy {np.__version__}, {os.cpu_count()} cpus; backends: {', '.join(devices)}")
     for name, why in missing.items():

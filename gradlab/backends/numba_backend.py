@@ -6,10 +6,11 @@ the sections are the same, in the same order, and each says which primitives sta
 one numpy call is already the whole work: views, copies, memory-bound arithmetic, BLAS) and which
 are compiled loops (where numpy needs several passes, or a slow scalar libm call per element).
 
-A parallel loop pays only on large arrays: starting the threads costs about 3 µs, a small numpy
-op about 1 µs. So the elementwise primitives and reductions use their kernel from
-``PARALLEL_MIN_SIZE`` elements on and numpy's call below it; the fused kernels (softmax, layer
-norm, GELU, ...) replace several numpy calls each and use their kernel at every size. float16 and
+A parallel loop pays only on large arrays: waking the threads costs a few µs on an idle machine
+(and stalls for milliseconds when another process holds the second core), a small numpy op about
+1 µs. So the elementwise primitives use their kernel from ``PARALLEL_MIN_SIZE``
+elements on and numpy's call below it; the fused kernels (softmax, layer norm, GELU, ...) replace
+several numpy calls each, so they run at every size, as their serial twin below it. float16 and
 bfloat16 are computed in float32 and rounded back, as the numpy backend does.
 """
 
@@ -24,11 +25,16 @@ import numpy as np
 from . import numba_kernels
 from .numpy_backend import _HALF, NumpyBackend, dt
 
-PARALLEL_MIN_SIZE = 4096  # measured: below this numpy's exp/tanh/sum beat a parallel launch (benchmarks/backends.py)
+PARALLEL_MIN_SIZE = numba_kernels.PARALLEL_MIN_SIZE  # elements
 
 _K = numba_kernels.__dict__  # kernels looked up by name at each call: a forked child swaps in serial twins
 _FLOATS = {np.dtype(np.float32), np.dtype(np.float64)}
 _CHUNKS_PER_THREAD = 4  # layer-norm backward: row chunks, each summing its own share of Σ g·x̂ and Σ g
+
+
+def _kernel(name, size):
+    """The parallel kernel for a large array, its serial twin for a small one (see numba_kernels._parallel)."""
+    return _K[name if size >= PARALLEL_MIN_SIZE else name + "_serial"]
 
 
 def _compute(a):
@@ -70,20 +76,6 @@ def _last_axis(axis, ndim):
     return ndim > 0 and axis % ndim == ndim - 1
 
 
-def _row_reduction(kernel, numpy_fn):
-    """sum / max over the last axis of a large C-contiguous float array: one parallel pass over the rows."""
-    def reduce(a, axis=None, keepdims=False):
-        if a.size < PARALLEL_MIN_SIZE or a.dtype not in _FLOATS or not a.flags.c_contiguous \
-                or not _last_axis(axis, a.ndim):
-            return numpy_fn(a, axis, keepdims)
-        out = np.empty(a.size // a.shape[-1], a.dtype)
-        _K[kernel](a.reshape(-1, a.shape[-1]), out)
-        return out.reshape(a.shape[:-1] + ((1,) if keepdims else ()))
-
-    reduce.__name__ = numpy_fn.__name__
-    return staticmethod(reduce)
-
-
 def _rows(a, axis):
     """a as a C-contiguous (rows, n) compute array when ``axis`` is its last axis and it has elements, else None."""
     if a.ndim == 0 or a.size == 0 or axis % a.ndim != a.ndim - 1:
@@ -98,7 +90,7 @@ def _flat(a, dtype):
 
 
 class NumbaBackend(NumpyBackend):
-    """numpy's primitives, with compiled parallel loops for transcendental maths, row reductions and fused kernels."""
+    """numpy's primitives, with compiled parallel loops for transcendental maths and the fused kernels."""
 
     name = "numba"
     supported_dtypes = frozenset(dt.ALL_DTYPES)
@@ -117,17 +109,17 @@ class NumbaBackend(NumpyBackend):
     # elementwise, two inputs: numpy's (one memory-bound pass each, with numpy's broadcasting)
     # more elementwise maths: numpy's
 
-    # reductions: sum and max along the last axis are a parallel pass over the rows; other axes,
-    # small arrays and the rest of the reductions are numpy's
-    sum = _row_reduction("row_sum", NumpyBackend.sum)
-    max = _row_reduction("row_max", NumpyBackend.max)
+    # reductions: numpy's. Measured (4096×1024 float32, one thread): numpy's SIMD row sum and max take
+    # 2.0 ms, a compiled row loop 3.3–4.3 ms, so a parallel loop would at best tie on two cores. The
+    # fused kernels below do their row sums inside the pass that needs them (in float64, see _sum).
 
     # movement: numpy's (views, copies and gathers; sliding_windows must stay a view, as Tensor.unfold
     # and as_strided share memory through it). fold_windows (col2im) is numpy's strided add per tap.
 
     # linear algebra: numpy's (matmul is BLAS, already multi-threaded)
 
-    # fused kernels (numba_kernels.py; each replaces several numpy calls, so it runs at every size)
+    # fused kernels (numba_kernels.py; each replaces several numpy calls, so it runs at every size,
+    # as its serial twin below PARALLEL_MIN_SIZE)
     def ndtr(self, a):
         """Φ(a): float32 from numpy_kernels' polynomial, float64 as 0.5·erfc(−a/√2)."""
         if a.size < PARALLEL_MIN_SIZE or (x := _compute(a)) is None:
@@ -143,7 +135,7 @@ class NumbaBackend(NumpyBackend):
         if x is None:  # another axis (numpy's kernel), or an empty array
             return NumpyBackend.softmax(a, axis)
         out = np.empty_like(x)
-        _K["softmax_rows"](x, out)
+        _kernel("softmax_rows", x.size)(x, out)
         return _like(out, a)
 
     def log_softmax(self, a, axis):
@@ -151,14 +143,14 @@ class NumbaBackend(NumpyBackend):
         if x is None:
             return NumpyBackend.log_softmax(self, a, axis)
         out = np.empty_like(x)
-        _K["log_softmax_rows"](x, out)
+        _kernel("log_softmax_rows", x.size)(x, out)
         return _like(out, a)
 
     def logsumexp(self, a, axis, keepdims):
         if a.size == 0 or not _last_axis(axis, a.ndim) or (x := _rows(a, -1)) is None:
             return NumpyBackend.logsumexp(self, a, axis, keepdims)
         out = np.empty(x.shape[0], x.dtype)
-        _K["logsumexp_rows"](x, out)
+        _kernel("logsumexp_rows", x.size)(x, out)
         return _like(out, np.empty(a.shape[:-1] + ((1,) if keepdims else ()), a.dtype))
 
     def softmax_backward(self, y, g, axis):
@@ -167,7 +159,7 @@ class NumbaBackend(NumpyBackend):
         if x is None or gx is None:
             return self._in_float(y, lambda y_, g_: y_ * (g_ - np.sum(g_ * y_, axis, keepdims=True)), g)
         out = np.empty_like(x)
-        _K["softmax_backward_rows"](x, gx.astype(x.dtype, copy=False), out)
+        _kernel("softmax_backward_rows", x.size)(x, gx.astype(x.dtype, copy=False), out)
         return _like(out, y)
 
     def log_softmax_backward(self, y, g, axis):
@@ -176,7 +168,7 @@ class NumbaBackend(NumpyBackend):
         if x is None or gx is None:
             return self._in_float(y, lambda y_, g_: g_ - np.exp(y_) * np.sum(g_, axis, keepdims=True), g)
         out = np.empty_like(x)
-        _K["log_softmax_backward_rows"](x, gx.astype(x.dtype, copy=False), out)
+        _kernel("log_softmax_backward_rows", x.size)(x, gx.astype(x.dtype, copy=False), out)
         return _like(out, y)
 
     def gelu(self, a, approximate):
@@ -185,11 +177,11 @@ class NumbaBackend(NumpyBackend):
         out = np.empty_like(x)
         if approximate == "tanh":
             if x.size:
-                _K["map_gelu_tanh"](x, out)
+                _kernel("map_gelu_tanh", x.size)(x, out)
             return _like(out, a), ()
         cdf = np.empty_like(x)
         if x.size:
-            _K["gelu_erf"](x, out, cdf)
+            _kernel("gelu_erf", x.size)(x, out, cdf)
         return _like(out, a), (cdf,)
 
     def gelu_backward(self, g, a, saved, approximate):
@@ -197,16 +189,16 @@ class NumbaBackend(NumpyBackend):
         gx, out = _flat(g, x.dtype), np.empty_like(x)
         if x.size:
             if approximate == "tanh":
-                _K["zip_gelu_tanh_backward"](gx, x, out)
+                _kernel("zip_gelu_tanh_backward", x.size)(gx, x, out)
             else:
-                _K["gelu_erf_backward"](gx, x, _flat(saved[0], x.dtype), out)
+                _kernel("gelu_erf_backward", x.size)(gx, x, _flat(saved[0], x.dtype), out)
         return _like(out, a)
 
     def silu(self, a):
         x = _flat(a, _compute_dtype(a))
         out = np.empty_like(x)
         if x.size:
-            _K["map_silu"](x, out)
+            _kernel("map_silu", x.size)(x, out)
         return _like(out, a)
 
     def silu_backward(self, g, a):
@@ -214,7 +206,7 @@ class NumbaBackend(NumpyBackend):
         x = _flat(a, _compute_dtype(a))
         out = np.empty_like(x)
         if x.size:
-            _K["zip_silu_backward"](_flat(g, x.dtype), x, out)
+            _kernel("zip_silu_backward", x.size)(_flat(g, x.dtype), x, out)
         return _like(out, a)
 
     def layer_norm(self, a, weight, bias, n, eps):
@@ -225,7 +217,7 @@ class NumbaBackend(NumpyBackend):
         if x.size:
             w = np.ones(m, x.dtype) if weight is None else _flat(weight, x.dtype)
             b = np.zeros(m, x.dtype) if bias is None else _flat(bias, x.dtype)
-            _K["layer_norm_rows"](x, w, b, float(eps), out, mean, rstd)
+            _kernel("layer_norm_rows", x.size)(x, w, b, float(eps), out, mean, rstd)
         return _like(out, a), (mean, rstd)
 
     def layer_norm_backward(self, g, a, weight, saved, n, needs):
@@ -239,7 +231,7 @@ class NumbaBackend(NumpyBackend):
         grad_w, grad_b = sums
         if x.size:
             w = np.ones(m, x.dtype) if weight is None else _flat(weight, x.dtype)
-            _K["layer_norm_backward_rows"](gx, x, w, mean, rstd, grad_x, grad_w, grad_b, need_x, need_params)
+            _kernel("layer_norm_backward_rows", x.size)(gx, x, w, mean, rstd, grad_x, grad_w, grad_b, need_x, need_params)
         param_shape = a.shape[a.ndim - n:]
         return (_like(grad_x, a) if need_x else None,
                 grad_w.sum(0).reshape(param_shape).astype(weight.dtype) if needs[1] else None,
@@ -257,7 +249,7 @@ class NumbaBackend(NumpyBackend):
             return self._in_float(logp, composed, scale)
         s = _flat(np.broadcast_to(scale, rows_shape), x.dtype)
         out = np.empty_like(x)
-        _K["cross_entropy_backward_rows"](x, _flat(index, np.int64), s, out)
+        _kernel("cross_entropy_backward_rows", x.size)(x, _flat(index, np.int64), s, out)
         return _like(out, logp)
 
     # --- helpers of the fused kernels ----------------------------------------------------------
@@ -292,7 +284,6 @@ class NumbaBackend(NumpyBackend):
             calls = {
                 "exp": lambda: self.exp(x), "tanh": lambda: self.tanh(x), "erf": lambda: self.erf(x),
                 "ndtr": lambda: self.ndtr(x), "sigmoid": lambda: self.sigmoid(x),
-                "sum": lambda: self.sum(x, -1), "max": lambda: self.max(x, -1),
                 "softmax": lambda: self.softmax_backward(self.softmax(x, 1), x, 1),
                 "log_softmax": lambda: self.log_softmax_backward(self.log_softmax(x, 1), x, 1),
                 "logsumexp": lambda: self.logsumexp(x, (1,), False),
