@@ -218,10 +218,10 @@ def table(title, results, devices, first):
         for d in devices[1:]:
             row += f" {times[d] * 1e3:10.2f} {times['cpu'] / times[d]:7.2f}×"
         print(row)
-    if first:
-        print("first call (compile or cache load + one run), s: " +
-              ", ".join(f"{case.split(' ')[0]} {d} {first[d][case]:.2f}" for case in results for d in devices[1:]
-                        if d in first and case in first[d] and first[d][case] > 0.2))
+    slow = [f"{case} on {d}: {first[d][case]:.2f} s" for case in results for d in devices[1:]
+            if case in first.get(d, {}) and first[d][case] > 0.2]
+    if slow:
+        print("first calls over 0.2 s (compiling or loading kernels, plus one run): " + "; ".join(slow))
 
 
 def threshold_sweep(rounds, repeats):

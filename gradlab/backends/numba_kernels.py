@@ -5,11 +5,12 @@ Three kinds, each written once:
 * scalar maths (``exp32``, ``tanh32``, ``erf32``, ``ndtr32``, ``sigmoid``): plain arithmetic on one
   number, so that LLVM can vectorise the loops that call them. libm's expf is one call per element
   and stops vectorisation; exp32 builds 2^k from its bits instead and runs 8 lanes at a time.
-* elementwise kernels, made by ``_map`` / ``_zip`` from a scalar function: ``out[i] = f(x[i])`` over
-  flat arrays, ``prange`` splitting the elements among the threads.
+* elementwise kernels, made by ``_kernel`` from a scalar function and a loop template:
+  ``out[i] = f(x[i])`` over flat arrays, ``prange`` splitting the elements among the threads.
 * row kernels (softmax, layer norm, cross-entropy, ...): ``prange`` over the rows of a C-contiguous
   (rows, n) array, each row read a few times while it sits in the L1 cache.
 
+Every parallel kernel has a serial twin (``<name>_serial``) for small arrays and forked children.
 Every kernel is ``cache=True``: compiled once per dtype, then loaded from ``__pycache__`` by the next
 process. Arrays come in float32 or float64 (the backend sends 16-bit floats through float32).
 """
@@ -215,7 +216,7 @@ def gelu_tanh_slope(g, x):
     return g * (s + like(x, 2.0 * _TANH_SCALE) * x * s * (one - s) * (one + like(x, 3.0 * _TANH_CUBIC) * x * x))
 
 
-# --- parallel kernels, and their serial twins for forked children ----------------------------------
+# --- parallel kernels, and their serial twins for small arrays and forked children -----------------
 
 PARALLEL_KERNELS: dict = {}  # name -> the Python function of every parallel kernel below
 PARALLEL_MIN_SIZE = 32768  # elements: below this the backend calls a kernel's serial twin
