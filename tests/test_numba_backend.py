@@ -335,7 +335,7 @@ def test_a_small_mlp_trains_to_the_same_losses_as_on_numpy():
 
 def test_the_first_call_compile_time_is_measurable_on_its_own():
     times = B.warm_up()
-    assert {"softmax float32", "layer_norm float32", "gelu float32"} <= set(times)
+    assert {"softmax float32", "layer_norm float32", "gelu float32", "softmax float32 (serial)"} <= set(times)
     assert all(seconds >= 0 for seconds in times.values())
 
 

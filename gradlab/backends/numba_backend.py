@@ -271,34 +271,40 @@ class NumbaBackend(NumpyBackend):
     # --- first-call compile time, on its own ------------------------------------------------------
 
     def warm_up(self, dtypes=(np.float32,)):
-        """Compile (or load from numba's cache) the common kernels for ``dtypes``; seconds per kernel name.
+        """Compile (or load from numba's cache) the common kernels for ``dtypes``, parallel and serial
+        twin both; seconds per kernel name.
 
         The first call of a kernel in a process compiles it, or loads the machine code a previous
         process cached; timing this separately keeps that cost out of a benchmark's measurements.
         """
         times = {}
         for dtype in dtypes:
-            x = np.linspace(-3, 3, PARALLEL_MIN_SIZE * 2, dtype=dtype).reshape(-1, 64)
-            index = np.zeros((x.shape[0], 1), np.int64)
-            w = np.ones(64, dtype)
-            calls = {
-                "exp": lambda: self.exp(x), "tanh": lambda: self.tanh(x), "erf": lambda: self.erf(x),
-                "ndtr": lambda: self.ndtr(x), "sigmoid": lambda: self.sigmoid(x),
-                "softmax": lambda: self.softmax_backward(self.softmax(x, 1), x, 1),
-                "log_softmax": lambda: self.log_softmax_backward(self.log_softmax(x, 1), x, 1),
-                "logsumexp": lambda: self.logsumexp(x, (1,), False),
-                "cross_entropy_backward": lambda: self.cross_entropy_backward(x, index, np.ones((1, 1), dtype), 1),
-                "gelu": lambda: self.gelu_backward(x, x, self.gelu(x, "none")[1], "none"),
-                "gelu_tanh": lambda: self.gelu_backward(x, x, self.gelu(x, "tanh")[1], "tanh"),
-                "silu": lambda: self.silu_backward(x, self.silu(x)),
-                "layer_norm": lambda: self.layer_norm_backward(x, x, w, self.layer_norm(x, w, w, 1, 1e-5)[1], 1,
-                                                               (True, True, True)),
-            }
-            for name, call in calls.items():
-                start = time.perf_counter()
-                call()
-                times[f"{name} {np.dtype(dtype).name}"] = time.perf_counter() - start
+            for x in (np.linspace(-3, 3, 2 * PARALLEL_MIN_SIZE, dtype=dtype).reshape(-1, 64),
+                      np.linspace(-3, 3, 256, dtype=dtype).reshape(-1, 64)):
+                self._warm(x, times)
         return times
+
+    def _warm(self, x, times):
+        dtype, index = x.dtype, np.zeros((x.shape[0], 1), np.int64)
+        w = np.ones(x.shape[1], x.dtype)
+        calls = {
+            "exp": lambda: self.exp(x), "tanh": lambda: self.tanh(x), "erf": lambda: self.erf(x),
+            "ndtr": lambda: self.ndtr(x), "sigmoid": lambda: self.sigmoid(x),
+            "softmax": lambda: self.softmax_backward(self.softmax(x, 1), x, 1),
+            "log_softmax": lambda: self.log_softmax_backward(self.log_softmax(x, 1), x, 1),
+            "logsumexp": lambda: self.logsumexp(x, (1,), False),
+            "cross_entropy_backward": lambda: self.cross_entropy_backward(x, index, np.ones((1, 1), dtype), 1),
+            "gelu": lambda: self.gelu_backward(x, x, self.gelu(x, "none")[1], "none"),
+            "gelu_tanh": lambda: self.gelu_backward(x, x, self.gelu(x, "tanh")[1], "tanh"),
+            "silu": lambda: self.silu_backward(x, self.silu(x)),
+            "layer_norm": lambda: self.layer_norm_backward(x, x, w, self.layer_norm(x, w, w, 1, 1e-5)[1], 1,
+                                                           (True, True, True)),
+        }
+        twin = "" if x.size >= PARALLEL_MIN_SIZE else " (serial)"
+        for name, call in calls.items():
+            start = time.perf_counter()
+            call()
+            times[f"{name} {dtype.name}{twin}"] = time.perf_counter() - start
 
 
 def _compute_dtype(a):
