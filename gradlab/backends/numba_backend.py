@@ -157,7 +157,7 @@ class NumbaBackend(NumpyBackend):
         """y · (g − Σ g·y) along axis, y = softmax's output."""
         x, gx = _rows(y, axis), _rows(g, axis) if g.shape == y.shape else None
         if x is None or gx is None:
-            return self._in_float(y, lambda y_, g_: y_ * (g_ - np.sum(g_ * y_, axis, keepdims=True)), g)
+            return super().softmax_backward(y, g, axis)
         out = np.empty_like(x)
         _kernel("softmax_backward_rows", x.size)(x, gx.astype(x.dtype, copy=False), out)
         return _like(out, y)
@@ -166,7 +166,7 @@ class NumbaBackend(NumpyBackend):
         """g − exp(y) · Σ g along axis, y = log_softmax's output."""
         x, gx = _rows(y, axis), _rows(g, axis) if g.shape == y.shape else None
         if x is None or gx is None:
-            return self._in_float(y, lambda y_, g_: g_ - np.exp(y_) * np.sum(g_, axis, keepdims=True), g)
+            return super().log_softmax_backward(y, g, axis)
         out = np.empty_like(x)
         _kernel("log_softmax_backward_rows", x.size)(x, gx.astype(x.dtype, copy=False), out)
         return _like(out, y)
@@ -239,14 +239,11 @@ class NumbaBackend(NumpyBackend):
 
     def cross_entropy_backward(self, logp, index, scale, axis):
         """(exp(logp) − onehot(index)) · scale: one pass per row when the classes are the last axis and the
-        scale is one number per row; numpy's composition otherwise."""
+        scale is one number per row; the numpy backend's kernel otherwise."""
         rows_shape = logp.shape[:-1] + (1,)
         x = _rows(logp, axis) if index.shape == rows_shape else None
         if x is None or np.broadcast_shapes(np.shape(scale), rows_shape) != rows_shape:
-            def composed(lp, s):
-                classes = np.arange(lp.shape[axis]).reshape((-1,) + (1,) * (lp.ndim - axis % lp.ndim - 1))
-                return (np.exp(lp) - (classes == index)) * s
-            return self._in_float(logp, composed, scale)
+            return super().cross_entropy_backward(logp, index, scale, axis)
         s = _flat(np.broadcast_to(scale, rows_shape), x.dtype)
         out = np.empty_like(x)
         _kernel("cross_entropy_backward_rows", x.size)(x, _flat(index, np.int64), s, out)
@@ -259,14 +256,6 @@ class NumbaBackend(NumpyBackend):
         """a as (rows, m) in the compute dtype, m the size of the last n axes."""
         rows, m = math.prod(a.shape[:a.ndim - n]), math.prod(a.shape[a.ndim - n:])
         return _flat(a, _compute_dtype(a)).reshape(rows, m), m
-
-    @staticmethod
-    def _in_float(a, formula, *others):
-        """numpy's formula on a (and others) in the compute dtype, the result in a's dtype."""
-        dtype = _compute_dtype(a)
-        with np.errstate(all="ignore"):
-            out = formula(a.astype(dtype, copy=False), *(np.asarray(o).astype(dtype, copy=False) for o in others))
-        return np.asarray(out).astype(a.dtype, copy=False)
 
     # --- first-call compile time, on its own ------------------------------------------------------
 
