@@ -183,6 +183,11 @@ class Backend(LinalgKernels):
     def synchronize(self):
         """Wait for queued work to finish (a no-op on synchronous backends)."""
 
+    def materialize(self, arrays):
+        """Compute these arrays now, so a lazy backend's graph stops growing (a no-op on eager backends).
+
+        The optimizers call it after each step with the parameters and their state."""
+
     def __repr__(self):
         return f"<gradlab backend {self.name!r}>"
 

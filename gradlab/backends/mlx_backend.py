@@ -1,0 +1,608 @@
+"""The MLX backend: every primitive on ``mlx.core`` arrays (Apple silicon's GPU; the CPU on Linux).
+
+A translation of ``numpy_backend.py``, primitive for primitive. Three things differ from numpy:
+
+* **MLX is lazy.** An op only records work; ``mx.eval`` runs it. The backend evaluates wherever a
+  value leaves MLX (``to_numpy``: ``.item()``, ``.numpy()``, printing), in ``synchronize`` (timing)
+  and in ``materialize``, which the optimizers call after each step so that a training loop's graph
+  is one step long, never the whole history.
+* **MLX has no views**: a slice or a reshape is a new array. gradlab's views share memory (a write
+  through ``x[0]`` changes ``x``, a write into ``x`` shows in ``x[0]``), so the backend remembers
+  which arrays stand for views of which (``_ViewTable``) and carries every in-place write across.
+* **What MLX lacks runs on the host** (``_ON_HOST``): evaluate, copy out, compute with numpy, copy
+  in. On the CPU that is cheap; on the GPU it is a round trip, paid only by these rarer ops.
+"""
+
+from __future__ import annotations
+
+import builtins
+import collections
+import weakref
+
+import mlx.core as mx
+import numpy as np
+
+from .. import dtypes as dt
+from . import numpy_kernels
+from .contract import PRIMITIVES, Backend
+
+_NATIVE = {dt.bool_: mx.bool_, dt.uint8: mx.uint8, dt.int8: mx.int8, dt.int16: mx.int16, dt.int32: mx.int32,
+           dt.int64: mx.int64, dt.uint16: mx.uint16, dt.uint32: mx.uint32, dt.uint64: mx.uint64,
+           dt.float16: mx.float16, dt.bfloat16: mx.bfloat16, dt.float32: mx.float32, dt.float64: mx.float64}
+_FROM_NATIVE = {v: k for k, v in _NATIVE.items()}
+_BY_NAME = {k.name: v for k, v in _NATIVE.items()}  # numpy's dtype names are gradlab's
+dt.register_native_dtypes(_NATIVE)
+
+# numpy's sums and products of small integers (and bools) come out in the 64-bit integer of their sign
+_WIDE_SUM = {mx.bool_: mx.int64, mx.int8: mx.int64, mx.int16: mx.int64, mx.int32: mx.int64,
+             mx.uint8: mx.uint64, mx.uint16: mx.uint64, mx.uint32: mx.uint64}
+_BASIC_INDEX = (int, slice, type(None), type(Ellipsis), np.integer)
+
+
+def float64_on_gpu_error(op: str, dtype, device) -> str | None:
+    """The message refusing float64 on MLX's GPU (Metal has no 64-bit floats), or None where it can run.
+
+    ``device`` is MLX's device (``mx.default_device()``); its CPU runs float64.
+    """
+    if dtype is not dt.float64 or device.type != mx.DeviceType.gpu:
+        return None
+    return (f"{op}: float64 is not supported on MLX's GPU ({device}): Metal has no 64-bit floats. Use float32 "
+            "(dtype=gradlab.float32, or tensor.float()), or run the 'mlx' device on MLX's CPU stream: "
+            "mlx.core.set_default_device(mlx.core.cpu)")
+
+
+def _check_float64(op: str, dtype) -> None:
+    """Raise float64_on_gpu_error's message before any work is done (called where arrays are made)."""
+    message = float64_on_gpu_error(op, dtype, mx.default_device())
+    if message:
+        raise TypeError(message)
+
+
+class _ViewTable:
+    """Which mx arrays stand for views of which, and how each is read from its source.
+
+    Every movement primitive (reshape, permute, basic indexing, diagonal, ...) records its result
+    with the function that reads it from its source. Every in-place primitive then calls
+    ``written(a)``: the new values go up to the root array, through the view's positions in its
+    source, and down again into every live view of that root, so all of them agree as numpy's
+    views do. An array with no views costs one dictionary lookup per write.
+    """
+
+    def __init__(self):
+        self.source = {}  # id(view) -> [source, read (source -> view), writable, contiguous (cached)]
+        self.views = {}  # id(source) -> {id(view): weak reference to the view}
+
+    def record(self, source, view, read, writable=True):
+        if view is source:
+            return view
+        key, parent = id(view), id(source)
+        above = self.source.get(parent)
+        writable = writable and (above is None or above[2])  # a view of a read-only view is read-only
+
+        def forget(_, key=key, parent=parent):
+            self.source.pop(key, None)
+            siblings = self.views.get(parent)
+            if siblings is not None:
+                siblings.pop(key, None)
+                if not siblings:
+                    del self.views[parent]
+
+        self.source[key] = [source, read, writable, None]
+        self.views.setdefault(parent, {})[key] = weakref.ref(view, forget)
+        return view
+
+    def linked(self, a) -> bool:
+        return id(a) in self.source or id(a) in self.views
+
+    def check_writable(self, a) -> None:
+        entry = self.source.get(id(a))
+        if entry is not None and not entry[2]:  # numpy's message, which the in-place ops translate
+            raise ValueError("assignment destination is read-only")
+
+    def written(self, a) -> None:
+        """``a`` was just written in place: carry its values up to its root, then into every view below."""
+        root = a
+        while id(root) in self.source:
+            source, read = self.source[id(root)][:2]
+            positions = mx.reshape(read(_labels(source.shape)), (-1,))
+            flat = mx.reshape(source, (-1,))
+            flat[positions] = mx.reshape(root, (-1,))
+            source[...] = mx.reshape(flat, source.shape)
+            root = source
+        self._refresh(root)
+
+    def _refresh(self, source) -> None:
+        for ref in list(self.views.get(id(source), {}).values()):
+            view = ref()
+            if view is not None:
+                view[...] = self.source[id(view)][1](source)
+                self._refresh(view)
+
+    def chain(self, base, view) -> list:
+        """The reads that lead from ``base`` to ``view`` (first first); ValueError if view is not one of base's."""
+        reads = []
+        while view is not base:
+            entry = self.source.get(id(view))
+            if entry is None:
+                raise ValueError("the view does not lie in its base's memory")
+            view = entry[0]
+            reads.append(entry[1])
+        return reads[::-1]
+
+    def root(self, a):
+        while id(a) in self.source:
+            a = self.source[id(a)][0]
+        return a
+
+    def live_views(self, arrays) -> list:
+        """Every live view below the given arrays (materialize evaluates them with their bases)."""
+        found, stack = [], list(arrays)
+        while stack:
+            for ref in self.views.get(id(stack.pop()), {}).values():
+                view = ref()
+                if view is not None:
+                    found.append(view)
+                    stack.append(view)
+        return found
+
+
+def _labels(shape):
+    """Each element's row-major index, in an array of ``shape``: read through a view, its positions."""
+    n = 1
+    for size in shape:
+        n *= size
+    return mx.reshape(mx.arange(n, dtype=mx.int64), shape)
+
+
+_VIEWS = _ViewTable()
+
+
+def _in_place(write):
+    """An in-place primitive that also reaches the views of its array and the array it is a view of."""
+    def primitive(a, *args):
+        if _VIEWS.linked(a):
+            _VIEWS.check_writable(a)
+            write(a, *args)
+            _VIEWS.written(a)
+        else:
+            write(a, *args)
+
+    primitive.__name__ = write.__name__
+    return staticmethod(primitive)
+
+
+def _index(index):
+    """An index as MLX takes it: numpy arrays become mx arrays, and a bool mask its nonzero() positions
+    (MLX cannot index with masks: their result's shape depends on the values)."""
+    items = index if isinstance(index, tuple) else (index,)
+    out = []
+    for item in items:
+        if isinstance(item, np.ndarray):
+            item = mx.array(item) if item.dtype != np.bool_ else item
+        if isinstance(item, (mx.array, np.ndarray)) and item.dtype in (mx.bool_, np.bool_):
+            out.extend(mx.array(positions) for positions in np.nonzero(np.asarray(item)))
+        else:
+            out.append(item)
+    return tuple(out)
+
+
+def _is_basic(index) -> bool:
+    items = index if isinstance(index, tuple) else (index,)
+    return builtins.all(isinstance(item, _BASIC_INDEX) and not isinstance(item, bool) for item in items)
+
+
+def _host(a):
+    """A numpy copy of an mx array's values (evaluating it); Python numbers pass through."""
+    if not isinstance(a, mx.array):
+        return a
+    if a.dtype == mx.bfloat16:  # numpy has no bfloat16 of its own: through float32, exactly
+        return np.array(a.astype(mx.float32)).astype(dt.numpy_bfloat16())
+    return np.array(a)
+
+
+def _on_host(function, quiet=True):
+    """A primitive MLX lacks, computed by numpy on the host and copied back (a tuple of results stays one)."""
+    def run(*args):
+        with np.errstate(all="ignore" if quiet else "warn"):
+            result = function(*(_host(a) for a in args))
+        if isinstance(result, tuple):
+            return tuple(_from_host(r) for r in result)
+        return _from_host(result)
+
+    run.__name__ = getattr(function, "__name__", "host")
+    return staticmethod(run)
+
+
+def _from_host(result):
+    result = np.asarray(result)
+    return mx.array(result, dtype=_BY_NAME[result.dtype.name])
+
+
+def _wide(reduce):
+    """A sum or product that, as numpy's, adds small integers and bools in 64 bits."""
+    def run(a, axis=None, keepdims=False):
+        return reduce(a.astype(_WIDE_SUM[a.dtype]) if a.dtype in _WIDE_SUM else a, axis=axis, keepdims=keepdims)
+
+    return staticmethod(run)
+
+
+def _reduction(reduce):
+    def run(a, axis=None, keepdims=False):
+        return reduce(a, axis=axis, keepdims=keepdims)
+
+    return staticmethod(run)
+
+
+# What MLX lacks, done on the host by numpy, with the reason for each.
+_ON_HOST = (
+    ("argsort", "mx.argsort is not stable and does not put NaN last"),
+    ("erfc", "mx has no erfc, and 1 - erf loses the tail's digits"),
+    ("erf (float64)", "mx.erf is accurate to float32 only, also for float64 input"),
+    ("hypot copysign fmod nextafter logaddexp2 gcd lcm frexp", "mx has no such functions"),
+    ("left_shift right_shift", "mx wraps the shift count; numpy and PyTorch give 0 (or -1) from the width on"),
+    ("matmul einsum (integers)", "mx multiplies floating-point matrices only"),
+    ("getitem / setitem with bool masks", "mx cannot index with a mask: its nonzero() positions are found on the host"),
+    ("positions_in_base", "derived from the view table: the recorded reads applied to row-major labels"),
+    ("lu_factor solve cholesky qr svd eigh ... (LinalgKernels)", "mx.linalg runs on the CPU stream only and "
+     "reports no LAPACK info/pivots; the host kernels are inherited unchanged"),
+    ("random_*", "drawn by numpy's PCG64 on the host (inherited): one seed, the same numbers on every backend"),
+)
+
+
+class MlxBackend(Backend):
+    """Primitives on mlx.core arrays, evaluated lazily by MLX (on its default device)."""
+
+    name = "mlx"
+    array_type = mx.array
+    supported_dtypes = frozenset(_NATIVE)  # float64 on MLX's CPU only: refused on its GPU, see float64_on_gpu_error
+
+    # dtypes and transfer
+    @staticmethod
+    def native_dtype(dtype):
+        return _NATIVE[dtype]
+
+    @staticmethod
+    def dtype_of(a):
+        return _FROM_NATIVE[a.dtype]
+
+    @staticmethod
+    def asarray(obj, dtype):
+        if dtype is dt.float64:
+            _check_float64("asarray", dtype)
+        if isinstance(obj, mx.array):
+            return obj if obj.dtype == _NATIVE[dtype] else obj.astype(_NATIVE[dtype])
+        host = np.asarray(obj, dtype=dt.numpy_bfloat16() if dtype is dt.bfloat16 else dtype.name)
+        return mx.array(host, dtype=_NATIVE[dtype])
+
+    @staticmethod
+    def to_numpy(a):
+        return _host(a)  # np.array evaluates the array first: this is where lazy work is forced
+
+    @staticmethod
+    def astype(a, dtype):
+        if dtype is dt.float64:
+            _check_float64("astype", dtype)
+        return a.astype(_NATIVE[dtype])
+
+    @staticmethod
+    def copy(a):
+        return mx.array(a)
+
+    # creation
+    @staticmethod
+    def empty(shape, dtype):
+        _check_float64("empty", dtype)
+        return mx.zeros(shape, _NATIVE[dtype])  # MLX has no uninitialised arrays
+
+    @staticmethod
+    def zeros(shape, dtype):
+        _check_float64("zeros", dtype)
+        return mx.zeros(shape, _NATIVE[dtype])
+
+    @staticmethod
+    def ones(shape, dtype):
+        _check_float64("ones", dtype)
+        return mx.ones(shape, _NATIVE[dtype])
+
+    @staticmethod
+    def full(shape, value, dtype):
+        _check_float64("full", dtype)
+        return mx.full(shape, value, _NATIVE[dtype])
+
+    @staticmethod
+    def arange(start, stop, step, dtype):
+        _check_float64("arange", dtype)
+        return mx.arange(start, stop, step, dtype=_NATIVE[dtype])
+
+    # elementwise, one input
+    neg = staticmethod(mx.negative)
+    abs = staticmethod(mx.abs)
+    exp = staticmethod(mx.exp)
+    log = staticmethod(mx.log)
+    log1p = staticmethod(mx.log1p)
+    expm1 = staticmethod(mx.expm1)
+    sqrt = staticmethod(mx.sqrt)
+    sin = staticmethod(mx.sin)
+    cos = staticmethod(mx.cos)
+    tan = staticmethod(mx.tan)
+    tanh = staticmethod(mx.tanh)
+    sign = staticmethod(mx.sign)
+    floor = staticmethod(mx.floor)
+    ceil = staticmethod(mx.ceil)
+    round = staticmethod(mx.round)  # round half to even, as PyTorch does
+    _host_erf = _on_host(numpy_kernels._erf_exact)
+
+    @staticmethod
+    def erf(a):
+        return MlxBackend._host_erf(a) if a.dtype == mx.float64 else mx.erf(a)
+
+    isnan = staticmethod(mx.isnan)
+    isinf = staticmethod(mx.isinf)
+    logical_not = staticmethod(mx.logical_not)
+
+    # elementwise, two inputs
+    add = staticmethod(mx.add)
+    sub = staticmethod(mx.subtract)
+    mul = staticmethod(mx.multiply)
+    div = staticmethod(mx.divide)
+    pow = staticmethod(mx.power)
+    floor_divide = staticmethod(mx.floor_divide)
+    remainder = staticmethod(mx.remainder)
+    maximum = staticmethod(mx.maximum)
+    minimum = staticmethod(mx.minimum)
+    eq = staticmethod(mx.equal)
+    ne = staticmethod(mx.not_equal)
+    lt = staticmethod(mx.less)
+    le = staticmethod(mx.less_equal)
+    gt = staticmethod(mx.greater)
+    ge = staticmethod(mx.greater_equal)
+    logical_and = staticmethod(mx.logical_and)
+    logical_or = staticmethod(mx.logical_or)
+    logical_xor = staticmethod(mx.logical_xor)
+
+    # more elementwise maths
+    arcsin = staticmethod(mx.arcsin)
+    arccos = staticmethod(mx.arccos)
+    arctan = staticmethod(mx.arctan)
+    sinh = staticmethod(mx.sinh)
+    cosh = staticmethod(mx.cosh)
+    arcsinh = staticmethod(mx.arcsinh)
+    arccosh = staticmethod(mx.arccosh)
+    arctanh = staticmethod(mx.arctanh)
+    log2 = staticmethod(mx.log2)
+    log10 = staticmethod(mx.log10)
+    erfc = _on_host(numpy_kernels.erfc)
+    arctan2 = staticmethod(mx.arctan2)
+    hypot = _on_host(np.hypot)
+    copysign = _on_host(np.copysign)
+    fmod = _on_host(np.fmod)
+    nextafter = _on_host(np.nextafter)
+    logaddexp = staticmethod(mx.logaddexp)
+    logaddexp2 = _on_host(np.logaddexp2)
+    gcd = _on_host(np.gcd)
+    lcm = _on_host(np.lcm)
+    bitwise_and = staticmethod(mx.bitwise_and)
+    bitwise_or = staticmethod(mx.bitwise_or)
+    bitwise_xor = staticmethod(mx.bitwise_xor)
+    bitwise_not = staticmethod(mx.bitwise_invert)
+    left_shift = _on_host(np.left_shift)
+    right_shift = _on_host(np.right_shift)
+    frexp = _on_host(lambda a: (np.frexp(a)[0], np.frexp(a)[1].astype(np.int32)))
+
+    @staticmethod
+    def where(cond, a, b):
+        return mx.where(cond, a, b)
+
+    # reductions
+    sum = _wide(mx.sum)
+    prod = _wide(mx.prod)
+    max = _reduction(mx.max)
+    min = _reduction(mx.min)
+    all = _reduction(mx.all)
+    any = _reduction(mx.any)
+
+    @staticmethod
+    def argmax(a, axis=None, keepdims=False):
+        return mx.argmax(a, axis=axis, keepdims=keepdims).astype(mx.int64)  # numpy's index dtype, not uint32
+
+    @staticmethod
+    def argmin(a, axis=None, keepdims=False):
+        return mx.argmin(a, axis=axis, keepdims=keepdims).astype(mx.int64)
+
+    @staticmethod
+    def cumsum(a, axis):
+        return mx.cumsum(a.astype(_WIDE_SUM[a.dtype]) if a.dtype in _WIDE_SUM else a, axis=axis)
+
+    @staticmethod
+    def cumprod(a, axis):
+        return mx.cumprod(a.astype(_WIDE_SUM[a.dtype]) if a.dtype in _WIDE_SUM else a, axis=axis)
+
+    @staticmethod
+    def cummax(a, axis):
+        return mx.cummax(a, axis=axis)
+
+    @staticmethod
+    def cummin(a, axis):
+        return mx.cummin(a, axis=axis)
+
+    argsort = _on_host(lambda a, axis: np.argsort(a, axis=axis, kind="stable"))
+
+    # movement: each result is recorded as a view of its input (see _ViewTable)
+    @staticmethod
+    def reshape(a, shape):
+        return _VIEWS.record(a, mx.reshape(a, shape), lambda s: mx.reshape(s, shape))
+
+    @staticmethod
+    def permute(a, axes):
+        return _VIEWS.record(a, mx.transpose(a, axes), lambda s: mx.transpose(s, axes))
+
+    @staticmethod
+    def broadcast_to(a, shape):
+        return _VIEWS.record(a, mx.broadcast_to(a, shape), lambda s: mx.broadcast_to(s, shape), writable=False)
+
+    @staticmethod
+    def getitem(a, index):
+        if _is_basic(index):  # ints, slices, None and Ellipsis make views, as in numpy
+            return _VIEWS.record(a, a[index], lambda s: s[index])
+        return a[_index(index)]  # integer arrays and masks make copies, as in numpy
+
+    @_in_place
+    def setitem(a, index, value):
+        a[_index(index)] = value
+
+    @_in_place
+    def add_at(a, index, values):
+        a[...] = a.at[_index(index)].add(values)
+
+    @staticmethod
+    def positions_in_base(base, view):
+        labels = _labels(base.shape)
+        for read in _VIEWS.chain(base, view):
+            labels = read(labels)
+        return mx.array(labels)  # a copy: the positions are not themselves a view of anything
+
+    @_in_place
+    def multiply_at(a, index, values):
+        a[...] = a.at[_index(index)].multiply(values)
+
+    @_in_place
+    def maximum_at(a, index, values):
+        a[...] = a.at[_index(index)].maximum(values)
+
+    @_in_place
+    def minimum_at(a, index, values):
+        a[...] = a.at[_index(index)].minimum(values)
+
+    @staticmethod
+    def diagonal(a, offset, axis1, axis2):
+        return _VIEWS.record(a, mx.diagonal(a, offset, axis1, axis2), lambda s: mx.diagonal(s, offset, axis1, axis2))
+
+    # isub, iadd, imul: the contract's (op, then setitem), which reaches the views
+
+    @staticmethod
+    def concatenate(arrays, axis):
+        return mx.concatenate(list(arrays), axis=axis)
+
+    @staticmethod
+    def stack(arrays, axis):
+        return mx.stack(list(arrays), axis=axis)
+
+    @staticmethod
+    def flip(a, axes):
+        axes = range(a.ndim) if axes is None else (axes,) if isinstance(axes, int) else axes
+        index = [slice(None)] * a.ndim
+        for axis in axes:
+            index[axis] = slice(None, None, -1)
+        return a[tuple(index)]
+
+    @staticmethod
+    def roll(a, shifts, axes):
+        return mx.roll(a, shifts, axes)
+
+    @staticmethod
+    def pad(a, pad_width, value):
+        return mx.pad(a, [tuple(w) for w in pad_width], constant_values=value)
+
+    @staticmethod
+    def take_along_axis(a, index, axis):
+        return mx.take_along_axis(a, index, axis=axis)
+
+    @staticmethod
+    def tril(a, k):
+        return mx.tril(a, k)
+
+    @staticmethod
+    def triu(a, k):
+        return mx.triu(a, k)
+
+    @staticmethod
+    def is_contiguous(a):
+        """Whether the (emulated) view's elements lie in its root in row-major order without gaps."""
+        entry = _VIEWS.source.get(id(a))
+        if entry is None:
+            return True  # an array of its own: MLX arrays are row-major
+        if entry[3] is None:
+            positions = mx.reshape(MlxBackend.positions_in_base(_VIEWS.root(a), a), (-1,))
+            entry[3] = positions.size == 0 or builtins.bool(
+                mx.all(positions == positions[0] + mx.arange(positions.size, dtype=mx.int64)).item())
+        return entry[3]
+
+    @staticmethod
+    def sliding_windows(a, window_shape, axes, steps, dilation):
+        """One strided read of a row-major copy (mx.as_strided), recorded as a read-only view."""
+        def read(s):
+            strides = [1] * s.ndim
+            for axis in range(s.ndim - 2, -1, -1):
+                strides[axis] = strides[axis + 1] * s.shape[axis + 1]
+            shape, window_strides = list(s.shape), list(strides)
+            for ax, k, st, d in zip(axes, window_shape, steps, dilation):
+                shape[ax] = (s.shape[ax] - d * (k - 1) - 1) // st + 1
+                window_strides[ax] = strides[ax] * st
+            shape += window_shape
+            window_strides += [strides[ax] * d for ax, d in zip(axes, dilation)]
+            return mx.as_strided(mx.contiguous(s), tuple(shape), tuple(window_strides))
+
+        return _VIEWS.record(a, read(a), read, writable=False)
+
+    # fold_windows: the contract's (one slice per tap, added in)
+
+    # linear algebra
+    _host_matmul = _on_host(np.matmul)
+    _host_einsum = _on_host(lambda subscripts, *arrays: np.einsum(subscripts, *arrays))
+
+    @staticmethod
+    def matmul(a, b):
+        if not mx.issubdtype(a.dtype, mx.floating):  # integer matrices: numpy's exact integer products
+            return MlxBackend._host_matmul(a, b)
+        return mx.matmul(a, b)
+
+    @staticmethod
+    def einsum(subscripts, *arrays):
+        if not mx.issubdtype(arrays[0].dtype, mx.floating):
+            return MlxBackend._host_einsum(subscripts, *arrays)
+        return mx.einsum(subscripts, *arrays)
+
+    # fused kernels (MLX's own; the rest use the composed fallbacks of the contract)
+    @staticmethod
+    def sigmoid(a):
+        return mx.sigmoid(a)
+
+    # --- lazy evaluation made explicit ------------------------------------------------------------
+
+    @staticmethod
+    def materialize(arrays):
+        """Evaluate these arrays now (and the views of them), so their graphs are cut here."""
+        arrays = list(arrays)
+        mx.eval(arrays + _VIEWS.live_views(arrays))
+
+    @staticmethod
+    def synchronize():
+        """Run what is queued: the recent results MLX has not computed yet (and all they depend on)."""
+        alive = [a for a in (ref() for ref in _RECENT) if a is not None]
+        _RECENT.clear()
+        mx.eval(alive)
+        mx.synchronize()
+
+
+# The results synchronize must compute: weak references to the last few arrays each primitive made.
+# Everything an array was computed from is evaluated with it, so the most recent results cover the work.
+_RECENT = collections.deque(maxlen=64)
+
+
+def _noting_results(primitive):
+    def run(*args, **kwargs):
+        out = primitive(*args, **kwargs)
+        if isinstance(out, mx.array):
+            _RECENT.append(weakref.ref(out))
+        return out
+
+    run.__name__, run.__doc__ = primitive.__name__, primitive.__doc__
+    return staticmethod(run)
+
+
+_NOT_ARRAYS = {"native_dtype", "dtype_of", "to_numpy", "is_contiguous", "setitem", "add_at", "multiply_at",
+               "maximum_at", "minimum_at"}
+for _name in " ".join(PRIMITIVES).split():
+    if _name not in _NOT_ARRAYS:
+        setattr(MlxBackend, _name, _noting_results(getattr(MlxBackend, _name)))
+del _name
