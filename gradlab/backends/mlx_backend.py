@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import builtins
 import collections
+import inspect
 import weakref
 
 import mlx.core as mx
@@ -218,6 +219,20 @@ def _from_host(result):
     return mx.array(result, dtype=_BY_NAME[result.dtype.name])
 
 
+def _exact_in_float64(mlx_function, numpy_function):
+    """MLX computes float64 exp, sin, cos and erf only to float32's accuracy: float64 goes to numpy."""
+    host = _on_host(numpy_function).__func__
+
+    def run(*args):
+        for a in args:
+            if isinstance(a, mx.array) and a.dtype == mx.float64:
+                return host(*args)
+        return mlx_function(*args)
+
+    run.__name__ = mlx_function.__name__
+    return staticmethod(run)
+
+
 def _wide(reduce):
     """A sum or product that, as numpy's, adds small integers and bools in 64 bits."""
     def run(a, axis=None, keepdims=False):
@@ -233,11 +248,21 @@ def _reduction(reduce):
     return staticmethod(run)
 
 
+def _arg_reduction(arg, a, axis, keepdims):
+    """argmax/argmin as int64 (numpy's index dtype; MLX's is uint32). Along a non-empty axis of an
+    empty array the answer is empty, as in numpy (MLX refuses every empty array)."""
+    if a.size == 0 and axis is not None and a.shape[axis]:
+        shape = list(a.shape)
+        shape[axis] = 1
+        return mx.zeros(tuple(shape) if keepdims else tuple(shape[:axis] + shape[axis + 1:]), mx.int64)
+    return arg(a, axis=axis, keepdims=keepdims).astype(mx.int64)
+
+
 # What MLX lacks, done on the host by numpy, with the reason for each.
 _ON_HOST = (
     ("argsort", "mx.argsort is not stable and does not put NaN last"),
     ("erfc", "mx has no erfc, and 1 - erf loses the tail's digits"),
-    ("erf (float64)", "mx.erf is accurate to float32 only, also for float64 input"),
+    ("exp sin cos erf logaddexp (float64)", "MLX computes them to float32's accuracy only, also in float64"),
     ("hypot copysign fmod nextafter logaddexp2 gcd lcm frexp", "mx has no such functions"),
     ("left_shift right_shift", "mx wraps the shift count; numpy and PyTorch give 0 (or -1) from the width on"),
     ("matmul einsum (integers)", "mx multiplies floating-point matrices only"),
@@ -317,24 +342,20 @@ class MlxBackend(Backend):
     # elementwise, one input
     neg = staticmethod(mx.negative)
     abs = staticmethod(mx.abs)
-    exp = staticmethod(mx.exp)
+    exp = _exact_in_float64(mx.exp, np.exp)
     log = staticmethod(mx.log)
     log1p = staticmethod(mx.log1p)
     expm1 = staticmethod(mx.expm1)
     sqrt = staticmethod(mx.sqrt)
-    sin = staticmethod(mx.sin)
-    cos = staticmethod(mx.cos)
+    sin = _exact_in_float64(mx.sin, np.sin)
+    cos = _exact_in_float64(mx.cos, np.cos)
     tan = staticmethod(mx.tan)
     tanh = staticmethod(mx.tanh)
     sign = staticmethod(mx.sign)
     floor = staticmethod(mx.floor)
     ceil = staticmethod(mx.ceil)
     round = staticmethod(mx.round)  # round half to even, as PyTorch does
-    _host_erf = _on_host(numpy_kernels._erf_exact)
-
-    @staticmethod
-    def erf(a):
-        return MlxBackend._host_erf(a) if a.dtype == mx.float64 else mx.erf(a)
+    erf = _exact_in_float64(mx.erf, numpy_kernels._erf_exact)
 
     isnan = staticmethod(mx.isnan)
     isinf = staticmethod(mx.isinf)
@@ -377,7 +398,7 @@ class MlxBackend(Backend):
     copysign = _on_host(np.copysign)
     fmod = _on_host(np.fmod)
     nextafter = _on_host(np.nextafter)
-    logaddexp = staticmethod(mx.logaddexp)
+    logaddexp = _exact_in_float64(mx.logaddexp, np.logaddexp)
     logaddexp2 = _on_host(np.logaddexp2)
     gcd = _on_host(np.gcd)
     lcm = _on_host(np.lcm)
@@ -403,11 +424,11 @@ class MlxBackend(Backend):
 
     @staticmethod
     def argmax(a, axis=None, keepdims=False):
-        return mx.argmax(a, axis=axis, keepdims=keepdims).astype(mx.int64)  # numpy's index dtype, not uint32
+        return _arg_reduction(mx.argmax, a, axis, keepdims)
 
     @staticmethod
     def argmin(a, axis=None, keepdims=False):
-        return mx.argmin(a, axis=axis, keepdims=keepdims).astype(mx.int64)
+        return _arg_reduction(mx.argmin, a, axis, keepdims)
 
     @staticmethod
     def cumsum(a, axis):
@@ -563,9 +584,8 @@ class MlxBackend(Backend):
         return mx.einsum(subscripts, *arrays)
 
     # fused kernels (MLX's own; the rest use the composed fallbacks of the contract)
-    @staticmethod
-    def sigmoid(a):
-        return mx.sigmoid(a)
+    def sigmoid(self, a):
+        return Backend.sigmoid(self, a) if a.dtype == mx.float64 else mx.sigmoid(a)  # float64: through exact exp
 
     # --- lazy evaluation made explicit ------------------------------------------------------------
 
@@ -590,19 +610,22 @@ _RECENT = collections.deque(maxlen=64)
 
 
 def _noting_results(primitive):
+    """A primitive (a staticmethod, or a method inherited from the contract) whose results are noted."""
+    function = primitive.__func__ if isinstance(primitive, staticmethod) else primitive
+
     def run(*args, **kwargs):
-        out = primitive(*args, **kwargs)
+        out = function(*args, **kwargs)
         if isinstance(out, mx.array):
             _RECENT.append(weakref.ref(out))
         return out
 
-    run.__name__, run.__doc__ = primitive.__name__, primitive.__doc__
-    return staticmethod(run)
+    run.__name__, run.__doc__ = function.__name__, function.__doc__
+    return staticmethod(run) if isinstance(primitive, staticmethod) else run
 
 
 _NOT_ARRAYS = {"native_dtype", "dtype_of", "to_numpy", "is_contiguous", "setitem", "add_at", "multiply_at",
                "maximum_at", "minimum_at"}
 for _name in " ".join(PRIMITIVES).split():
     if _name not in _NOT_ARRAYS:
-        setattr(MlxBackend, _name, _noting_results(getattr(MlxBackend, _name)))
+        setattr(MlxBackend, _name, _noting_results(inspect.getattr_static(MlxBackend, _name)))
 del _name
