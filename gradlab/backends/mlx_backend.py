@@ -233,16 +233,20 @@ def _exact_in_float64(mlx_function, numpy_function):
     return staticmethod(run)
 
 
-def _wide(reduce):
-    """A sum or product that, as numpy's, adds small integers and bools in 64 bits."""
+def _reduction(reduce, identity=None, widen=False):
+    """A reduction over an axis tuple (or None). Empty arrays get the identity (0 for sum, 1 for prod, ...)
+    explicitly: MLX's full reductions of empty arrays can return garbage. ``widen``: sums and products of
+    small integers and bools come out in 64 bits, as numpy's do."""
     def run(a, axis=None, keepdims=False):
-        return reduce(a.astype(_WIDE_SUM[a.dtype]) if a.dtype in _WIDE_SUM else a, axis=axis, keepdims=keepdims)
-
-    return staticmethod(run)
-
-
-def _reduction(reduce):
-    def run(a, axis=None, keepdims=False):
+        if widen and a.dtype in _WIDE_SUM:
+            a = a.astype(_WIDE_SUM[a.dtype])
+        if a.size == 0:
+            axes = range(a.ndim) if axis is None else [ax % a.ndim for ax in axis]
+            shape = tuple(1 if i in axes else n for i, n in enumerate(a.shape) if keepdims or i not in axes)
+            if identity is None and builtins.any(a.shape[i] == 0 for i in axes):
+                raise ValueError("zero-size array to reduction operation which has no identity")
+            out_dtype = mx.bool_ if isinstance(identity, bool) else a.dtype  # all/any give bools
+            return mx.full(shape, mx.array(identity or 0, dtype=out_dtype))
         return reduce(a, axis=axis, keepdims=keepdims)
 
     return staticmethod(run)
@@ -317,22 +321,22 @@ class MlxBackend(Backend):
     @staticmethod
     def empty(shape, dtype):
         _check_float64("empty", dtype)
-        return mx.zeros(shape, _NATIVE[dtype])  # MLX has no uninitialised arrays
+        return mx.zeros(shape, dtype=_NATIVE[dtype])  # MLX has no uninitialised arrays
 
     @staticmethod
     def zeros(shape, dtype):
         _check_float64("zeros", dtype)
-        return mx.zeros(shape, _NATIVE[dtype])
+        return mx.zeros(shape, dtype=_NATIVE[dtype])
 
     @staticmethod
     def ones(shape, dtype):
         _check_float64("ones", dtype)
-        return mx.ones(shape, _NATIVE[dtype])
+        return mx.ones(shape, dtype=_NATIVE[dtype])
 
     @staticmethod
     def full(shape, value, dtype):
         _check_float64("full", dtype)
-        return mx.full(shape, value, _NATIVE[dtype])
+        return mx.full(shape, mx.array(value, dtype=_NATIVE[dtype]))  # (mx.full's dtype= loses to the value's type)
 
     @staticmethod
     def arange(start, stop, step, dtype):
@@ -351,7 +355,11 @@ class MlxBackend(Backend):
     cos = _exact_in_float64(mx.cos, np.cos)
     tan = staticmethod(mx.tan)
     tanh = staticmethod(mx.tanh)
-    sign = staticmethod(mx.sign)
+    @staticmethod
+    def sign(a):
+        return mx.where(mx.isnan(a), a, mx.sign(a)) if mx.issubdtype(a.dtype, mx.floating) else mx.sign(a)  # NaN stays
+
+
     floor = staticmethod(mx.floor)
     ceil = staticmethod(mx.ceil)
     round = staticmethod(mx.round)  # round half to even, as PyTorch does
@@ -415,12 +423,12 @@ class MlxBackend(Backend):
         return mx.where(cond, a, b)
 
     # reductions
-    sum = _wide(mx.sum)
-    prod = _wide(mx.prod)
+    sum = _reduction(mx.sum, 0, widen=True)
+    prod = _reduction(mx.prod, 1, widen=True)
     max = _reduction(mx.max)
     min = _reduction(mx.min)
-    all = _reduction(mx.all)
-    any = _reduction(mx.any)
+    all = _reduction(mx.all, True)
+    any = _reduction(mx.any, False)
 
     @staticmethod
     def argmax(a, axis=None, keepdims=False):
