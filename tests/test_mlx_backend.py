@@ -404,7 +404,8 @@ def test_fused_kernels_and_linalg_kernels():
     host = values((4, 6), dt.float32)
     host[0] = -np.inf  # a row of -inf: NaN, as the composed kernels give
     for name, args in (("softmax", (1,)), ("log_softmax", (-1,)), ("logsumexp", ((1,), False)), ("sigmoid", ()), ("ndtr", ())):
-        check(*run_both(name, (host, dt.float32), *args))
+        with np.errstate(invalid="ignore"):  # numpy's -inf - -inf
+            check(*run_both(name, (host, dt.float32), *args))
         check(*run_both(name, (values((3, 5), dt.float64), dt.float64), *args))
     square = values((3, 4, 4), dt.float64) + 4 * np.eye(4)
     for name in ("inv", "lu_factor", "cholesky", "slogdet"):

@@ -172,19 +172,68 @@ def _in_place(write):
     return staticmethod(primitive)
 
 
-def _index(index):
-    """An index as MLX takes it: numpy arrays become mx arrays, and a bool mask its nonzero() positions
-    (MLX cannot index with masks: their result's shape depends on the values)."""
+def _index(a, index):
+    """An index as MLX takes it, checked first as numpy checks it: MLX reads and writes out of bounds
+    without a word (even for a plain int), so a bad index here is numpy's IndexError, before any work.
+    Numpy arrays become mx arrays, and a bool mask its nonzero() positions (MLX cannot index with
+    masks: the shape of the result depends on the values). None means: do it on the host (Python bools)."""
     items = index if isinstance(index, tuple) else (index,)
-    out = []
+    used = 0
     for item in items:
-        if isinstance(item, np.ndarray):
-            item = mx.array(item) if item.dtype != np.bool_ else item
-        if isinstance(item, (mx.array, np.ndarray)) and item.dtype in (mx.bool_, np.bool_):
-            out.extend(mx.array(positions) for positions in np.nonzero(np.asarray(item)))
-        else:
+        if isinstance(item, bool) or isinstance(item, (mx.array, np.ndarray)) and item.dtype in (mx.bool_, np.bool_) \
+                and item.ndim == 0:
+            return None
+        if isinstance(item, (mx.array, np.ndarray)):
+            used += item.ndim if item.dtype in (mx.bool_, np.bool_) else 1
+        elif item is not None and item is not Ellipsis:
+            used += 1
+    if used > a.ndim:
+        raise IndexError(f"too many indices for array: array is {a.ndim}-dimensional, but {used} were indexed")
+    out, dim, arrays = [], 0, []
+    for item in items:
+        if item is Ellipsis:
             out.append(item)
+            dim += a.ndim - used
+        elif item is None:
+            out.append(item)
+        elif isinstance(item, (slice, int, np.integer)):
+            if not isinstance(item, slice) and not -a.shape[dim] <= item < a.shape[dim]:
+                raise IndexError(f"index {item} is out of bounds for axis {dim} with size {a.shape[dim]}")
+            out.append(item)
+            dim += 1
+        elif item.dtype in (mx.bool_, np.bool_):
+            mask_shape, axes = tuple(item.shape), tuple(a.shape[dim:dim + item.ndim])
+            if mask_shape != axes:
+                raise IndexError(f"boolean index did not match indexed array along axis {dim}; size of axis is "
+                                 f"{axes} but size of corresponding boolean axis is {mask_shape}")
+            positions = [mx.array(p) for p in np.nonzero(np.asarray(item))]
+            out.extend(positions)
+            arrays.extend(positions)
+            dim += item.ndim
+        else:
+            item = mx.array(item) if isinstance(item, np.ndarray) else item
+            if item.size:
+                low, high = mx.min(item), mx.max(item)
+                mx.eval(low, high)
+                for end in (low.item(), high.item()):
+                    if not -a.shape[dim] <= end < a.shape[dim]:
+                        raise IndexError(f"index {end} is out of bounds for axis {dim} with size {a.shape[dim]}")
+            out.append(item)
+            arrays.append(item)
+            dim += 1
+    if len(arrays) > 1:
+        try:
+            mx.broadcast_shapes(*(tuple(x.shape) for x in arrays))
+        except ValueError:
+            shapes = " ".join(str(tuple(x.shape)) for x in arrays)
+            raise IndexError(f"shape mismatch: indexing arrays could not be broadcast together with shapes {shapes}") \
+                from None
     return tuple(out)
+
+
+def _host_index(index):
+    items = index if isinstance(index, tuple) else (index,)
+    return tuple(_host(item) for item in items)
 
 
 def _is_basic(index) -> bool:
@@ -471,17 +520,33 @@ class MlxBackend(Backend):
 
     @staticmethod
     def getitem(a, index):
+        checked = _index(a, index)
+        if checked is None:  # a Python bool in the index: numpy's meaning, on the host
+            return _from_host(_host(a)[_host_index(index)])
         if _is_basic(index):  # ints, slices, None and Ellipsis make views, as in numpy
-            return _VIEWS.record(a, a[index], lambda s: s[index])
-        return a[_index(index)]  # integer arrays and masks make copies, as in numpy
+            return _VIEWS.record(a, a[checked], lambda s: s[checked])
+        return a[checked]  # integer arrays and masks make copies, as in numpy
 
     @_in_place
     def setitem(a, index, value):
-        a[_index(index)] = value
+        checked = _index(a, index)
+        if checked is None:
+            host = _host(a)
+            host[_host_index(index)] = _host(value)
+            a[...] = _from_host(host)
+        else:
+            try:
+                a[checked] = value
+            except ValueError:  # numpy drops a value's extra leading 1s; MLX's tuple indexing does not
+                if not isinstance(value, mx.array):
+                    raise
+                while value.ndim > a[checked].ndim and value.shape[0] == 1:
+                    value = mx.squeeze(value, 0)
+                a[checked] = value
 
     @_in_place
     def add_at(a, index, values):
-        a[...] = a.at[_index(index)].add(values)
+        a[...] = a.at[_index(a, index)].add(values)
 
     @staticmethod
     def positions_in_base(base, view):
@@ -492,15 +557,15 @@ class MlxBackend(Backend):
 
     @_in_place
     def multiply_at(a, index, values):
-        a[...] = a.at[_index(index)].multiply(values)
+        a[...] = a.at[_index(a, index)].multiply(values)
 
     @_in_place
     def maximum_at(a, index, values):
-        a[...] = a.at[_index(index)].maximum(values)
+        a[...] = a.at[_index(a, index)].maximum(values)
 
     @_in_place
     def minimum_at(a, index, values):
-        a[...] = a.at[_index(index)].minimum(values)
+        a[...] = a.at[_index(a, index)].minimum(values)
 
     @staticmethod
     def diagonal(a, offset, axis1, axis2):
@@ -510,6 +575,8 @@ class MlxBackend(Backend):
 
     @staticmethod
     def concatenate(arrays, axis):
+        if builtins.any(a.ndim == 0 for a in arrays):
+            raise ValueError("zero-dimensional arrays cannot be concatenated")  # numpy's message
         return mx.concatenate(list(arrays), axis=axis)
 
     @staticmethod
@@ -534,6 +601,10 @@ class MlxBackend(Backend):
 
     @staticmethod
     def take_along_axis(a, index, axis):
+        if index.size:  # MLX reads out of bounds without a word: numpy's IndexError first
+            low, high, n = mx.min(index).item(), mx.max(index).item(), a.shape[axis]
+            if not (-n <= low and high < n):
+                raise IndexError(f"index {high if high >= n else low} is out of bounds for axis {axis} with size {n}")
         return mx.take_along_axis(a, index, axis=axis)
 
     @staticmethod
