@@ -37,7 +37,6 @@ dt.register_native_dtypes(_NATIVE)
 # numpy's sums and products of small integers (and bools) come out in the 64-bit integer of their sign
 _WIDE_SUM = {mx.bool_: mx.int64, mx.int8: mx.int64, mx.int16: mx.int64, mx.int32: mx.int64,
              mx.uint8: mx.uint64, mx.uint16: mx.uint64, mx.uint32: mx.uint64}
-_BASIC_INDEX = (int, slice, type(None), type(Ellipsis), np.integer)
 
 
 def float64_on_gpu_error(op: str, dtype, device) -> str | None:
@@ -76,21 +75,25 @@ class _ViewTable:
     def record(self, source, view, read, writable=True):
         if view is source:
             return view
-        key, parent = id(view), id(source)
-        above = self.source.get(parent)
+        above = self.source.get(id(source))
         writable = writable and (above is None or above[2])  # a view of a read-only view is read-only
-
-        def forget(_, key=key, parent=parent):
-            self.source.pop(key, None)
-            siblings = self.views.get(parent)
-            if siblings is not None:
-                siblings.pop(key, None)
-                if not siblings:
-                    del self.views[parent]
-
-        self.source[key] = [source, read, writable, None]
-        self.views.setdefault(parent, {})[key] = weakref.ref(view, forget)
+        ref = _ViewRef(view, self._forget)
+        ref.key, ref.parent = id(view), id(source)
+        self.source[ref.key] = [source, read, writable, None]
+        siblings = self.views.get(ref.parent)
+        if siblings is None:
+            siblings = self.views[ref.parent] = {}
+        siblings[ref.key] = ref
         return view
+
+    def _forget(self, ref):
+        """A view died: it leaves the table (and its source's entry, if it was the last view of it)."""
+        self.source.pop(ref.key, None)
+        siblings = self.views.get(ref.parent)
+        if siblings is not None:
+            siblings.pop(ref.key, None)
+            if not siblings:
+                del self.views[ref.parent]
 
     def linked(self, a) -> bool:
         return id(a) in self.source or id(a) in self.views
@@ -147,6 +150,12 @@ class _ViewTable:
         return found
 
 
+class _ViewRef(weakref.ref):
+    """A weak reference to a view that knows its own key and its source's, to leave the table when it dies."""
+
+    __slots__ = ("key", "parent")
+
+
 def _labels(shape):
     """Each element's row-major index, in an array of ``shape``: read through a view, its positions."""
     n = 1
@@ -173,36 +182,53 @@ def _in_place(write):
 
 
 def _index(a, index):
-    """An index as MLX takes it, checked first as numpy checks it: MLX reads and writes out of bounds
-    without a word (even for a plain int), so a bad index here is numpy's IndexError, before any work.
-    Numpy arrays become mx arrays, and a bool mask its nonzero() positions (MLX cannot index with
-    masks: the shape of the result depends on the values). None means: do it on the host (Python bools)."""
-    items = index if isinstance(index, tuple) else (index,)
-    used = 0
+    """(index as MLX takes it, whether it is basic), checked first as numpy checks it: MLX reads and
+    writes out of bounds without a word (even for a plain int), so a bad index is numpy's IndexError
+    here, before any work. Numpy arrays become mx arrays, a bool mask its nonzero() positions (MLX
+    cannot index with masks: the result's shape depends on the values). (None, False) means: do it on
+    the host (a Python bool in the index). Basic indices (ints, slices, None, ...) make views."""
+    items = index if type(index) is tuple else (index,)
+    shape = a.shape
+    ndim, used, basic = len(shape), 0, True
     for item in items:
-        if isinstance(item, bool) or isinstance(item, (mx.array, np.ndarray)) and item.dtype in (mx.bool_, np.bool_) \
-                and item.ndim == 0:
-            return None
         if isinstance(item, (mx.array, np.ndarray)):
-            used += item.ndim if item.dtype in (mx.bool_, np.bool_) else 1
+            if item.dtype in (mx.bool_, np.bool_):
+                if item.ndim == 0:
+                    return None, False
+                used += item.ndim
+            else:
+                used += 1
+            basic = False
+        elif isinstance(item, bool):
+            return None, False
         elif item is not None and item is not Ellipsis:
             used += 1
-    if used > a.ndim:
-        raise IndexError(f"too many indices for array: array is {a.ndim}-dimensional, but {used} were indexed")
+    if used > ndim:
+        raise IndexError(f"too many indices for array: array is {ndim}-dimensional, but {used} were indexed")
+    if basic:
+        dim = 0
+        for item in items:
+            if item is Ellipsis:
+                dim += ndim - used
+            elif item is not None:
+                if type(item) is not slice and not -shape[dim] <= item < shape[dim]:
+                    raise IndexError(f"index {item} is out of bounds for axis {dim} with size {shape[dim]}")
+                dim += 1
+        return items, True
     out, dim, arrays = [], 0, []
     for item in items:
         if item is Ellipsis:
             out.append(item)
-            dim += a.ndim - used
+            dim += ndim - used
         elif item is None:
             out.append(item)
         elif isinstance(item, (slice, int, np.integer)):
-            if not isinstance(item, slice) and not -a.shape[dim] <= item < a.shape[dim]:
-                raise IndexError(f"index {item} is out of bounds for axis {dim} with size {a.shape[dim]}")
+            if not isinstance(item, slice) and not -shape[dim] <= item < shape[dim]:
+                raise IndexError(f"index {item} is out of bounds for axis {dim} with size {shape[dim]}")
             out.append(item)
             dim += 1
         elif item.dtype in (mx.bool_, np.bool_):
-            mask_shape, axes = tuple(item.shape), tuple(a.shape[dim:dim + item.ndim])
+            mask_shape, axes = tuple(item.shape), tuple(shape[dim:dim + item.ndim])
             if mask_shape != axes:
                 raise IndexError(f"boolean index did not match indexed array along axis {dim}; size of axis is "
                                  f"{axes} but size of corresponding boolean axis is {mask_shape}")
@@ -216,8 +242,8 @@ def _index(a, index):
                 low, high = mx.min(item), mx.max(item)
                 mx.eval(low, high)
                 for end in (low.item(), high.item()):
-                    if not -a.shape[dim] <= end < a.shape[dim]:
-                        raise IndexError(f"index {end} is out of bounds for axis {dim} with size {a.shape[dim]}")
+                    if not -shape[dim] <= end < shape[dim]:
+                        raise IndexError(f"index {end} is out of bounds for axis {dim} with size {shape[dim]}")
             out.append(item)
             arrays.append(item)
             dim += 1
@@ -228,17 +254,12 @@ def _index(a, index):
             shapes = " ".join(str(tuple(x.shape)) for x in arrays)
             raise IndexError(f"shape mismatch: indexing arrays could not be broadcast together with shapes {shapes}") \
                 from None
-    return tuple(out)
+    return tuple(out), False
 
 
 def _host_index(index):
     items = index if isinstance(index, tuple) else (index,)
     return tuple(_host(item) for item in items)
-
-
-def _is_basic(index) -> bool:
-    items = index if isinstance(index, tuple) else (index,)
-    return builtins.all(isinstance(item, _BASIC_INDEX) and not isinstance(item, bool) for item in items)
 
 
 def _host(a):
@@ -520,16 +541,16 @@ class MlxBackend(Backend):
 
     @staticmethod
     def getitem(a, index):
-        checked = _index(a, index)
+        checked, basic = _index(a, index)
         if checked is None:  # a Python bool in the index: numpy's meaning, on the host
             return _from_host(_host(a)[_host_index(index)])
-        if _is_basic(index):  # ints, slices, None and Ellipsis make views, as in numpy
+        if basic:  # ints, slices, None and Ellipsis make views, as in numpy
             return _VIEWS.record(a, a[checked], lambda s: s[checked])
         return a[checked]  # integer arrays and masks make copies, as in numpy
 
     @_in_place
     def setitem(a, index, value):
-        checked = _index(a, index)
+        checked = _index(a, index)[0]
         if checked is None:
             host = _host(a)
             host[_host_index(index)] = _host(value)
@@ -546,7 +567,7 @@ class MlxBackend(Backend):
 
     @_in_place
     def add_at(a, index, values):
-        a[...] = a.at[_index(a, index)].add(values)
+        a[...] = a.at[_index(a, index)[0]].add(values)
 
     @staticmethod
     def positions_in_base(base, view):
@@ -557,15 +578,15 @@ class MlxBackend(Backend):
 
     @_in_place
     def multiply_at(a, index, values):
-        a[...] = a.at[_index(a, index)].multiply(values)
+        a[...] = a.at[_index(a, index)[0]].multiply(values)
 
     @_in_place
     def maximum_at(a, index, values):
-        a[...] = a.at[_index(a, index)].maximum(values)
+        a[...] = a.at[_index(a, index)[0]].maximum(values)
 
     @_in_place
     def minimum_at(a, index, values):
-        a[...] = a.at[_index(a, index)].minimum(values)
+        a[...] = a.at[_index(a, index)[0]].minimum(values)
 
     @staticmethod
     def diagonal(a, offset, axis1, axis2):
