@@ -53,9 +53,10 @@ def float64_on_gpu_error(op: str, dtype, device) -> str | None:
 
 def _check_float64(op: str, dtype) -> None:
     """Raise float64_on_gpu_error's message before any work is done (called where arrays are made)."""
-    message = float64_on_gpu_error(op, dtype, mx.default_device())
-    if message:
-        raise TypeError(message)
+    if dtype is dt.float64:
+        message = float64_on_gpu_error(op, dtype, mx.default_device())
+        if message:
+            raise TypeError(message)
 
 
 class _ViewTable:
@@ -271,10 +272,11 @@ def _host(a):
     return np.array(a)
 
 
-def _on_host(function, quiet=True):
-    """A primitive MLX lacks, computed by numpy on the host and copied back (a tuple of results stays one)."""
+def _on_host(function):
+    """A primitive MLX lacks, computed by numpy on the host and copied back (a tuple of results stays one).
+    Quietly: out-of-domain inputs give NaN without a warning, as in PyTorch."""
     def run(*args):
-        with np.errstate(all="ignore" if quiet else "warn"):
+        with np.errstate(all="ignore"):
             result = function(*(_host(a) for a in args))
         if isinstance(result, tuple):
             return tuple(_from_host(r) for r in result)
@@ -340,8 +342,8 @@ _ON_HOST = (
     ("hypot copysign fmod nextafter logaddexp2 gcd lcm frexp", "mx has no such functions"),
     ("left_shift right_shift", "mx wraps the shift count; numpy and PyTorch give 0 (or -1) from the width on"),
     ("matmul einsum (integers)", "mx multiplies floating-point matrices only"),
-    ("getitem / setitem with bool masks", "mx cannot index with a mask: its nonzero() positions are found on the host"),
-    ("positions_in_base", "derived from the view table: the recorded reads applied to row-major labels"),
+    ("bool masks in an index", "mx cannot index with a mask: its nonzero() positions are found on the host"),
+    ("Python bools in an index", "mx has no meaning for x[True]: numpy's (a new axis of 1 or 0) on the host"),
     ("lu_factor solve cholesky qr svd eigh ... (LinalgKernels)", "mx.linalg runs on the CPU stream only and "
      "reports no LAPACK info/pivots; the host kernels are inherited unchanged"),
     ("random_*", "drawn by numpy's PCG64 on the host (inherited): one seed, the same numbers on every backend"),
@@ -366,8 +368,7 @@ class MlxBackend(Backend):
 
     @staticmethod
     def asarray(obj, dtype):
-        if dtype is dt.float64:
-            _check_float64("asarray", dtype)
+        _check_float64("asarray", dtype)
         if isinstance(obj, mx.array):
             return obj if obj.dtype == _NATIVE[dtype] else obj.astype(_NATIVE[dtype])
         host = np.asarray(obj, dtype=dt.numpy_bfloat16() if dtype is dt.bfloat16 else dtype.name)
@@ -379,8 +380,7 @@ class MlxBackend(Backend):
 
     @staticmethod
     def astype(a, dtype):
-        if dtype is dt.float64:
-            _check_float64("astype", dtype)
+        _check_float64("astype", dtype)
         return a.astype(_NATIVE[dtype])
 
     @staticmethod
@@ -425,16 +425,15 @@ class MlxBackend(Backend):
     cos = _exact_in_float64(mx.cos, np.cos)
     tan = staticmethod(mx.tan)
     tanh = staticmethod(mx.tanh)
-    @staticmethod
-    def sign(a):
-        return mx.where(mx.isnan(a), a, mx.sign(a)) if mx.issubdtype(a.dtype, mx.floating) else mx.sign(a)  # NaN stays
 
+    @staticmethod
+    def sign(a):  # MLX's sign(NaN) is 0; numpy's and PyTorch's is NaN
+        return mx.where(mx.isnan(a), a, mx.sign(a)) if mx.issubdtype(a.dtype, mx.floating) else mx.sign(a)
 
     floor = staticmethod(mx.floor)
     ceil = staticmethod(mx.ceil)
     round = staticmethod(mx.round)  # round half to even, as PyTorch does
     erf = _exact_in_float64(mx.erf, numpy_kernels._erf_exact)
-
     isnan = staticmethod(mx.isnan)
     isinf = staticmethod(mx.isinf)
     logical_not = staticmethod(mx.logical_not)
