@@ -383,6 +383,27 @@ def test_scatter_primitives_with_repeated_indices(name):
     check(m, n)
 
 
+def test_scatters_with_no_positions_and_exact_int64_ranges():
+    m, n = M.zeros((0,), dt.int64), N.zeros((0,), dt.int64)
+    M.add_at(m, (M.zeros((0,), dt.int64),), M.ones((0,), dt.int64))
+    N.add_at(n, (N.zeros((0,), dt.int64),), N.ones((0,), dt.int64))
+    check(m, n)
+    check(M.arange(2**60, 2**60 + 5, 2, dt.int64), N.arange(2**60, 2**60 + 5, 2, dt.int64))
+
+
+def test_an_einsum_that_sums_nothing_is_a_view():
+    x = gl.arange(9.0, device="mlx").reshape(3, 3)
+    gl.einsum("ii->i", x).mul_(10.0)
+    gl.einsum("ij->ji", x)[0].add_(0.5)
+    expected = np.arange(9.0).reshape(3, 3)
+    expected[[0, 1, 2], [0, 1, 2]] *= 10
+    expected[:, 0] += 0.5
+    assert np.array_equal(x.numpy(), expected)
+    total = gl.einsum("ij->i", x)
+    total.zero_()  # a reduction is a copy: the base is untouched, as on numpy
+    assert np.array_equal(x.numpy(), expected)
+
+
 def test_in_place_fused_kernels():
     for name in ("isub", "iadd", "imul"):
         host, other = values((3, 4), dt.float32), values((4,), dt.float32)

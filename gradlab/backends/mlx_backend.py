@@ -324,6 +324,14 @@ def _reduction(reduce, identity=None, widen=False):
     return staticmethod(run)
 
 
+def _scatter(a, index, values, combine):
+    """a[index] op= values, each repeated index in turn, written back into a (MLX's .at[] makes a new array)."""
+    checked = _index(a, index)[0]
+    if builtins.any(isinstance(item, mx.array) and item.size == 0 for item in checked):
+        return  # no positions: nothing to do (MLX refuses empty updates)
+    a[...] = getattr(a.at[checked], combine)(values)
+
+
 def _arg_reduction(arg, a, axis, keepdims):
     """argmax/argmin as int64 (numpy's index dtype; MLX's is uint32). Along a non-empty axis of an
     empty array the answer is empty, as in numpy (MLX refuses every empty array)."""
@@ -410,8 +418,8 @@ class MlxBackend(Backend):
 
     @staticmethod
     def arange(start, stop, step, dtype):
-        _check_float64("arange", dtype)
-        return mx.arange(start, stop, step, dtype=_NATIVE[dtype])
+        _check_float64("arange", dtype)  # numpy's length and values (mx.arange loses int64 beyond 2**53)
+        return mx.array(np.arange(start, stop, step, dtype=dtype.name), dtype=_NATIVE[dtype])
 
     # elementwise, one input
     neg = staticmethod(mx.negative)
@@ -566,7 +574,7 @@ class MlxBackend(Backend):
 
     @_in_place
     def add_at(a, index, values):
-        a[...] = a.at[_index(a, index)[0]].add(values)
+        _scatter(a, index, values, 'add')
 
     @staticmethod
     def positions_in_base(base, view):
@@ -577,15 +585,15 @@ class MlxBackend(Backend):
 
     @_in_place
     def multiply_at(a, index, values):
-        a[...] = a.at[_index(a, index)[0]].multiply(values)
+        _scatter(a, index, values, 'multiply')
 
     @_in_place
     def maximum_at(a, index, values):
-        a[...] = a.at[_index(a, index)[0]].maximum(values)
+        _scatter(a, index, values, 'maximum')
 
     @_in_place
     def minimum_at(a, index, values):
-        a[...] = a.at[_index(a, index)[0]].minimum(values)
+        _scatter(a, index, values, 'minimum')
 
     @staticmethod
     def diagonal(a, offset, axis1, axis2):
@@ -679,8 +687,13 @@ class MlxBackend(Backend):
     @staticmethod
     def einsum(subscripts, *arrays):
         if not mx.issubdtype(arrays[0].dtype, mx.floating):
-            return MlxBackend._host_einsum(subscripts, *arrays)
-        return mx.einsum(subscripts, *arrays)
+            out = MlxBackend._host_einsum(subscripts, *arrays)
+        else:
+            out = mx.einsum(subscripts, *arrays)
+        inputs, _, output = subscripts.replace(" ", "").partition("->")
+        if len(arrays) == 1 and output and set(inputs) <= set(output):  # nothing summed: a permutation or a
+            return _VIEWS.record(arrays[0], out, lambda s: MlxBackend.einsum(subscripts, s))  # diagonal, a view
+        return out
 
     # fused kernels (MLX's own; the rest use the composed fallbacks of the contract)
     def sigmoid(self, a):
