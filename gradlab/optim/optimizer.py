@@ -11,11 +11,13 @@ recorded, no Function objects are made, and each parameter is written once per s
 from __future__ import annotations
 
 import copy
+import functools
 import warnings
 from collections import defaultdict
 from itertools import chain
 
 from ..autograd.grad_mode import enable_grad
+from ..backends.contract import Backend
 from ..creation import tensor
 from ..tensor import Tensor
 
@@ -97,6 +99,12 @@ class Optimizer:
             raise ValueError("some parameters appear in more than one parameter group")
         self.param_groups.append(param_group)
 
+    def __init_subclass__(cls, **kwargs):
+        """A subclass's own step() (LBFGS's, a user's) is followed by ``_materialize`` too."""
+        super().__init_subclass__(**kwargs)
+        if "step" in cls.__dict__:
+            cls.step = _then_materialize(cls.__dict__["step"])
+
     # --- the step ----------------------------------------------------------------------------------
 
     def step(self, closure=None):
@@ -134,6 +142,22 @@ class Optimizer:
                 backend.isub(p.array, delta)
                 p._version[0] += 1  # an in-place change: graphs that saved p notice it
         return loss
+
+    def _materialize(self) -> None:
+        """On a lazy backend (MLX) compute the new parameters and state now, so that the next step's
+        graph starts from values instead of holding every step before it. Eager backends are skipped."""
+        lazy = {}
+        for group in self.param_groups:
+            for p in group["params"]:
+                backend = p.device.backend
+                if type(backend).materialize is Backend.materialize:
+                    continue
+                arrays = lazy.setdefault(backend, [])
+                arrays.append(p.array)
+                arrays.extend(v.array for v in self.state.get(p, {}).values()
+                              if isinstance(v, Tensor) and v.device.backend is backend)
+        for backend, arrays in lazy.items():
+            backend.materialize(arrays)
 
     def _init_state(self, p, group) -> dict:
         """The state ``p`` starts with (before its first step): its zero-filled buffers and step counter.
@@ -270,6 +294,20 @@ class Optimizer:
                 if key != "params":
                     text += f"    {key}: {group[key]}\n"
         return text + ")"
+
+
+def _then_materialize(step):
+    """``step`` followed by the optimizer's ``_materialize`` (one place for every optimizer)."""
+    @functools.wraps(step)
+    def step_then_materialize(self, *args, **kwargs):
+        loss = step(self, *args, **kwargs)
+        self._materialize()
+        return loss
+
+    return step_then_materialize
+
+
+Optimizer.step = _then_materialize(Optimizer.step)
 
 
 # --- helpers the optimizers share: state buffers are Tensors whose arrays are replaced each step ------
