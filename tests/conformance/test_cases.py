@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from . import cases_ops  # noqa: F401  (registers the op cases)
+from . import cases_nn, cases_ops  # noqa: F401  (importing them registers their cases)
 from .harness import CASES, check
 
 
