@@ -81,6 +81,35 @@ class Sizes:
 SIZES = {"cuda": Sizes(rows=5, cols=17, inner=19, image=6, channels=2, batch=2, seq=4)}
 
 
+def simulated(device_type: str) -> bool:
+    return device_type == "cuda" and os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest's own -m selection reads the marks
+def pytest_collection_modifyitems(items):
+    """What the CUDA simulator runs. It starts a Python thread per GPU thread (~0.15 s for one launch of a
+    128-thread block here), so it cannot take every case in the quick selection: there it runs the cases that
+    reach every primitive (primitive_table.py) in float32; the other float32 cases and the training runs are
+    marked slow (CI runs them), and the float64 variants are skipped, since they run the same kernels (they
+    run on numba, mlx and a real GPU)."""
+    from .harness import CASES
+    from .primitive_table import PRIMITIVE_CASES
+
+    core = set(PRIMITIVE_CASES.values())
+    for item in items:
+        params = getattr(item, "callspec", None)
+        if params is None or not simulated(params.params.get("backend_device", "")):
+            continue
+        case_name = params.params.get("case_name")
+        if case_name is None:
+            if "training" in item.module.__name__:
+                item.add_marker(pytest.mark.slow)
+        elif CASES[case_name].dtype is gl.float64:
+            item.add_marker(pytest.mark.skip(reason="the CUDA simulator runs the float32 variant of each case"))
+        elif case_name not in core:
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(params=backend_params())
 def backend_device(request):
     """A device under test (each available backend but the reference)."""
