@@ -78,7 +78,7 @@ class Sizes:
     seq: int = 6
 
 
-SIZES = {"cuda": Sizes(rows=5, cols=17, inner=19, image=6, channels=2, batch=2, seq=4)}
+SIMULATOR_SIZES = Sizes(rows=5, cols=17, inner=19, image=6, channels=2, batch=2, seq=4)
 
 
 def simulated(device_type: str) -> bool:
@@ -90,7 +90,7 @@ def pytest_collection_modifyitems(items):
     """What the CUDA simulator runs. It starts a Python thread per GPU thread (~0.15 s for one launch of a
     128-thread block here), so it cannot take every case in the quick selection: there it runs the cases that
     reach every primitive (primitive_table.py) in float32; the other float32 cases and the training runs are
-    marked slow (CI runs them), and the float64 variants are skipped, since they run the same kernels (they
+    marked slow (CI runs them), as are the random-number tests, and the float64 variants are skipped, since they run the same kernels (they
     run on numba, mlx and a real GPU)."""
     from .harness import CASES
     from .primitive_table import PRIMITIVE_CASES
@@ -102,7 +102,7 @@ def pytest_collection_modifyitems(items):
             continue
         case_name = params.params.get("case_name")
         if case_name is None:
-            if "training" in item.module.__name__:
+            if item.module.__name__.rsplit(".", 1)[-1] in ("test_training", "test_random"):
                 item.add_marker(pytest.mark.slow)
         elif CASES[case_name].dtype is gl.float64:
             item.add_marker(pytest.mark.skip(reason="the CUDA simulator runs the float32 variant of each case"))
@@ -118,4 +118,4 @@ def backend_device(request):
 
 @pytest.fixture
 def sizes(backend_device):
-    return SIZES.get(backend_device.type, Sizes())
+    return SIMULATOR_SIZES if simulated(backend_device.type) else Sizes()

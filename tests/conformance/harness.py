@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pytest
 
 import gradlab as gl
 
@@ -31,18 +32,20 @@ class Case:
     dtype: object
     slow: bool
     tol: float
+    dtypes: frozenset  # every floating dtype the case computes in (a backend lacking one skips it)
 
 
 CASES: dict = {}
 
 
-def case(*dtypes, slow=False, tol=1.0):
-    """Register a case for each dtype (its id is ``name[dtype]``; no dtypes: the case picks its own)."""
+def case(*dtypes, slow=False, tol=1.0, needs=()):
+    """Register a case for each dtype (its id is ``name[dtype]``; no dtypes: the case picks its own, and
+    ``needs`` names the floating dtypes it uses besides float32)."""
     def register(fn):
         for dtype in dtypes or (None,):
             name = fn.__name__ if dtype is None else f"{fn.__name__}[{dtype.name if hasattr(dtype, 'name') else dtype}]"
             assert name not in CASES, f"two cases named {name}"
-            CASES[name] = Case(name, fn, dtype, slow, tol)
+            CASES[name] = Case(name, fn, dtype, slow, tol, frozenset(needs) | ({dtype} if dtype else set()))
         return fn
 
     return register
@@ -133,7 +136,11 @@ def assert_matches(case_: Case, expected: dict, actual: dict):
 
 
 def check(case_: Case, device, sizes):
-    """The case on the device agrees with numpy's, entry by entry."""
+    """The case on the device agrees with numpy's, entry by entry (skipped where the backend lacks its dtype)."""
+    supported = getattr(device.backend, "supported_dtypes", None)
+    lacking = sorted(d.name for d in case_.dtypes if supported is not None and d not in supported)
+    if lacking:
+        pytest.skip(f"the {device.backend.name} backend has no {', '.join(lacking)}")
     expected = run(case_, gl.device("cpu"), sizes)
     actual = run(case_, device, sizes)
     assert_matches(case_, expected, actual)
