@@ -105,9 +105,9 @@ class FakeDeviceBackend(NumpyBackend):
         return np.array(a.view(np.ndarray) if isinstance(a, DeviceArray) else a, copy=True)
 
 
-# Every public method numpy_backend defines (the primitives and its fused overrides, present and future)
-# is wrapped; the contract's composed fused kernels need no wrapping: they reach these through self.
-for _name, _attribute in list(vars(NumpyBackend).items()):
+# Every public method of numpy_backend (its primitives and fused overrides) and of the contract's Backend (the
+# composed fused kernels, the host linalg kernels) is wrapped, present and future, so each call is checked and noted.
+for _name in dir(NumpyBackend):
     if _name.startswith("_") or _name in vars(FakeDeviceBackend) or not callable(getattr(NumpyBackend, _name)):
         continue
     _static = isinstance(inspect.getattr_static(NumpyBackend, _name), staticmethod)

@@ -52,3 +52,20 @@ PRIMITIVE_CASES = {
 
 
 DIRECT = {"test_native_dtypes_round_trip"}  # tests in test_primitive_sweep.py, not cases
+
+# fused kernel (contract.FUSED_KERNELS) -> the case that reaches it; each backend may override any of them,
+# so each must meet a case too (on the fake device the contract's composed version or numpy's runs)
+FUSED_CASES = {
+    "logsumexp": f"logsumexp_softmax{F32}", "softmax": f"logsumexp_softmax{F32}",
+    "log_softmax": f"logsumexp_softmax{F32}", "softmax_backward": f"logsumexp_softmax{F32}",
+    "log_softmax_backward": f"logsumexp_softmax{F32}", "cross_entropy_backward": f"cross_entropy_forms{F32}",
+    "sigmoid": f"sigmoid{F32}", "ndtr": f"activations{F32}", "gelu": f"activations{F32}",
+    "gelu_backward": f"activations{F32}", "silu": f"activations{F32}", "silu_backward": f"activations{F32}",
+    "layer_norm": f"normalisations{F32}", "layer_norm_backward": f"normalisations{F32}",
+    "matmul_into": f"multihead_attention_layer{F32}",
+    "isub": "optimizer_sgd[float32]", "iadd": "optimizer_adam[float32]", "imul": "optimizer_adam[float32]",
+    **{name: "test_random_numbers_match_numpy_or_their_distribution"
+       for name in ("random_uniform", "random_normal", "random_integers", "random_permutation")},
+}
+
+DIRECT |= {"test_random_numbers_match_numpy_or_their_distribution"}  # in test_random.py
