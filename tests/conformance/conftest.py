@@ -67,7 +67,7 @@ def backend_params(include_reference: bool = False):
 class Sizes:
     """Shapes for one device. Each is small but crosses the edges kernels get wrong: lengths that are not
     multiples of a tile or block (16, 32), odd sizes, more rows than one block. The CUDA simulator runs a
-    Python thread per GPU thread, so it gets the smallest that still cross a 16-wide tile."""
+    Python thread per GPU thread, so it gets the smallest sizes that still cross its own (smaller) tiles."""
 
     rows: int = 7
     cols: int = 37
@@ -78,24 +78,34 @@ class Sizes:
     seq: int = 6
 
 
-SIMULATOR_SIZES = Sizes(rows=5, cols=17, inner=19, image=6, channels=2, batch=2, seq=4)
+# The simulator's kernels use 32-thread blocks and 4-wide matmul tiles (cuda_kernels.py): these still cross both.
+SIMULATOR_SIZES = Sizes(rows=3, cols=6, inner=5, image=5, channels=2, batch=2, seq=3)
 
 
 def simulated(device_type: str) -> bool:
     return device_type == "cuda" and os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
 
 
+# On the simulator the quick selection runs these (one case per family of primitives, the cheapest there); the
+# rest of primitive_table.py's cases are slow there (CI runs them), so every primitive still meets a case.
+SIMULATOR_QUICK = {"creation", "casts_and_copies", "comparisons", "integer_ops", "predicates[float32]",
+                   "exp[float32]", "add[float32]", "where_and_masked_fill[float32]", "sums_and_means[float32]",
+                   "basic_indexing[float32]", "advanced_and_boolean_indexing[float32]", "matmul_shapes[float32]",
+                   "logsumexp_softmax[float32]", "cross_entropy_forms[float32]"}
+
+
 @pytest.hookimpl(tryfirst=True)  # before pytest's own -m selection reads the marks
 def pytest_collection_modifyitems(items):
-    """What the CUDA simulator runs. It starts a Python thread per GPU thread (~0.15 s for one launch of a
-    128-thread block here), so it cannot take every case in the quick selection: there it runs the cases that
-    reach every primitive (primitive_table.py) in float32; the other float32 cases and the training runs are
-    marked slow (CI runs them), as are the random-number tests, and the float64 variants are skipped, since they run the same kernels (they
-    run on numba, mlx and a real GPU)."""
+    """What the CUDA simulator runs. It starts a Python thread per GPU thread, so a case that takes a
+    fraction of a second elsewhere takes seconds to minutes there: it runs SIMULATOR_QUICK in the quick
+    selection and the other cases of primitive_table.py (which together reach every primitive and fused
+    kernel) as slow ones, in float32, at SIMULATOR_SIZES. The remaining cases and the float64 variants are
+    skipped there (they run on a real GPU, and on numba and mlx); the training runs and random-number
+    tests are slow."""
     from .harness import CASES
-    from .primitive_table import PRIMITIVE_CASES
+    from .primitive_table import FUSED_CASES, PRIMITIVE_CASES
 
-    core = set(PRIMITIVE_CASES.values())
+    core = set(PRIMITIVE_CASES.values()) | set(FUSED_CASES.values())
     for item in items:
         params = getattr(item, "callspec", None)
         if params is None or not simulated(params.params.get("backend_device", "")):
@@ -107,6 +117,9 @@ def pytest_collection_modifyitems(items):
         elif CASES[case_name].dtype is gl.float64:
             item.add_marker(pytest.mark.skip(reason="the CUDA simulator runs the float32 variant of each case"))
         elif case_name not in core:
+            item.add_marker(pytest.mark.skip(reason="the CUDA simulator runs only primitive_table.py's cases "
+                                                    "(every case runs on a GPU)"))
+        elif case_name not in SIMULATOR_QUICK:
             item.add_marker(pytest.mark.slow)
 
 
