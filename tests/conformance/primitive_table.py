@@ -1,8 +1,8 @@
 """Which conformance case reaches each contract primitive through a public op.
 
 test_primitive_sweep.py checks every entry (the case, run on the recording fake device, really calls
-the primitive) and that every name in ``contract.PRIMITIVES`` has one; conftest.py runs these cases on
-the CUDA simulator even in the quick (not slow) selection, since together they cover the whole contract.
+the name) and that every name in ``contract.PRIMITIVES`` and ``contract.FUSED_KERNELS`` has one. These
+cases are the ones the CUDA simulator runs (conftest.py): together they cover the whole contract.
 """
 
 from __future__ import annotations
@@ -62,8 +62,8 @@ FUSED_CASES = {
     "sigmoid": f"sigmoid{F32}", "ndtr": f"activations{F32}", "gelu": f"activations{F32}",
     "gelu_backward": f"activations{F32}", "silu": f"activations{F32}", "silu_backward": f"activations{F32}",
     "layer_norm": f"normalisations{F32}", "layer_norm_backward": f"normalisations{F32}",
-    "matmul_into": f"multihead_attention_layer{F32}",
-    "isub": "optimizer_sgd[float32]", "iadd": "optimizer_adam[float32]", "imul": "optimizer_adam[float32]",
+    "matmul_into": f"transformer_encoder_layer{F32}",
+    "isub": "optimizer_sgd[float32]", "iadd": "optimizer_adam[float32]", "imul": f"activations{F32}",
     **{name: "test_random_numbers_match_numpy_or_their_distribution"
        for name in ("random_uniform", "random_normal", "random_integers", "random_permutation")},
 }
