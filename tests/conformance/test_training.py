@@ -6,9 +6,10 @@ follows numpy's run closely: its final accuracy must be within two points of num
 float32 differences of a few ulps, summed in another order, grow over hundreds of steps, and one
 image more or less right is 0.3 points of the digits' 359 held-out images.)
 
-The CUDA simulator runs a Python thread per GPU thread, so it cannot train for hundreds of steps in a test.
-There the models take a few steps on a small subset instead, and the loss of every step is compared with
-numpy's: the same trajectory, judged step by step, rather than the accuracy at the end.
+The CUDA simulator runs a Python thread per GPU thread, and these models are too wide for it: three Adam
+steps of the spiral MLP on 16 points took 565 s there (its 4,400 parameters are thousands of simulated
+threads per kernel, dozens of kernels per step). So on the simulator these runs are skipped (conftest.py);
+their layers, loss and optimizer are each checked there case by case, and on a GPU the runs go as here.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ import gradlab as gl
 import gradlab.nn.functional as F
 from gradlab.data import make_synthetic
 
-from .conftest import simulated
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
 
@@ -47,11 +47,9 @@ class Run:
     lr: float
 
 
-# Full runs reach the accuracy below on numpy in a few seconds; the simulator's runs are a few steps.
+# Each reaches the accuracy below on numpy in a few seconds.
 SPIRAL = Run("spiral_mlp", train=1000, epochs=20, batch=100, lr=0.01)  # 200 steps: ~97 % on numpy
 DIGITS = Run("digits_cnn", train=800, epochs=5, batch=64, lr=0.003)  # 65 steps: ~93 % of held-out digits
-SIM_SPIRAL = Run("spiral_mlp", train=48, epochs=1, batch=16, lr=0.01)  # 3 steps
-SIM_DIGITS = Run("digits_cnn", train=8, epochs=1, batch=4, lr=0.003)  # 2 steps
 REFERENCE_ACCURACY = {SPIRAL: 0.93, DIGITS: 0.88}  # what numpy's own run must reach, so the comparison means something
 
 
@@ -87,8 +85,6 @@ def train(run: Run, device) -> tuple[float, list]:
             loss.backward()
             optimizer.step()
             losses.append(loss.item())
-    if run.epochs * run.train < 100:  # the simulator's few steps: no evaluation pass
-        return float("nan"), losses
     with gl.no_grad():
         predicted = model(test_x.to(device)).argmax(1)
     return (predicted == test_y.to(device)).float().mean().item(), losses
@@ -103,24 +99,17 @@ def _check(run: Run, device):
     accuracy, losses = train(run, device)
     want_accuracy, want_losses = reference(run)
     assert len(losses) == len(want_losses)
-    if np.isnan(want_accuracy):
-        # a few steps: float32 differences of a few ulps per op, carried through the steps, stay below 1e-4
-        np.testing.assert_allclose(losses, want_losses, rtol=1e-4, err_msg=f"{run.model} step losses on {device}")
-        return
     assert want_accuracy >= REFERENCE_ACCURACY[run], f"numpy's own {run.model} run reached only {want_accuracy:.1%}"
+    # the first steps follow numpy's closely: float32 differences of a few ulps per op have not grown yet
     np.testing.assert_allclose(losses[:5], want_losses[:5], rtol=1e-4, err_msg=f"{run.model}'s first steps on {device}")
     assert abs(accuracy - want_accuracy) <= 0.02, (
         f"{run.model} on {device}: {accuracy:.1%} accuracy, numpy's run {want_accuracy:.1%}")
 
 
-def _runs(backend_device, full: Run, on_simulator: Run) -> Run:
-    return on_simulator if simulated(backend_device.type) else full
-
-
-def test_spiral_mlp_learns_as_on_numpy(backend_device):  # slow on the CUDA simulator (conftest.py)
-    _check(_runs(backend_device, SPIRAL, SIM_SPIRAL), backend_device)
+def test_spiral_mlp_learns_as_on_numpy(backend_device):
+    _check(SPIRAL, backend_device)
 
 
 @pytest.mark.slow
 def test_digits_cnn_learns_as_on_numpy(backend_device):
-    _check(_runs(backend_device, DIGITS, SIM_DIGITS), backend_device)
+    _check(DIGITS, backend_device)
