@@ -392,6 +392,11 @@ class Backend(LinalgKernels):
     def synchronize(self):
         """Wait for queued work to finish (a no-op on synchronous backends)."""
 
+    def materialize(self, arrays):
+        """Compute these arrays now, so a lazy backend's graph stops growing (a no-op on eager backends).
+
+        The optimizers call it after each step with the parameters and their state."""
+
     # The DTypes this backend's arrays can hold; a backend without, say, float64 narrows it, and
     # tensors are refused before any work when asked for one it lacks (device.backend_for).
     supported_dtypes = frozenset(dt.ALL_DTYPES)

@@ -123,7 +123,7 @@ class NumbaBackend(NumpyBackend):
     def ndtr(self, a):
         """Φ(a): float32 from numpy_kernels' polynomial, float64 as 0.5·erfc(−a/√2)."""
         if a.size < PARALLEL_MIN_SIZE or (x := _compute(a)) is None:
-            return NumpyBackend.ndtr(self, a)
+            return super().ndtr(a)
         out = np.empty(x.shape, x.dtype)
         _K["map_ndtr"](x.reshape(-1), out.reshape(-1))
         return _like(out, a)
@@ -133,7 +133,7 @@ class NumbaBackend(NumpyBackend):
     def softmax(self, a, axis):
         x = _rows(a, axis)
         if x is None:  # another axis (numpy's kernel), or an empty array
-            return NumpyBackend.softmax(a, axis)
+            return super().softmax(a, axis)
         out = np.empty_like(x)
         _kernel("softmax_rows", x.size)(x, out)
         return _like(out, a)
@@ -141,14 +141,14 @@ class NumbaBackend(NumpyBackend):
     def log_softmax(self, a, axis):
         x = _rows(a, axis)
         if x is None:
-            return NumpyBackend.log_softmax(self, a, axis)
+            return super().log_softmax(a, axis)
         out = np.empty_like(x)
         _kernel("log_softmax_rows", x.size)(x, out)
         return _like(out, a)
 
     def logsumexp(self, a, axis, keepdims):
         if a.size == 0 or not _last_axis(axis, a.ndim) or (x := _rows(a, -1)) is None:
-            return NumpyBackend.logsumexp(self, a, axis, keepdims)
+            return super().logsumexp(a, axis, keepdims)
         out = np.empty(x.shape[0], x.dtype)
         _kernel("logsumexp_rows", x.size)(x, out)
         return _like(out, np.empty(a.shape[:-1] + ((1,) if keepdims else ()), a.dtype))
