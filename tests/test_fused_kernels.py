@@ -129,7 +129,17 @@ def test_silu_and_gelu_stay_finite_at_extreme_inputs(backend):
 # --- softmax, log_softmax, cross-entropy ---------------------------------------------------------------
 
 SOFTMAX_CASES = [((6,), 0), ((4, 7), 0), ((4, 7), 1), ((2, 3, 5), 0), ((2, 3, 5), 1), ((2, 3, 5), 2), ((3, 0), 0),
-                 ((0, 4), 1)]
+                 ((0, 4), 1), ((4, 7), -1), ((2, 3, 5), -2)]
+
+
+@pytest.mark.parametrize("shape, axis", SOFTMAX_CASES)
+def test_softmax_and_log_softmax_along_any_axis(backend, dtype, shape, axis):
+    dt, rtol, atol = dtype
+    x = sample(shape, dt, scale=3.0)
+    expected = softmax64(x.astype(np.float64), axis)
+    check(backend.softmax(x, axis), expected, dt, rtol, atol)
+    with np.errstate(divide="ignore"):
+        check(backend.log_softmax(x, axis), np.log(expected), dt, rtol, atol)
 
 
 @pytest.mark.parametrize("shape, axis", SOFTMAX_CASES)

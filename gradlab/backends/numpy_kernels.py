@@ -159,7 +159,9 @@ def _total(arrays, axes):
     One einsum reads the operands once and writes only the (small) result: no full-size temporary
     for the product, and numpy's einsum also sums faster than its own ``sum`` along these axes.
     """
-    dims = _LETTERS[:arrays[0].ndim]
+    ndim = arrays[0].ndim
+    axes = {axis % ndim for axis in axes} if ndim else set()
+    dims = _LETTERS[:ndim]
     kept = "".join(d for i, d in enumerate(dims) if i not in axes)
     total = np.einsum(",".join([dims] * len(arrays)) + "->" + kept, *arrays)
     return np.asarray(total).reshape(tuple(1 if i in axes else n for i, n in enumerate(arrays[0].shape)))
