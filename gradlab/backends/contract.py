@@ -160,6 +160,11 @@ class Backend(LinalgKernels):
         """Φ(a), the standard normal CDF (GELU's gate): (1 + erf(a / √2)) / 2."""
         return self.mul(self.add(self.erf(self.mul(a, 0.7071067811865476)), 1.0), 0.5)
 
+    def any_true(self, a) -> bool:
+        """Whether any element of a is true, read back to the host as a Python bool (the one way an op
+        asks a question of device data: a device array cannot be handed to ``bool`` directly)."""
+        return bool(self.to_numpy(self.any(a)))
+
     def zeros_like(self, a):
         return self.zeros(a.shape, self.dtype_of(a))
 

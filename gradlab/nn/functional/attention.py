@@ -65,7 +65,7 @@ def _softmax_scores(b, q, k, mask, scale, empty_row_value):
         else:
             scores = b.where(mask.array, scores, -math.inf)
         empty = _empty_rows(b, mask)
-        if bool(b.any(empty)):
+        if b.any_true(empty):
             scores = b.where(empty, 0.0, scores)  # softmax of a row of -inf is 0/0: fill those rows after it
         else:
             empty = None
