@@ -14,6 +14,7 @@ from .size import Size
 from .layouts import channels_last, channels_last_3d, contiguous_format, layout, memory_format, preserve_format, strided
 from .backends.device import Device as device
 from .backends.device import set_default_device
+from .backends.device import DeviceInfo, devices
 from . import return_types
 from . import autograd
 from .generator import default_generator

@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from . import dtypes as dt
-from .backends.device import resolve_device
+from .backends.device import backend_for, resolve_device
 from .layouts import check_options
 from .tensor import Tensor, as_backend_array
 
@@ -90,35 +90,38 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, layo
     dtype = dt.as_dtype(dtype) if dtype is not None else dt.scalar_dtype(fill_value)
     dt.check_int_fits("full", fill_value, dtype)
     device = resolve_device(device)
-    array = device.backend.full(_size("full", (size,)), fill_value, dtype)
+    array = backend_for("full", device, dtype).full(_size("full", (size,)), fill_value, dtype)
     return _finish(array, device, requires_grad, "full")
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False) -> Tensor:
     check_options("zeros", layout, pin_memory)
-    device = resolve_device(device)
-    return _finish(device.backend.zeros(_size("zeros", size), _float_default(dtype)), device, requires_grad, "zeros")
+    device, dtype = resolve_device(device), _float_default(dtype)
+    array = backend_for("zeros", device, dtype).zeros(_size("zeros", size), dtype)
+    return _finish(array, device, requires_grad, "zeros")
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False) -> Tensor:
     check_options("ones", layout, pin_memory)
-    device = resolve_device(device)
-    return _finish(device.backend.ones(_size("ones", size), _float_default(dtype)), device, requires_grad, "ones")
+    device, dtype = resolve_device(device), _float_default(dtype)
+    array = backend_for("ones", device, dtype).ones(_size("ones", size), dtype)
+    return _finish(array, device, requires_grad, "ones")
 
 
 def empty(*size, dtype=None, device=None, requires_grad=False,
           layout=None, pin_memory=False, memory_format=None) -> Tensor:
     """A tensor whose values are whatever was in memory: fill it before reading it."""
     check_options("empty", layout, pin_memory, memory_format)
-    device = resolve_device(device)
-    return _finish(device.backend.empty(_size("empty", size), _float_default(dtype)), device, requires_grad, "empty")
+    device, dtype = resolve_device(device), _float_default(dtype)
+    array = backend_for("empty", device, dtype).empty(_size("empty", size), dtype)
+    return _finish(array, device, requires_grad, "empty")
 
 
 def _like(op, fill, input, dtype, device, requires_grad):
     """A tensor of input's shape, dtype and device (each overridable), filled with ``fill`` (None: uninitialised)."""
     device = resolve_device(device) if device is not None else input.device
     dtype = dt.as_dtype(dtype) if dtype is not None else input.dtype
-    backend = device.backend
+    backend = backend_for(op, device, dtype)
     array = backend.empty(input.shape, dtype) if fill is None else backend.full(input.shape, fill, dtype)
     return _finish(array, device, requires_grad, op)
 
@@ -172,11 +175,12 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
         dtype = dt.int64 if integral else dt.get_default_dtype()
     dtype = dt.as_dtype(dtype)
     device = resolve_device(device)
+    backend = backend_for("arange", device, dtype)
     if integral:  # exact, even beyond 2**53
-        array = device.backend.arange(start, end, step, dtype)
+        array = backend.arange(start, end, step, dtype)
     else:
         count = max(0, math.ceil((end - start) / step))
-        array = device.backend.asarray(np.arange(count, dtype=np.float64) * step + start, dtype)
+        array = backend.asarray(np.arange(count, dtype=np.float64) * step + start, dtype)
     return _finish(array, device, requires_grad, "arange")
 
 
@@ -188,8 +192,8 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False,
         raise TypeError(f"linspace: steps must be an integer, got {steps!r}")
     if steps < 0:
         raise RuntimeError(f"linspace: number of steps must be non-negative, got {steps}")
-    device = resolve_device(device)
-    array = device.backend.asarray(np.linspace(start, end, steps), _float_default(dtype))
+    device, dtype = resolve_device(device), _float_default(dtype)
+    array = backend_for("linspace", device, dtype).asarray(np.linspace(start, end, steps), dtype)
     return _finish(array, device, requires_grad, "linspace")
 
 
@@ -200,8 +204,8 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, layout=None,
     for name, value in (("n", n), ("m", m)):
         if value < 0:
             raise RuntimeError(f"eye: {name} must be greater or equal to 0, got {value}")
-    device = resolve_device(device)
-    array = device.backend.asarray(np.eye(n, m), _float_default(dtype))
+    device, dtype = resolve_device(device), _float_default(dtype)
+    array = backend_for("eye", device, dtype).asarray(np.eye(n, m), dtype)
     return _finish(array, device, requires_grad, "eye")
 
 
@@ -210,8 +214,8 @@ def _triangle_indices(op, keep, row, col, offset, dtype, device) -> Tensor:
         if value < 0:
             raise RuntimeError(f"{op}: {name} must be non-negative, got {value}")
     rows, cols = np.nonzero(keep(np.ones((row, col), dtype=bool), offset))
-    device = resolve_device(device)
-    array = device.backend.asarray(np.stack([rows, cols]), dt.int64 if dtype is None else dt.as_dtype(dtype))
+    device, dtype = resolve_device(device), dt.int64 if dtype is None else dt.as_dtype(dtype)
+    array = backend_for(op, device, dtype).asarray(np.stack([rows, cols]), dtype)
     return _finish(array, device, False, op)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import dtypes as dt
-from .backends.device import resolve_device
+from .backends.device import backend_for, resolve_device
 from .creation import _finish, _float_default, _size, as_tensor, from_numpy
 from .layouts import check_options
 from .tensor import Tensor
@@ -25,8 +25,8 @@ def _native(dtype) -> np.dtype:
 def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False) -> Tensor:
     """A 0-d tensor holding ``s``, in the default float dtype unless ``dtype`` says otherwise (as torch)."""
     check_options("scalar_tensor", layout, pin_memory)
-    device = resolve_device(device)
-    array = device.backend.asarray(np.asarray(s), _float_default(dtype))
+    device, dtype = resolve_device(device), _float_default(dtype)
+    array = backend_for("scalar_tensor", device, dtype).asarray(np.asarray(s), dtype)
     return _finish(array, device, requires_grad, "scalar_tensor")
 
 
@@ -104,9 +104,9 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_
         raise TypeError(f"logspace: steps must be an integer, got {steps!r}")
     if steps < 0:
         raise RuntimeError(f"logspace: number of steps must be non-negative, got {steps}")
-    device = resolve_device(device)
+    device, dtype = resolve_device(device), _float_default(dtype)
     values = np.power(float(base), np.linspace(float(start), float(end), steps))
-    return _finish(device.backend.asarray(values, _float_default(dtype)), device, requires_grad, "logspace")
+    return _finish(backend_for("logspace", device, dtype).asarray(values, dtype), device, requires_grad, "logspace")
 
 
 # --- windows -------------------------------------------------------------------------------------------
@@ -122,8 +122,8 @@ def _window(op, symmetric, window_length, periodic, dtype, device, requires_grad
         values = np.ones(window_length)
     else:
         values = symmetric(window_length + 1)[:-1] if periodic else symmetric(window_length)
-    device = resolve_device(device)
-    return _finish(device.backend.asarray(values, _float_default(dtype)), device, requires_grad, op)
+    device, dtype = resolve_device(device), _float_default(dtype)
+    return _finish(backend_for(op, device, dtype).asarray(values, dtype), device, requires_grad, op)
 
 
 def _cosine_sum(*coefficients):

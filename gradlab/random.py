@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import dtypes as dt
-from .backends.device import resolve_device
+from .backends.device import backend_for, resolve_device
 from .creation import _finish, _size
 from .generator import Generator, default_generator, generator_rng as _rng
 from .generator import multinomial  # noqa: F401  (it lives below Tensor, for Tensor.multinomial)
@@ -40,16 +40,16 @@ def _float_dtype(op, dtype):
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
     """Uniform random numbers in [0, 1)."""
     check_options("rand", layout, pin_memory)
-    device = resolve_device(device)
-    array = device.backend.random_uniform(_rng(generator), _size("rand", size), 0.0, 1.0, _float_dtype("rand", dtype))
+    device, dtype = resolve_device(device), _float_dtype("rand", dtype)
+    array = backend_for("rand", device, dtype).random_uniform(_rng(generator), _size("rand", size), 0.0, 1.0, dtype)
     return _finish(array, device, requires_grad, "rand")
 
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
     """Standard normal random numbers (mean 0, standard deviation 1)."""
     check_options("randn", layout, pin_memory)
-    device = resolve_device(device)
-    array = device.backend.random_normal(_rng(generator), _size("randn", size), 0.0, 1.0, _float_dtype("randn", dtype))
+    device, dtype = resolve_device(device), _float_dtype("randn", dtype)
+    array = backend_for("randn", device, dtype).random_normal(_rng(generator), _size("randn", size), 0.0, 1.0, dtype)
     return _finish(array, device, requires_grad, "randn")
 
 
@@ -67,7 +67,7 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None, device=Non
         raise RuntimeError(f"randint: expected low < high, but got low={low}, high={high}")
     device = resolve_device(device)
     dtype = dt.as_dtype(dtype) if dtype is not None else dt.int64
-    array = device.backend.random_integers(_rng(generator), low, high, _size("randint", (size,)), dtype)
+    array = backend_for("randint", device, dtype).random_integers(_rng(generator), low, high, _size("randint", (size,)), dtype)
     return _finish(array, device, requires_grad, "randint")
 
 
@@ -88,8 +88,8 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
         return (ref._wrap(noise) * std + mean).detach()
     if size is None:
         raise TypeError("normal: give a size when mean and std are numbers, e.g. normal(0.0, 1.0, (3,))")
-    device = resolve_device(device)
-    array = device.backend.random_normal(_rng(generator), _size("normal", (size,)), mean, std, _float_dtype("normal", dtype))
+    device, dtype = resolve_device(device), _float_dtype("normal", dtype)
+    array = backend_for("normal", device, dtype).random_normal(_rng(generator), _size("normal", (size,)), mean, std, dtype)
     return _finish(array, device, requires_grad, "normal")
 
 
@@ -100,7 +100,7 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False,
         raise RuntimeError(f"randperm: n must be non-negative, got {n}")
     device = resolve_device(device)
     dtype = dt.as_dtype(dtype) if dtype is not None else dt.int64
-    return _finish(device.backend.random_permutation(_rng(generator), n, dtype), device, requires_grad, "randperm")
+    return _finish(backend_for("randperm", device, dtype).random_permutation(_rng(generator), n, dtype), device, requires_grad, "randperm")
 
 
 def rand_like(input, *, generator=None, dtype=None, device=None, requires_grad=False,

@@ -17,7 +17,8 @@ from .autograd import engine, views
 from .autograd.function import TrackedTensor
 from .autograd.grad_mode import grad_state
 from .autograd.hooks import RemovableHandle
-from .backends.device import Device, resolve_device
+from .backends.device import Device, backend_for, resolve_device
+from .backends.interop import dlpack_source
 from .generator import generator_rng, multinomial
 from .layouts import channels_last, channels_last_3d, check_options
 from .ops._common import describe, normalize_dim, shape_str
@@ -81,8 +82,8 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
         ``Tensor(data)`` a float copy of the data (``gradlab.tensor`` infers the dtype instead)."""
         dtype = dtype if dtype is not None else dt.get_default_dtype()
         if args and all(isinstance(n, int) and not isinstance(n, bool) for n in args):
-            device = resolve_device(device)
-            _init(self, device.backend.zeros(_shape_arg(args), dtype), device)
+            device, dtype = resolve_device(device), dt.as_dtype(dtype)
+            _init(self, backend_for("Tensor", device, dtype).zeros(_shape_arg(args), dtype), device)
         elif len(args) <= 1:
             source = as_backend_array(args[0] if args else [], dtype, device, "Tensor", copy=True)
             _init(self, source[0], source[1])
@@ -233,19 +234,30 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
         return self.device.backend.to_numpy(self.array).tolist()
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
-        """This tensor's memory as a DLPack capsule, for torch.from_dlpack / np.from_dlpack (no copy)."""
+        """This tensor's memory as a DLPack capsule, for torch.from_dlpack / np.from_dlpack (no copy).
+
+        What describes the memory is the backend's array itself, or on 'cpu' the numpy array
+        (``backends.interop.dlpack_source``); the keywords pass through to its ``__dlpack__``.
+        """
         if self.requires_grad:
             raise RuntimeError("Can't export tensors that require gradient, use tensor.detach()")
-        array = self.device.backend.to_numpy(self.array) if self.device.type == "cpu" else self.array
-        kwargs = {"stream": stream, "dl_device": dl_device, "copy": copy}
-        if max_version is not None:
-            kwargs["max_version"] = max_version
-        return array.__dlpack__(**kwargs)
+        kwargs = {key: value for key, value in (("stream", stream), ("max_version", max_version),
+                                                ("dl_device", dl_device), ("copy", copy)) if value is not None}
+        return dlpack_source(self.device, self.array).__dlpack__(**kwargs)
 
     def __dlpack_device__(self):
-        """(device type, index) as DLPack numbers them: (1, 0) is the CPU."""
-        array = self.device.backend.to_numpy(self.array) if self.device.type == "cpu" else self.array
-        return array.__dlpack_device__()
+        """(device type, index) as DLPack numbers them: (1, 0) is the CPU, (2, N) CUDA GPU N."""
+        return dlpack_source(self.device, self.array).__dlpack_device__()
+
+    @property
+    def __cuda_array_interface__(self):
+        """A 'cuda' tensor's memory as CuPy, PyTorch and numba read GPU arrays (absent on other devices)."""
+        array = self.array
+        if self.device.type != "cuda" or not hasattr(array, "__cuda_array_interface__"):
+            raise AttributeError(f"a tensor on '{self.device}' has no __cuda_array_interface__; only 'cuda' tensors do")
+        if self.requires_grad:
+            raise RuntimeError("Can't export tensors that require gradient, use tensor.detach()")
+        return array.__cuda_array_interface__
 
     def __array__(self, dtype=None, copy=None):
         array = self.numpy()  # refuses a tensor that requires grad: numpy would silently cut the graph
@@ -343,24 +355,40 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
         return self if self.is_contiguous() else Clone.apply(self)
 
     def to(self, *args, dtype=None, device=None, copy=False, non_blocking=False, memory_format=None) -> "Tensor":
-        """``to(dtype)``, ``to(device)``, ``to(device, dtype)`` or ``to(other_tensor)``, as in PyTorch."""
+        """``to(dtype)``, ``to(device)``, ``to(device, dtype)`` or ``to(other_tensor)``, as in PyTorch.
+
+        Positional ``non_blocking, copy`` may follow, as in PyTorch; ``non_blocking`` changes nothing
+        here, since every move has completed when ``to`` returns. The target device is checked first
+        (its backend loads, it has the dtype), so a failed move does no work.
+        """
         check_options("to", memory_format=memory_format, ndim=self.ndim)
+        flags = []
         for arg in args:
             if isinstance(arg, Tensor):
                 dtype, device = arg.dtype, arg.device
             elif isinstance(arg, (str, Device)):
                 device = arg
+            elif isinstance(arg, bool):
+                flags.append(arg)
+            elif isinstance(arg, int):
+                device = _cuda_device(arg)  # an int names a GPU, as in PyTorch: x.to(0) is x.to('cuda:0')
             elif arg is not None:
                 dtype = arg
+        if len(flags) > 2:
+            raise TypeError(f"to(): expected at most two positional flags (non_blocking, copy), got {len(flags)}")
+        if len(flags) == 2:
+            copy = copy or flags[1]
+        device = self.device if device is None else resolve_device(device)
+        dtype = self.dtype if dtype is None else dt.as_dtype(dtype)
+        if device is not self.device or dtype is not self.dtype:
+            backend_for("to", device, dtype)  # a device without that dtype refuses before anything moves
         out = self
-        if device is not None:
-            device = resolve_device(device)
-            if device is not self.device:
-                out = ToDevice.apply(out, device)
-        if dtype is not None:
-            dtype = dt.as_dtype(dtype)
-            if dtype is not out.dtype:
-                out = Cast.apply(out, dtype)
+        if device is not self.device:
+            if dtype is not self.dtype and dtype in self.device.backend.supported_dtypes:
+                out = Cast.apply(out, dtype)  # cast first, so what travels is a dtype the target device has
+            out = ToDevice.apply(out, device)
+        if dtype is not out.dtype:
+            out = Cast.apply(out, dtype)
         if copy and out is self:
             out = Clone.apply(self)
         return out
@@ -377,11 +405,12 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
     def type_as(self, other) -> "Tensor":
         return self.to(other.dtype)
 
-    def cpu(self) -> "Tensor":
-        return self.to("cpu")
+    def cpu(self, memory_format=None) -> "Tensor":
+        return self.to("cpu", memory_format=memory_format)
 
-    def cuda(self, device=None) -> "Tensor":
-        return self.to(device or "cuda")
+    def cuda(self, device=None, non_blocking=False, memory_format=None) -> "Tensor":
+        """This tensor on a CUDA GPU: ``cuda()`` (GPU 0), ``cuda(1)`` or ``cuda('cuda:1')``."""
+        return self.to(_cuda_device(device), non_blocking=non_blocking, memory_format=memory_format)
 
     float, double, half, bfloat16 = (_cast("float", dt.float32), _cast("double", dt.float64),
                                      _cast("half", dt.float16), _cast("bfloat16", dt.bfloat16))
@@ -401,23 +430,28 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
                  pin_memory=False) -> "Tensor":
         """A tensor of ``size`` filled with ``fill_value``, with this tensor's dtype and device unless given."""
         check_options("new_full", layout, pin_memory)
+        return self._new_filled("new_full", size, fill_value, dtype, device, requires_grad)
+
+    def _new_filled(self, op, size, fill_value, dtype, device, requires_grad) -> "Tensor":
         device = resolve_device(device) if device is not None else self.device
-        array = device.backend.full(_shape_arg(size), fill_value, dt.as_dtype(dtype) if dtype else self.dtype)
+        dtype = dt.as_dtype(dtype) if dtype else self.dtype
+        array = backend_for(op, device, dtype).full(_shape_arg(size), fill_value, dtype)
         out = Tensor._from_array(array, device)
         return out.requires_grad_(True) if requires_grad else out
 
     def new_zeros(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
         check_options("new_zeros", layout, pin_memory)
-        return self.new_full(_shape_arg(size), 0, dtype, device, requires_grad, layout, pin_memory)
+        return self._new_filled("new_zeros", _shape_arg(size), 0, dtype, device, requires_grad)
 
     def new_ones(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
         check_options("new_ones", layout, pin_memory)
-        return self.new_full(_shape_arg(size), 1, dtype, device, requires_grad, layout, pin_memory)
+        return self._new_filled("new_ones", _shape_arg(size), 1, dtype, device, requires_grad)
 
     def new_empty(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
         check_options("new_empty", layout, pin_memory)
         device = resolve_device(device) if device is not None else self.device
-        out = Tensor._from_array(device.backend.empty(_shape_arg(size), dt.as_dtype(dtype) if dtype else self.dtype), device)
+        dtype = dt.as_dtype(dtype) if dtype else self.dtype
+        out = Tensor._from_array(backend_for("new_empty", device, dtype).empty(_shape_arg(size), dtype), device)
         return out.requires_grad_(True) if requires_grad else out
 
     def full_like(self, fill_value) -> "Tensor":
@@ -644,6 +678,13 @@ def _init(t, array, device) -> None:
     t._base = None
 
 
+def _cuda_device(device) -> "str | Device":
+    """What ``.cuda(device)`` and ``.to(n)`` mean: None is 'cuda', an int n is 'cuda:n', else as given."""
+    if device is None:
+        return "cuda"
+    return f"cuda:{device}" if isinstance(device, int) and not isinstance(device, bool) else device
+
+
 def _shape_arg(size) -> tuple:
     """A size given as 3, (2, 3), [2, 3], or as the tuple of *size arguments (2, 3) or ((2, 3),)."""
     if isinstance(size, int):
@@ -746,23 +787,33 @@ def as_backend_array(data, dtype, device, op: str, copy: bool = False):
     try:
         if not isinstance(dtype, dt.DType):
             dtype = dt.as_dtype(dtype) if dtype is not None else _infer_dtype(data)
-        array = device.backend.asarray(data, dtype)
-    except ValueError as error:
+    except (ValueError, TypeError) as error:
+        _conversion_failed(op, data, dtype, error)
+    backend = backend_for(op, device, dtype)  # outside the try: a device's own error reaches the user as it is
+    try:
+        array = backend.asarray(data, dtype)
+    except (ValueError, TypeError, OverflowError) as error:
+        _conversion_failed(op, data, dtype, error)
+    if copy and isinstance(data, np.ndarray) and isinstance(array, np.ndarray) and np.may_share_memory(array, data):
+        array = device.backend.copy(array)
+    return array, device
+
+
+def _conversion_failed(op: str, data, dtype, error):
+    """Raise the error that explains why ``data`` did not become a tensor (ragged lists, a too-big int, ...)."""
+    if isinstance(error, ValueError):
         where = _not_rectangular(data)
         if where:
             raise ValueError(f"{op}: the nested lists do not form a tensor: {where}. Every row must have the same "
                              "length") from None
         raise ValueError(f"{op}: could not convert the data to a {dtype} tensor: {error}") from None
-    except TypeError as error:
+    if isinstance(error, TypeError):
         raise TypeError(f"{op}: {error}") from None
-    except OverflowError:
-        value = _out_of_range_int(data, dtype)
-        if value is None:
-            raise
-        dt.check_int_fits(op, value, dtype)
-    if copy and isinstance(data, np.ndarray) and isinstance(array, np.ndarray) and np.may_share_memory(array, data):
-        array = device.backend.copy(array)
-    return array, device
+    value = _out_of_range_int(data, dtype)
+    if value is None:
+        raise error
+    dt.check_int_fits(op, value, dtype)
+    raise error
 
 
 def is_tensor(obj) -> bool:

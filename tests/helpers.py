@@ -30,9 +30,10 @@ def leaf(array, requires_grad=True, dtype=None):
 
 def noncontiguous_leaf(array, requires_grad=True):
     """A float64 leaf whose data is laid out column-major: same values, non-contiguous strides."""
-    array = np.asfortranarray(np.asarray(array, dtype=np.float64))
-    t = gl.from_numpy(array.copy(order="F"))
-    assert array.ndim < 2 or not t.is_contiguous()
+    array = np.asarray(array, dtype=np.float64)
+    # the reversed-axes array made contiguous, then permuted back: a view on the default device
+    t = gl.tensor(np.array(array.T, order="C")).permute(*range(array.ndim)[::-1]).detach()
+    assert array.ndim < 2 or t.device.type not in ("cpu", "numba") or not t.is_contiguous()
     return t.requires_grad_(requires_grad)
 
 

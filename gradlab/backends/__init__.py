@@ -1,9 +1,9 @@
 """Backends: where array work is done. The contract lists the primitives; devices find backends."""
 
-from .contract import PRIMITIVES, Backend
+from .contract import FUSED_KERNELS, PRIMITIVES, Backend
 from .device import Device, default_device, resolve_device, set_default_device
 
-__all__ = ["PRIMITIVES", "Backend", "Device", "default_device", "resolve_device", "set_default_device"]
+__all__ = ["PRIMITIVES", "Backend", "Device", "default_device", "resolve_device", "set_default_device", "FUSED_KERNELS"]
 
 _FLAG_MODULES = ("cuda", "cudnn", "mkldnn", "mps", "openmp")  # PyTorch's switches, with no effect here
 

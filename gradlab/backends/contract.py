@@ -3,19 +3,27 @@
 Every op in ``gradlab.ops`` computes through these names and nothing else, so a new device is
 exactly this list implemented on its own arrays. Arrays here are the backend's own (numpy
 ``ndarray``, ``mlx.core.array``, ...); dtypes arrive as ``gradlab.dtypes.DType`` and each backend
-maps them with ``native_dtype``. Below the primitives sit the optional fused kernels: each has a
-fallback composed from primitives, and a backend overrides it only to be faster.
+maps them with ``native_dtype``. Below the primitives sit the optional fused kernels
+(``FUSED_KERNELS``): each has a fallback in ``Backend`` composed from primitives, so a new backend
+gets all of them for free, and overrides one only to be faster. They are the heavy paths of a
+network: softmax and log-softmax with their backwards, cross-entropy's gradient, GELU and SiLU
+with theirs, layer norm forward and backward, plus in-place updates and random numbers.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 
 from .. import dtypes as dt
 from ..dtypes import DType
 from .linalg_kernels import LinalgKernels
+
+GELU_TANH_SCALE = math.sqrt(2.0 / math.pi)  # gelu's tanh approximation: Φ(x) ≈ (1 + tanh(k · (x + c · x³))) / 2
+GELU_TANH_CUBIC = 0.044715
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)  # φ(0), the normal density's peak
 
 PRIMITIVES = {
     # dtypes and transfer
@@ -69,6 +77,29 @@ PRIMITIVES = {
     "matmul": "matrix product with batch broadcasting",
     "einsum": "Einstein summation over explicit subscripts",
 }
+FUSED_KERNELS = {
+    # reductions that must not overflow, and their backwards
+    "logsumexp": "log Σ exp(a) over axes, the maximum subtracted first so exp cannot overflow",
+    "softmax log_softmax": "exp(a) / Σ exp(a) along one axis, and its log, computed stably",
+    "softmax_backward": "y · (g − Σ g·y) along the axis, y the softmax output",
+    "log_softmax_backward": "g − exp(y) · Σ g along the axis, y the log_softmax output",
+    "cross_entropy_backward": "(exp(logp) − onehot(index)) · scale: the softmax minus the target, scaled",
+    # activations: forward saves what its backward needs
+    "sigmoid": "1 / (1 + exp(−a)) without overflow",
+    "ndtr": "Φ(a), the standard normal CDF (GELU's gate)",
+    "gelu gelu_backward": "a · Φ(a) (or its tanh form) and the saved arrays; g · (Φ(a) + a · φ(a))",
+    "silu silu_backward": "a · σ(a); g · σ(a) · (1 + a · (1 − σ(a)))",
+    # normalisation
+    "layer_norm layer_norm_backward": "(a − mean) / σ over the last n axes, · weight + bias; its three gradients",
+    # writes into memory the caller owns
+    "matmul_into": "out[...] = a @ b, into an existing (maybe strided) array",
+    "isub iadd imul": "a −= b, a += b, a *= b in a's own memory",
+    # random numbers (host numpy PCG64, then moved: one seed, the same numbers everywhere)
+    "random_uniform random_normal random_integers random_permutation": "random arrays from a numpy Generator",
+}
+# sliding_windows / fold_windows also have composed fallbacks in Backend, but are listed under PRIMITIVES.
+# All take and return backend arrays; a 16-bit float input computes in float32 and returns its own dtype.
+
 # Factorizations and solvers (lu_factor, solve, cholesky, qr, svd, eigh, ...) are not in this list: every
 # backend inherits host versions of them from LinalgKernels (linalg_kernels.py) and may override them.
 
@@ -114,10 +145,11 @@ class Backend(LinalgKernels):
         return self.sub(shifted, self.log(self.sum(self.exp(shifted), (axis,), True)))
 
     def sigmoid(self, a):
-        """1 / (1 + exp(-a)), written so that exp never overflows."""
+        """1 / (1 + exp(-a)), written so that exp never overflows: e = exp(-|a|) ≤ 1, and for a < 0 the
+        value is e / (1 + e) (not 1 − 1/(1 + e), which rounds to 0 long before the sigmoid underflows)."""
         e = self.exp(self.neg(self.abs(a)))
         pos = self.div(1.0, self.add(e, 1.0))
-        return self.where(self.ge(a, 0), pos, self.sub(1.0, pos))
+        return self.where(self.ge(a, 0), pos, self.mul(e, pos))
 
     def matmul_into(self, a, b, out):
         """out[...] = a @ b, written into an array the caller owns (maybe a strided view of a bigger one,
@@ -127,6 +159,11 @@ class Backend(LinalgKernels):
     def ndtr(self, a):
         """Φ(a), the standard normal CDF (GELU's gate): (1 + erf(a / √2)) / 2."""
         return self.mul(self.add(self.erf(self.mul(a, 0.7071067811865476)), 1.0), 0.5)
+
+    def any_true(self, a) -> bool:
+        """Whether any element of a is true, read back to the host as a Python bool (the one way an op
+        asks a question of device data: a device array cannot be handed to ``bool`` directly)."""
+        return bool(self.to_numpy(self.any(a)))
 
     def zeros_like(self, a):
         return self.zeros(a.shape, self.dtype_of(a))
@@ -142,6 +179,180 @@ class Backend(LinalgKernels):
     def imul(self, a, b):
         """a *= b in a's own memory, for an array the caller made and owns; composed as mul + setitem."""
         self.setitem(a, Ellipsis, self.mul(a, b))
+
+    # --- fused kernels of the heavy paths (activations, softmax's backward, layer norm, cross-entropy) ---
+    # Each is written once from primitives (and the kernels above); 16-bit floats are widened to float32
+    # first, the results rounded back, the saved arrays kept in float32.
+
+    def _widen(self, a):
+        """a as float32 if it is a 16-bit float (None and other dtypes pass as they are)."""
+        return self.astype(a, dt.float32) if a is not None and self.dtype_of(a) in dt.HALF_DTYPES else a
+
+    def gelu(self, a, approximate):
+        """a · Φ(a), Φ the normal CDF (exactly, or tanh's approximation 'tanh'), and what backward needs.
+
+        saved is (Φ(a),) for 'none' and (tanh(k·(a + c·a³)),) for 'tanh': the costly erf / tanh is
+        computed once. Every step after the first writes into the array that step made.
+        """
+        half = self.dtype_of(a)
+        if half in dt.HALF_DTYPES:
+            out, saved = self.gelu(self.astype(a, dt.float32), approximate)
+            return self.astype(out, half), saved
+        if approximate == "tanh":
+            inner = self.mul(a, a)
+            self.imul(inner, GELU_TANH_CUBIC)
+            self.iadd(inner, 1.0)
+            self.imul(inner, a)
+            self.imul(inner, GELU_TANH_SCALE)  # k · (a + c · a³)
+            t = self.tanh(inner)
+            out = self.add(t, 1.0)
+            self.imul(out, 0.5)  # Φ(a) ≈ (1 + t) / 2
+            self.imul(out, a)
+            return out, (t,)
+        cdf = self.ndtr(a)
+        return self.mul(a, cdf), (cdf,)
+
+    def gelu_backward(self, g, a, saved, approximate):
+        """g · gelu'(a): Φ(a) + a · φ(a) exactly, or the tanh form's slope, from what gelu saved.
+
+        An empty ``saved`` recomputes Φ (or t), so a backend may override gelu alone and save nothing.
+        """
+        half = self.dtype_of(a)
+        if half in dt.HALF_DTYPES:
+            return self.astype(self.gelu_backward(self._widen(g), self.astype(a, dt.float32), saved, approximate), half)
+        if approximate == "tanh":
+            t = saved[0] if saved else self.gelu(a, approximate)[1][0]
+            # slope = (1 + t) / 2 + a · (1 − t²) · (1 + 3c · a²) · k / 2
+            slope = self.sub(1.0, self.mul(t, t))
+            self.imul(slope, a)
+            cubic = self.mul(a, a)
+            self.imul(cubic, 3 * GELU_TANH_CUBIC)
+            self.iadd(cubic, 1.0)
+            self.imul(slope, cubic)
+            self.imul(slope, 0.5 * GELU_TANH_SCALE)
+            self.iadd(slope, self.mul(t, 0.5))
+            self.iadd(slope, 0.5)
+        else:
+            cdf = saved[0] if saved else self.ndtr(a)
+            slope = self.mul(a, a)
+            self.imul(slope, -0.5)
+            slope = self.exp(slope)
+            self.imul(slope, a)
+            self.imul(slope, _INV_SQRT_2PI)  # a · φ(a)
+            self.iadd(slope, cdf)
+        self.imul(slope, g)
+        return slope
+
+    def silu(self, a):
+        """a · σ(a) (also called swish), σ the sigmoid kernel."""
+        if self.dtype_of(a) in dt.HALF_DTYPES:
+            return self._in_float32(self.silu, a)
+        out = self.sigmoid(a)
+        self.imul(out, a)
+        return out
+
+    def silu_backward(self, g, a):
+        """g · σ(a) · (1 + a · (1 − σ(a))): silu's slope, σ recomputed (one sigmoid, cheaper than saving it)."""
+        half = self.dtype_of(a)
+        if half in dt.HALF_DTYPES:
+            return self.astype(self.silu_backward(self._widen(g), self.astype(a, dt.float32)), half)
+        s = self.sigmoid(a)
+        slope = self.sub(1.0, s)
+        self.imul(slope, a)
+        self.iadd(slope, 1.0)
+        self.imul(slope, s)
+        self.imul(slope, g)
+        return slope
+
+    def softmax_backward(self, y, g, axis):
+        """y · (g − Σ g·y) along axis, y = softmax(x): the Jacobian diag(y) − y yᵀ applied to g, row by row."""
+        half = self.dtype_of(y)
+        if half in dt.HALF_DTYPES:
+            return self.astype(self.softmax_backward(self.astype(y, dt.float32), self._widen(g), axis), half)
+        out = self.sub(g, self.sum(self.mul(g, y), (axis,), True))
+        self.imul(out, y)
+        return out
+
+    def log_softmax_backward(self, y, g, axis):
+        """g − exp(y) · Σ g along axis, y = log_softmax(x): exp(y) is the softmax, never recomputed from x."""
+        half = self.dtype_of(y)
+        if half in dt.HALF_DTYPES:
+            return self.astype(self.log_softmax_backward(self.astype(y, dt.float32), self._widen(g), axis), half)
+        p = self.exp(y)
+        self.imul(p, self.sum(g, (axis,), True))
+        return self.sub(g, p)
+
+    def cross_entropy_backward(self, logp, index, scale, axis):
+        """(exp(logp) − onehot) · scale: cross-entropy from logits sends each row softmax minus its target.
+
+        index (int64, size 1 along axis) names the target class; the one-hot is where the class
+        position along axis equals it. scale (the gradient times the target's weight, over N for
+        'mean') broadcasts against logp.
+        """
+        half = self.dtype_of(logp)
+        if half in dt.HALF_DTYPES:
+            widened = self.cross_entropy_backward(self.astype(logp, dt.float32), index, self._widen(scale), axis)
+            return self.astype(widened, half)
+        n_classes = logp.shape[axis]
+        classes = self.reshape(self.arange(0, n_classes, 1, dt.int64), (n_classes,) + (1,) * (logp.ndim - axis - 1))
+        out = self.exp(logp)
+        self.isub(out, self.astype(self.eq(index, classes), self.dtype_of(out)))
+        self.imul(out, scale)
+        return out
+
+    def layer_norm(self, a, weight, bias, n, eps):
+        """x̂ = (a − mean) / σ over the last n axes (σ² the biased variance, plus eps), then x̂ · weight + bias.
+
+        saved is (x̂, 1/σ): backward needs nothing else. weight and bias have shape a.shape[-n:] or are None.
+        """
+        if self.dtype_of(a) in dt.HALF_DTYPES:
+            out, saved = self.layer_norm(self.astype(a, dt.float32), self._widen(weight), self._widen(bias), n, eps)
+            return self.astype(out, self.dtype_of(a)), saved
+        axes, scale = _trailing(a.shape, n)
+        mean = self.sum(a, axes, True)
+        self.imul(mean, scale)
+        x_hat = self.sub(a, mean)
+        var = self.sum(self.mul(x_hat, x_hat), axes, True)
+        self.imul(var, scale)
+        self.iadd(var, eps)
+        inv_std = self.div(1.0, self.sqrt(var))
+        self.imul(x_hat, inv_std)
+        out = self.copy(x_hat) if weight is None else self.mul(x_hat, weight)  # never x̂ itself: it is saved
+        if bias is not None:
+            self.iadd(out, bias)
+        return out, (x_hat, inv_std)
+
+    def layer_norm_backward(self, g, a, weight, saved, n, needs):
+        """The three gradients of layer_norm, for those ``needs`` asks (None for the others).
+
+        grad_a = (ĝ − mean(ĝ) − x̂ · mean(ĝ · x̂)) / σ with ĝ = g · weight, means over the last n axes;
+        grad_weight = Σ g · x̂ and grad_bias = Σ g over the leading axes.
+        """
+        half = self.dtype_of(g)
+        if half in dt.HALF_DTYPES:
+            grads = self.layer_norm_backward(self.astype(g, dt.float32), self._widen(a), self._widen(weight), saved,
+                                             n, needs)
+            dtypes = (half, None if weight is None else self.dtype_of(weight), half)
+            return tuple(None if x is None else self.astype(x, d) for x, d in zip(grads, dtypes))
+        x_hat, inv_std = saved
+        axes, scale = _trailing(g.shape, n)
+        lead = tuple(range(g.ndim - n))
+        grad_a = grad_weight = grad_bias = None
+        if needs[1]:
+            grad_weight = self.sum(self.mul(g, x_hat), lead, False) if lead else self.mul(g, x_hat)
+        if needs[2]:
+            grad_bias = self.sum(g, lead, False) if lead else self.copy(g)
+        if needs[0]:
+            gy = g if weight is None else self.mul(g, weight)
+            mean_gy = self.sum(gy, axes, True)
+            self.imul(mean_gy, scale)
+            mean_gy_xh = self.sum(self.mul(gy, x_hat), axes, True)
+            self.imul(mean_gy_xh, scale)
+            shift = self.mul(x_hat, mean_gy_xh)
+            self.iadd(shift, mean_gy)
+            grad_a = self.sub(gy, shift)
+            self.imul(grad_a, inv_std)
+        return grad_a, grad_weight, grad_bias
 
     # --- windows (convolution, pooling): composed from slices, a backend overrides with views ----
 
@@ -172,16 +383,28 @@ class Backend(LinalgKernels):
         return self.asarray(rng.uniform(low, high, size=shape), dtype)
 
     def random_normal(self, rng: np.random.Generator, shape, mean, std, dtype: DType):
+        """Normal floats with the given mean and std, drawn on the host and moved."""
         return self.asarray(rng.normal(mean, std, size=shape), dtype)
 
     def random_integers(self, rng: np.random.Generator, low, high, shape, dtype: DType):
+        """Integers in [low, high), drawn on the host and moved."""
         return self.asarray(rng.integers(low, high, size=shape), dtype)
 
     def random_permutation(self, rng: np.random.Generator, n, dtype: DType):
+        """A random ordering of 0 … n − 1, drawn on the host and moved."""
         return self.asarray(rng.permutation(n), dtype)
 
     def synchronize(self):
         """Wait for queued work to finish (a no-op on synchronous backends)."""
+
+    def materialize(self, arrays):
+        """Compute these arrays now, so a lazy backend's graph stops growing (a no-op on eager backends).
+
+        The optimizers call it after each step with the parameters and their state."""
+
+    # The DTypes this backend's arrays can hold; a backend without, say, float64 narrows it, and
+    # tensors are refused before any work when asked for one it lacks (device.backend_for).
+    supported_dtypes = frozenset(dt.ALL_DTYPES)
 
     def __repr__(self):
         return f"<gradlab backend {self.name!r}>"
@@ -196,6 +419,12 @@ def _taps(shape, window_shape, axes, steps, dilation, windows_shape=None):
         for ax, t, s, d, n in zip(axes, tap, steps, dilation, counts):
             index[ax] = slice(t * d, t * d + (n - 1) * s + 1, s)
         yield tap, tuple(index)
+
+
+def _trailing(shape, n):
+    """The last n axes of shape, and 1 / the number of elements they hold (the scale of a mean over them)."""
+    axes = tuple(range(len(shape) - n, len(shape)))
+    return axes, 1.0 / max(math.prod(shape[len(shape) - n:]), 1)
 
 
 def _drop_axes(shape, axis):

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
+from typing import NamedTuple
 
 # device type -> (module, class, the extra that installs what it needs)
 _BACKENDS = {
@@ -87,7 +89,9 @@ def _load_backend(type_: str):
     if type_ not in _backend_objects:
         module_name, class_name, extra = _BACKENDS[type_]
         try:
-            module = importlib.import_module(module_name)
+            backend = getattr(importlib.import_module(module_name), class_name)()
+        except RuntimeError:
+            raise  # the backend's own explanation (no GPU, a simulator in use, ...) reaches the user as it is
         except ModuleNotFoundError as error:
             if error.name == module_name:
                 raise RuntimeError(
@@ -98,12 +102,37 @@ def _load_backend(type_: str):
                 f"the '{type_}' device needs the package '{error.name}', which is not installed; "
                 f"install it with: {hint}"
             ) from None
+        except Exception as error:  # e.g. a driver library that fails to load: say which device, keep the cause
+            raise RuntimeError(f"the '{type_}' device could not start: {type(error).__name__}: {error}") from error
         if type_ == "cpu":  # the one place the process-wide malloc choice is made (see host_memory)
             from .host_memory import keep_freed_memory
 
             keep_freed_memory()
-        _backend_objects[type_] = getattr(module, class_name)()
+        _backend_objects[type_] = backend
     return _backend_objects[type_]
+
+
+def backend_for(op: str, device: Device, dtype):
+    """The backend that computes on ``device``, once it is known to hold ``dtype`` (checked before any work)."""
+    backend = device.backend
+    if dtype not in backend.supported_dtypes:
+        raise unsupported_dtype(op, device, dtype)
+    return backend
+
+
+# the dtype to suggest in place of one a device lacks: the first of its category the device has
+_ALTERNATIVES = ("float32", "float16", "bfloat16", "float64", "int64", "int32", "int16", "int8", "uint8", "bool")
+
+
+def unsupported_dtype(op: str, device: Device, dtype) -> TypeError:
+    """The error for a dtype the device's backend cannot hold, naming device, dtype and what to use instead."""
+    backend = device.backend
+    names = {d.name: d for d in backend.supported_dtypes}
+    same_kind = [name for name in _ALTERNATIVES if name in names and names[name].category == dtype.category]
+    instead = f"use {same_kind[0]} there, or" if same_kind else "use"
+    has = ", ".join(name for name in _ALTERNATIVES if name in names)
+    return TypeError(f"{op}: the '{device}' device ({backend.name} backend) has no {dtype.name} (it has {has}); "
+                     f"{instead} device='cpu' for {dtype.name}")
 
 
 def _parse(spec: str) -> tuple[str, int | None]:
@@ -156,3 +185,49 @@ def set_default_device(device) -> None:
 def reset_default_device() -> None:
     """Forget the chosen default device, so that the next tensor reads $GRADLAB_DEVICE again."""
     _default.clear()
+
+
+# --- what this machine offers ----------------------------------------------------------------------
+
+
+class DeviceInfo(NamedTuple):
+    """One device type as ``gradlab.devices()`` reports it: whether tensors can go there, and if not, why.
+
+    ``note`` says something worth knowing about an available one (CUDA kernels run on numba's simulator).
+    """
+
+    type: str
+    available: bool
+    reason: str = ""
+    note: str = ""
+
+    def __repr__(self):
+        extra = "".join(f", {name}={value!r}" for name, value in (("reason", self.reason), ("note", self.note)) if value)
+        return f"DeviceInfo(type={self.type!r}, available={self.available}{extra})"
+
+
+def devices() -> list:
+    """Every device type gradlab knows, each tried once: available, or the reason it is not.
+
+    Trying a device imports its backend (and the package it needs), so this is the one call that
+    loads every optional backend; ``import gradlab`` loads none.
+    """
+    found = []
+    for type_ in _BACKENDS:
+        try:
+            _load_backend(type_)
+        except RuntimeError as error:
+            found.append(DeviceInfo(type_, False, str(error)))
+            continue
+        found.append(DeviceInfo(type_, True, note=_simulator_note(type_)))
+    return found
+
+
+def _simulator_note(type_: str) -> str:
+    """For 'cuda' under numba's simulator: say so, since it is correct but thousands of times slower."""
+    if type_ != "cuda":
+        return ""
+    config = getattr(sys.modules.get("numba.core.config"), "ENABLE_CUDASIM", None)
+    simulated = config if config is not None else os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
+    return ("numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1): no GPU is used; the kernels run as Python "
+            "threads, correct but slow") if simulated else ""

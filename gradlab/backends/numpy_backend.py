@@ -5,7 +5,8 @@ into scalars, so every result is forced back to an array (``out=...`` where nump
 and the floating-point warnings that PyTorch never gives are silenced in the ops where ordinary
 inputs raise them (log(0), x/0, sqrt(-1), pow). add, sub and mul are left unguarded: a guard costs
 more than the op itself on small tensors, so inf - inf may still warn. The hand-written kernels
-(float32 erf and Φ, softmax, sigmoid) live beside it in ``numpy_kernels.py``.
+(float32 erf and Φ, softmax and log-softmax with their backwards, sigmoid, cross-entropy's gradient,
+layer norm) live beside it in ``numpy_kernels.py``.
 """
 
 from __future__ import annotations
@@ -81,6 +82,20 @@ def _half_in_float32(kernel):
         return kernel(a, *args)
 
     run.__name__, run.__doc__ = kernel.__name__, kernel.__doc__
+    return run
+
+
+def _float32_route(name, kernel):
+    """A fused kernel of numpy_kernels.py as a backend method. 16-bit floats take the contract's route:
+    Backend.<name> widens them to float32 and calls this method again, which then reaches the kernel."""
+    contract = getattr(Backend, name)
+
+    def run(self, a, *args):
+        if a.dtype in _HALF:
+            return contract(self, a, *args)
+        return kernel(a, *args)
+
+    run.__name__, run.__doc__ = name, kernel.__doc__
     return run
 
 
@@ -426,5 +441,13 @@ class NumpyBackend(Backend):
             return self.ndtr(a.astype(np.float32)).astype(a.dtype)
         return kernels.ndtr(a) if a.dtype == np.float32 else Backend.ndtr(self, a)
 
-    softmax = staticmethod(_half_in_float32(kernels.softmax))
+    softmax = _float32_route("softmax", kernels.softmax)
     sigmoid = staticmethod(kernels.sigmoid)
+    log_softmax = _float32_route("log_softmax", kernels.log_softmax)
+    softmax_backward = _float32_route("softmax_backward", kernels.softmax_backward)
+    log_softmax_backward = _float32_route("log_softmax_backward", kernels.log_softmax_backward)
+    cross_entropy_backward = _float32_route("cross_entropy_backward", kernels.cross_entropy_backward)
+    layer_norm = _float32_route("layer_norm", kernels.layer_norm)
+    layer_norm_backward = _float32_route("layer_norm_backward", kernels.layer_norm_backward)
+    # gelu and silu are the contract's compositions: on numpy they already run the ndtr / sigmoid kernels
+    # above and write every later step in place (imul, iadd), so an override would change nothing

@@ -2,8 +2,10 @@
 
 ``numpy_backend.py`` is the reference (one numpy call per primitive); what needs more than one
 call to be fast lives here: erf and Φ for float32 from minimax polynomials (several times faster
-than scipy's float64 erf, within 1 ulp), and softmax and sigmoid in place in one new array. Each
-has a composed fallback in ``contract.py`` and a test against an exact reference.
+than scipy's float64 erf, within 1 ulp), softmax and sigmoid in place in one new array, and the
+heavy paths' fused kernels (log-softmax, the softmax backwards, cross-entropy's gradient, layer
+norm) with einsum sums and in-place steps. Each has a composed fallback in ``contract.py`` and a
+test against an exact reference.
 """
 
 from __future__ import annotations
@@ -144,3 +146,109 @@ def erfc(a):
     except ImportError:
         exact = np.vectorize(math.erfc, otypes=[np.float64])
     return np.asarray(exact(a), dtype=a.dtype)
+
+
+# --- the heavy paths' fused kernels (float32 / float64; the backend widens 16-bit floats first) -----
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyz"
+
+
+def _total(arrays, axes):
+    """Σ over ``axes`` of the product of one or two arrays, the summed axes kept as size 1.
+
+    One einsum reads the operands once and writes only the (small) result: no full-size temporary
+    for the product, and numpy's einsum also sums faster than its own ``sum`` along these axes.
+    """
+    ndim = arrays[0].ndim
+    axes = {axis % ndim for axis in axes} if ndim else set()
+    dims = _LETTERS[:ndim]
+    kept = "".join(d for i, d in enumerate(dims) if i not in axes)
+    total = np.einsum(",".join([dims] * len(arrays)) + "->" + kept, *arrays)
+    return np.asarray(total).reshape(tuple(1 if i in axes else n for i, n in enumerate(arrays[0].shape)))
+
+
+def log_softmax(a, axis):
+    """(a − max) − log Σ exp(a − max) in two new arrays: the shifted logits (the result, in place) and exp."""
+    with np.errstate(invalid="ignore"):  # a row of -inf gives NaN, as the composed kernel does
+        shifted = np.subtract(a, np.max(a, axis=axis, keepdims=True))
+        shifted -= np.log(_total((np.exp(shifted),), (axis,)))
+    return shifted
+
+
+def softmax_backward(y, g, axis):
+    """y · (g − Σ g·y): the sum is one einsum of g and y (no product array), the rest in one new array."""
+    out = np.subtract(g, _total((g, y), (axis,)))
+    out *= y
+    return out
+
+
+def log_softmax_backward(y, g, axis):
+    """g − exp(y) · Σ g, in the one array exp(y) makes."""
+    p = np.exp(y)
+    p *= _total((g,), (axis,))
+    return np.subtract(g, p, out=p)
+
+
+def cross_entropy_backward(logp, index, scale, axis):
+    """(exp(logp) − onehot) · scale: 1 is taken off each row's target entry in place, no one-hot array made."""
+    out = np.exp(logp)
+    target = np.take_along_axis(out, index, axis)
+    target -= 1
+    np.put_along_axis(out, index, target, axis)
+    out *= scale
+    return out
+
+
+def _trailing(ndim, n):
+    return tuple(range(ndim - n, ndim))
+
+
+def layer_norm(a, weight, bias, n, eps):
+    """Layer norm in two full-size arrays: a − mean, scaled in place into x̂ (saved), and the output
+    x̂·weight with the bias added in place. Sums are einsums (no temporaries for squares)."""
+    axes = _trailing(a.ndim, n)
+    scale = 1.0 / max(math.prod(a.shape[a.ndim - n:]), 1)
+    mean = _total((a,), axes)
+    mean *= scale
+    x_hat = np.subtract(a, mean)
+    inv_std = _total((x_hat, x_hat), axes)
+    inv_std *= scale
+    inv_std += eps
+    np.sqrt(inv_std, out=inv_std)
+    np.reciprocal(inv_std, out=inv_std)
+    x_hat *= inv_std
+    if weight is None:
+        out = np.add(x_hat, 0.0 if bias is None else bias)  # never the saved x̂ itself
+    else:
+        out = np.multiply(x_hat, weight)
+        if bias is not None:
+            out += bias
+    return out, (x_hat, inv_std)
+
+
+def layer_norm_backward(g, a, weight, saved, n, needs):
+    """Layer norm's three gradients with two full-size temporaries (g·weight and the shift x̂·mean(ĝx̂) + mean(ĝ)):
+    grad_a = (ĝ − mean(ĝ) − x̂·mean(ĝ·x̂)) / σ, ĝ = g·weight; grad_weight = Σ g·x̂, grad_bias = Σ g over the leading axes."""
+    x_hat, inv_std = saved
+    axes, lead = _trailing(g.ndim, n), tuple(range(g.ndim - n))
+    trailing_shape = g.shape[g.ndim - n:]
+    grad_a = grad_weight = grad_bias = None
+    if needs[1]:
+        grad_weight = _total((g, x_hat), lead).reshape(trailing_shape).astype(weight.dtype, copy=False)
+    if needs[2]:
+        grad_bias = _total((g,), lead).reshape(trailing_shape)
+    if needs[0]:
+        scale = 1.0 / max(math.prod(trailing_shape), 1)
+        gy = g if weight is None else np.multiply(g, weight)
+        mean_gy = _total((gy,), axes)
+        mean_gy *= scale
+        mean_gy_xh = _total((gy, x_hat), axes)
+        mean_gy_xh *= scale
+        shift = np.multiply(x_hat, mean_gy_xh)
+        shift += mean_gy
+        if gy is g:  # g is not ours to overwrite: the result goes into shift
+            grad_a = np.subtract(g, shift, out=shift)
+        else:
+            grad_a = np.subtract(gy, shift, out=gy)
+        grad_a *= inv_std
+    return grad_a, grad_weight, grad_bias

@@ -46,6 +46,30 @@ def broadcast_shapes(*shapes, op: str = "broadcast_shapes") -> tuple:
     return tuple(out)
 
 
+def check_same_device(op: str, *tensors) -> None:
+    """PyTorch's rule: the tensors one op combines all live on one device (numbers and None are skipped).
+
+    Every op that takes two or more tensors asks here (or, on a hot path, compares ``a.device is
+    b.device`` itself and raises ``mixed_devices``), so the error reads the same everywhere.
+    """
+    first = None
+    for t in tensors:
+        if isinstance(t, TrackedTensor):
+            if first is None:
+                first = t
+            elif t.device is not first.device:
+                raise mixed_devices(op, first, t)
+
+
+def mixed_devices(op: str, a, b) -> RuntimeError:
+    """The error for two tensors of one op on different devices, naming both and the fix."""
+    return RuntimeError(
+        f"{op}: expected all tensors to be on the same device, but found at least two devices, {a.device} and "
+        f"{b.device}! (a {describe(a)} and a {describe(b)}); move one to the other's device first, "
+        f"with .to('{a.device}') or .to('{b.device}')"
+    )
+
+
 _INT32_LIMIT = 1 << 31
 
 
@@ -57,10 +81,7 @@ def binary_operands(op: str, a, b):
     """
     if isinstance(b, TrackedTensor):
         if a.device is not b.device:
-            raise RuntimeError(
-                f"{op}: expected all tensors to be on the same device, but found {describe(a)} and {describe(b)}; "
-                f"move one with .to('{a.device}')"
-            )
+            raise mixed_devices(op, a, b)
         da, db = a.dtype, b.dtype
         if da is db:
             return a.array, b.array, da

@@ -7,7 +7,7 @@ turns the first failure into PyTorch's message, naming the batch element when th
 from __future__ import annotations
 
 from ..dtypes import int64
-from ._common import TrackedTensor, describe
+from ._common import TrackedTensor, check_same_device, describe
 
 
 class LinAlgError(RuntimeError):
@@ -67,9 +67,7 @@ def check_same_dtype(op: str, A, B):
     if A.dtype is not B.dtype:
         raise RuntimeError(f"{op}: Expected A and B to have the same dtype, but found A of type "
                            f"{torch_name(A.dtype)} and B of type {torch_name(B.dtype)} instead")
-    if A.device is not B.device:
-        raise RuntimeError(f"{op}: Expected all tensors to be on the same device, but found {describe(A)} and "
-                           f"{describe(B)}")
+    check_same_device(op, A, B)
 
 
 def raise_on_info(op: str, info, message):

@@ -1,8 +1,9 @@
 """Activation functions: sigmoid, relu and its relatives, gelu, silu, softplus, softmax, log_softmax.
 
 The pointwise ones are built like the rest of the elementwise maths (``elementwise``: compute on
-arrays, backward with Tensor operations). softmax and log_softmax use the backend's fused, stable
-kernels (the largest logit is subtracted first), and their backward is a short Tensor formula.
+arrays, backward with Tensor operations). gelu, silu, softmax and log_softmax use the backend's
+fused kernels forward and backward (softmax's stable: the largest logit is subtracted first); under
+create_graph their backward is the same formula written with Tensor operations.
 """
 
 from __future__ import annotations
@@ -11,38 +12,19 @@ import math
 
 from ..autograd.function import Function
 from ..autograd.grad_mode import is_grad_enabled
+from ..backends.contract import GELU_TANH_CUBIC, GELU_TANH_SCALE
 from ._common import float_dtype_required, normalize_dim
 from .elementwise import elementwise, where
 
 _SQRT_HALF = math.sqrt(0.5)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
-_TANH_SCALE = math.sqrt(2.0 / math.pi)  # the tanh approximation of gelu: tanh(k * (x + c * x^3))
-_TANH_CUBIC = 0.044715
 
 
-def _gelu_cdf(backend, a, approximate):
-    """Phi(x), the standard normal CDF: exactly through erf, or its tanh approximation.
-
-    The tanh form writes every step after the first into the array that step made (iadd/imul):
-    two new arrays, not one per arithmetic operation; the erf form is the backend's ndtr kernel.
-    """
+def _gelu_gradient(g, x, approximate):
+    """gelu's backward with Tensor operations, for create_graph (the slope as a function of x)."""
     if approximate == "tanh":
-        inner = backend.mul(a, a)
-        backend.imul(inner, _TANH_CUBIC)
-        backend.iadd(inner, 1.0)
-        backend.imul(inner, a)
-        backend.imul(inner, _TANH_SCALE)  # k * (x + c * x^3)
-        cdf = backend.tanh(inner)
-        backend.iadd(cdf, 1.0)
-        backend.imul(cdf, 0.5)
-        return cdf
-    return backend.ndtr(a)
-
-
-def _gelu_gradient(g, x, out, approximate):
-    if approximate == "tanh":
-        t = ((x + x * x * x * _TANH_CUBIC) * _TANH_SCALE).tanh()
-        slope = (1 + t) * 0.5 + x * (1 - t * t) * (1 + x * x * (3 * _TANH_CUBIC)) * (0.5 * _TANH_SCALE)
+        t = ((x + x * x * x * GELU_TANH_CUBIC) * GELU_TANH_SCALE).tanh()
+        slope = (1 + t) * 0.5 + x * (1 - t * t) * (1 + x * x * (3 * GELU_TANH_CUBIC)) * (0.5 * GELU_TANH_SCALE)
     else:
         slope = (1 + (x * _SQRT_HALF).erf()) * 0.5 + x * (x * x * -0.5).exp() * _INV_SQRT_2PI
     return g * slope
@@ -73,9 +55,9 @@ Elu = elementwise("elu", lambda b, a, alpha: b.where(b.gt(a, 0), a, b.mul(b.expm
 class Gelu(Function):
     """gelu(x) = x · Φ(x): the gradient is multiplied by the slope Φ(x) + x · φ(x) (φ the normal density).
 
-    Backward reuses Φ(x) from forward (erf is the costly part) and builds the slope in one array of
-    its own, in place; when the backward itself is being recorded (create_graph) it is written with
-    Tensor operations instead. approximate='tanh' differentiates the tanh formula instead.
+    Forward and backward are the backend's fused kernels: forward saves what backward needs (Φ(x):
+    erf is the costly part). When the backward itself is being recorded (create_graph) it is
+    written with Tensor operations instead. approximate='tanh' differentiates the tanh formula.
     """
 
     derivative = "∂L/∂x = g · (Φ(x) + x · φ(x)), Φ and φ the standard normal CDF and density (or the tanh form's slope)"
@@ -83,32 +65,44 @@ class Gelu(Function):
     @staticmethod
     def forward(ctx, x, approximate):
         float_dtype_required("gelu", x)
-        backend = x.device.backend
-        cdf = _gelu_cdf(backend, x.array, approximate)
+        out, saved = x.device.backend.gelu(x.array, approximate)
         ctx.approximate = approximate
-        ctx.save_for_backward(x, x._wrap(cdf))
-        return x._wrap(backend.mul(x.array, cdf))
+        ctx.save_for_backward(x, *(x._wrap(a) for a in saved))
+        return x._wrap(out)
 
     @staticmethod
     def backward(ctx, g):
-        x, cdf = ctx.saved_tensors
-        if is_grad_enabled() or ctx.approximate == "tanh":
-            return _gelu_gradient(g, x, None, ctx.approximate), None
-        backend, a = x.device.backend, x.array
-        slope = backend.mul(a, a)
-        backend.imul(slope, -0.5)
-        slope = backend.exp(slope)
-        backend.imul(slope, a)
-        backend.imul(slope, _INV_SQRT_2PI)  # x·phi(x)
-        backend.iadd(slope, cdf.array)
-        backend.imul(slope, g.array)
-        return x._wrap(slope), None
+        x, *saved = ctx.saved_tensors
+        if is_grad_enabled():
+            return _gelu_gradient(g, x, ctx.approximate), None
+        grad = x.device.backend.gelu_backward(g.array, x.array, tuple(s.array for s in saved), ctx.approximate)
+        return x._wrap(grad), None
 
 
-Silu = elementwise("silu", lambda b, a: b.mul(a, b.sigmoid(a)),
-                   lambda g, x, y: g * sigmoid(x) * (1 + x * (1 - sigmoid(x))), inputs="floats",
-                   doc="silu(x) = x · sigmoid(x): the gradient is multiplied by σ(x) · (1 + x · (1 − σ(x))).",
-                   derivative="∂L/∂x = g · σ(x) · (1 + x · (1 − σ(x)))")
+class Silu(Function):
+    """silu(x) = x · sigmoid(x): the gradient is multiplied by σ(x) · (1 + x · (1 − σ(x))).
+
+    Forward and backward are the backend's fused kernels (backward recomputes σ(x) from the saved x);
+    under create_graph the backward is the same formula in Tensor operations.
+    """
+
+    derivative = "∂L/∂x = g · σ(x) · (1 + x · (1 − σ(x)))"
+
+    @staticmethod
+    def forward(ctx, x):
+        float_dtype_required("silu", x)
+        ctx.save_for_backward(x)
+        return x._wrap(x.device.backend.silu(x.array))
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        if is_grad_enabled():
+            s = sigmoid(x)
+            return (g * s * (1 + x * (1 - s)),)
+        return (x._wrap(x.device.backend.silu_backward(g.array, x.array)),)
+
+
 Softplus = elementwise("softplus", _softplus, lambda g, x, y, beta, threshold:
                        where(x * beta > threshold, g, g * sigmoid(x * beta)), inputs="floats",
                        doc="softplus(x): the gradient is multiplied by sigmoid(beta · x) (by 1 where it is linear).",
@@ -128,6 +122,15 @@ def _fused(x, kernel: str, dim: int):
     return out if x.ndim else backend.reshape(out, ())
 
 
+def _fused_backward(y, g, kernel: str, dim: int):
+    """The backend's softmax_backward / log_softmax_backward along dim (a 0-d tensor a 1-element row)."""
+    backend = y.device.backend
+    if y.ndim:
+        return y._wrap(getattr(backend, kernel)(y.array, g.array, dim))
+    row = getattr(backend, kernel)(backend.reshape(y.array, (1,)), backend.reshape(g.array, (1,)), 0)
+    return y._wrap(backend.reshape(row, ()))
+
+
 class Softmax(Function):
     """exp(x) / sum(exp(x)) along dim: x receives out · (g − the out-weighted sum of g along dim)."""
 
@@ -144,7 +147,9 @@ class Softmax(Function):
     @staticmethod
     def backward(ctx, grad):
         (y,) = ctx.saved_tensors
-        return y * (grad - (grad * y).sum(ctx.dim, keepdim=True)), None
+        if is_grad_enabled():
+            return y * (grad - (grad * y).sum(ctx.dim, keepdim=True)), None
+        return _fused_backward(y, grad, "softmax_backward", ctx.dim), None
 
 
 class LogSoftmax(Function):
@@ -163,7 +168,9 @@ class LogSoftmax(Function):
     @staticmethod
     def backward(ctx, grad):
         (y,) = ctx.saved_tensors
-        return grad - y.exp() * grad.sum(ctx.dim, keepdim=True), None
+        if is_grad_enabled():
+            return grad - y.exp() * grad.sum(ctx.dim, keepdim=True), None
+        return _fused_backward(y, grad, "log_softmax_backward", ctx.dim), None
 
 
 # --- functional forms (gradlab.relu(x) as torch.relu(x) / torch.nn.functional.relu(x)) -----------

@@ -7,6 +7,7 @@ the middle of a model does not cut the graph.
 from __future__ import annotations
 
 from ..autograd.function import Function, TrackedTensor
+from ..backends.device import backend_for
 
 
 class Clone(Function):
@@ -31,7 +32,7 @@ class Cast(Function):
     @staticmethod
     def forward(ctx, x, dtype):
         ctx.dtype = x.dtype
-        return x._wrap(x.device.backend.astype(x.array, dtype))
+        return x._wrap(backend_for("cast", x.device, dtype).astype(x.array, dtype))
 
     @staticmethod
     def backward(ctx, grad):
@@ -51,9 +52,9 @@ class ToDevice(Function):
     @staticmethod
     def forward(ctx, x, device):
         ctx.device = x.device
-        source = x.device.backend
-        x.device.backend.synchronize()
-        array = device.backend.asarray(source.to_numpy(x.array), x.dtype)
+        source, target = x.device.backend, backend_for("to", device, x.dtype)
+        source.synchronize()
+        array = target.asarray(source.to_numpy(x.array), x.dtype)
         return x._wrap(array, device)
 
     @staticmethod

@@ -13,7 +13,7 @@ import math
 
 from ..autograd.function import Function
 from ..dtypes import bool_, get_default_dtype, int64, promote, result_dtype, result_dtype_with_scalar, scalar_dtype
-from ._common import TrackedTensor, binary_operands, broadcast_shapes, describe, float_dtype_required
+from ._common import TrackedTensor, binary_operands, broadcast_shapes, check_same_device, describe, float_dtype_required
 from .arithmetic import _compute
 
 
@@ -184,12 +184,6 @@ Isfinite = elementwise("isfinite", lambda b, a: b.logical_not(b.logical_or(b.isn
 
 # --- ops with tensor operands: clamp, maximum/minimum, where -------------------------------------
 
-def _same_device(op: str, x, other) -> None:
-    if isinstance(other, TrackedTensor) and other.device is not x.device:
-        raise RuntimeError(f"{op}: expected all tensors to be on the same device, but found {describe(x)} and "
-                           f"{describe(other)}; move one with .to('{x.device}')")
-
-
 def _explain_broadcast(op: str, *operands) -> None:
     """After a backend failure: raise the clear ShapeError if the tensors' shapes clash."""
     broadcast_shapes(*(t.shape for t in operands if isinstance(t, TrackedTensor)), op=op)
@@ -207,7 +201,7 @@ def _clamp_dtype(x, lo, hi):
     dtype, ndim = x.dtype, x.ndim
     for bound in (lo, hi):
         if isinstance(bound, TrackedTensor):
-            _same_device("clamp", x, bound)
+            check_same_device("clamp", x, bound)
             dtype, ndim = result_dtype(dtype, ndim, bound.dtype, bound.ndim), max(ndim, bound.ndim)
         elif bound is not None:
             dtype = result_dtype_with_scalar(dtype, bound)
@@ -295,10 +289,10 @@ def _where_operands(cond, a, b):
         raise RuntimeError(f"where: expected condition to be a bool tensor, but got {describe(cond)}; "
                            "make it with a comparison (x > 0) or convert it with .bool()")
     if isinstance(a, TrackedTensor):
-        _same_device("where", cond, a)
+        check_same_device("where", cond, a)
         return binary_operands("where", a, b)
     if isinstance(b, TrackedTensor):
-        _same_device("where", cond, b)
+        check_same_device("where", cond, b)
         b_data, a_data, dtype = binary_operands("where", b, a)
         return a_data, b_data, dtype
     for value in (a, b):

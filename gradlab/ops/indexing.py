@@ -19,7 +19,7 @@ from ..autograd.function import Function
 from ..dtypes import bool_, int32, int64
 from ._common import in_place
 from .elementwise import where
-from ._common import ShapeError, TrackedTensor, broadcast_shapes, describe, normalize_dim, shape_str, sum_to_shape
+from ._common import ShapeError, TrackedTensor, broadcast_shapes, check_same_device, describe, normalize_dim, shape_str, sum_to_shape
 
 _BASIC = frozenset((int, slice, type(None), type(Ellipsis)))  # index items that give a view
 
@@ -233,9 +233,7 @@ def _value_data(x, value):
     """The array (in x's dtype) or Python number to write into x."""
     if not isinstance(value, TrackedTensor):
         return value
-    if value.device is not x.device:
-        raise RuntimeError(f"indexing: expected the value on {x.device} like the tensor, got {describe(value)}; "
-                           f"move it with .to('{x.device}')")
+    check_same_device("indexing", x, value)
     return value.array if value.dtype is x.dtype else x.device.backend.astype(value.array, x.dtype)
 
 
@@ -310,9 +308,7 @@ def _index_data(op, x, index, in_key=False):
             raise TypeError(f"{op}(): argument 'index' must be a Tensor, not {type(index).__name__}; "
                             "make one with gradlab.tensor(..., dtype=gradlab.int64)")
         index = x.new_tensor(index, dtype=_list_index_dtype(op, index))
-    if index.device is not x.device:
-        raise RuntimeError(f"{op}: indices should be on the tensor's device ({x.device}), got {describe(index)}; "
-                           f"move them with .to('{x.device}')")
+    check_same_device(op, x, index)
     dtype = index.dtype
     if dtype is int64 or dtype is bool_ and in_key:
         return index.array
@@ -611,8 +607,7 @@ def masked_fill(input, mask, value):
     if not isinstance(mask, TrackedTensor) or mask.dtype is not bool_:
         raise RuntimeError(f"masked_fill: only supports boolean masks, but got mask {describe(mask)}; "
                            "make one with a comparison (x > 0) or .bool()")
-    if mask.device is not input.device:
-        raise RuntimeError(f"masked_fill: expected the mask on {input.device}, got {describe(mask)}")
+    check_same_device("masked_fill", input, mask, value)
     if isinstance(value, TrackedTensor) and value.ndim != 0:
         raise RuntimeError(f"masked_fill only supports a 0-dimensional value tensor, but got {describe(value)}; "
                            "use gradlab.where(mask, value, input) to fill from a tensor")

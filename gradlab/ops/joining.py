@@ -15,7 +15,7 @@ import operator
 
 from ..autograd.function import Function
 from ..dtypes import int64, promote
-from ._common import TrackedTensor, data_in, describe, normalize_dim, shape_str
+from ._common import TrackedTensor, data_in, mixed_devices, describe, normalize_dim, shape_str
 from .views import atleast_1d, atleast_2d, atleast_3d
 
 
@@ -28,10 +28,7 @@ def _join_operands(op: str, tensors: tuple):
         if device is None:
             device, dtype = t.device, t.dtype
         elif t.device is not device:
-            raise RuntimeError(
-                f"{op}: expected all tensors to be on the same device, but found {describe(tensors[0])} and "
-                f"{describe(t)} (element {i}); move them with .to('{device}')"
-            )
+            raise mixed_devices(f"{op} (element {i})", tensors[0], t)
         else:
             dtype = promote(dtype, t.dtype)
     return [data_in(t, dtype) for t in tensors]

@@ -13,7 +13,7 @@ import string
 from ..autograd.function import Function
 from ..dtypes import int64
 from .autocast import autocast_op
-from ._common import ShapeError, TrackedTensor, broadcast_shapes, describe, shape_str, sum_to_shape
+from ._common import ShapeError, TrackedTensor, broadcast_shapes, check_same_device, describe, shape_str, sum_to_shape
 
 # --- matmul ----------------------------------------------------------------------------------------
 
@@ -63,9 +63,7 @@ def _check_pair(op, a, b):
     if not (isinstance(a, TrackedTensor) and isinstance(b, TrackedTensor)):
         raise TypeError(f"{op}: expected two gradlab Tensors, got {describe(a)} and {describe(b)}; "
                         "convert the other operand with gradlab.tensor(...)")
-    if a.device is not b.device:
-        raise RuntimeError(f"{op}: expected all tensors to be on the same device, but found {describe(a)} and "
-                           f"{describe(b)}; move one with .to('{a.device}')")
+    check_same_device(op, a, b)
     if a.dtype is not b.dtype:
         raise RuntimeError(f"{op}: expected m1 and m2 to have the same dtype, but got: {a.dtype.name} != "
                            f"{b.dtype.name}; convert one first, e.g. b.to(a.dtype)")
@@ -240,7 +238,8 @@ def _check_operands(operands):
     for x in operands:
         if not isinstance(x, TrackedTensor):
             raise TypeError(f"einsum(): operands must be gradlab Tensors, got {describe(x)}")
-        if x.device is not first.device or x.dtype is not first.dtype:
+        check_same_device("einsum()", first, x)
+        if x.dtype is not first.dtype:
             raise RuntimeError(f"einsum(): expected all operands to have the same dtype and device, but got "
                                f"{describe(first)} and {describe(x)}; convert with .to(...) first")
     return first

@@ -11,7 +11,7 @@ import collections
 import math
 
 from ..autograd.function import Function
-from ._common import TrackedTensor, broadcast_shapes, describe, sum_to_shape
+from ._common import TrackedTensor, broadcast_shapes, check_same_device, describe, sum_to_shape
 from .arithmetic import FloorDivide, Remainder, _refuse_integer_division_by_zero, div, mul, neg, sub
 from .arithmetic import pow as _pow
 from .binary import binary, number_first, require_tensor, tensor_first
@@ -192,6 +192,7 @@ def _lerp_dtypes(start, end, weight):
     """lerp needs one floating dtype for start, end and a tensor weight, as PyTorch checks."""
     require_tensor("lerp", start, "input", 1)
     require_tensor("lerp", end, "end", 2)
+    check_same_device("lerp", start, end, weight)
     if not start.dtype.is_floating_point:
         raise NotImplementedError(f"lerp: \"lerp_kernel\" not implemented for integer tensors ({describe(start)}); "
                                   "convert with .float() first")

@@ -12,7 +12,7 @@ import operator
 
 from ..autograd.function import Function
 from ..dtypes import int32, int64
-from ._common import TrackedTensor, data_in, describe, int_tuple, normalize_dim, shape_str
+from ._common import TrackedTensor, check_same_device, data_in, describe, int_tuple, normalize_dim, shape_str
 from .indexing import index_select
 
 
@@ -79,9 +79,7 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
         elif repeats.shape[0] != size:
             raise RuntimeError(f"{op}: repeats must have the same size as input along dim, but got repeats.size(0) = "
                                f"{repeats.shape[0]} and input.size({dim}) = {size}")
-        if repeats.device is not input.device:
-            raise RuntimeError(f"{op}: expected repeats on the input's device ({input.device}), got "
-                               f"{describe(repeats)}; move them with .to('{input.device}')")
+        check_same_device(op, input, repeats)
         return index_select(input, dim, _repeat_index(repeats, output_size))
     if not hasattr(repeats, "__index__"):
         raise TypeError(f"{op}(): argument 'repeats' must be an int or an int tensor, not {type(repeats).__name__}")

@@ -7,7 +7,7 @@ writes it with ``IndexPut``/``IndexAdd`` (see indexing.py), so their gradients c
 from __future__ import annotations
 
 from ..dtypes import bool_, int64
-from ._common import TrackedTensor, broadcast_shapes, describe, normalize_dim
+from ._common import TrackedTensor, broadcast_shapes, check_same_device, describe, normalize_dim
 from ._common import in_place
 from .indexing import GetItem, IndexAdd, IndexPut, IndexOutOfBoundsError, _apply, _index_data
 
@@ -23,8 +23,7 @@ def _bool_mask(op, input, mask):
     if mask.dtype is not bool_:
         raise RuntimeError(f"{op}: expected BoolTensor for mask, got {describe(mask)}; make one with a comparison "
                            "(x > 0) or .bool()")
-    if mask.device is not input.device:
-        raise RuntimeError(f"{op}: expected the mask on {input.device}, got {describe(mask)}")
+    check_same_device(op, input, mask)
     return mask
 
 

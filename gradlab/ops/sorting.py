@@ -12,7 +12,7 @@ from __future__ import annotations
 from .. import return_types
 from .autocast import autocast_op
 from ..dtypes import bool_, int32, int64
-from ._common import TrackedTensor, describe, normalize_dim
+from ._common import TrackedTensor, check_same_device, describe, normalize_dim
 from .indexing import GetItem, _along
 
 _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
@@ -385,8 +385,7 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
         raise RuntimeError(f"{op}(): boundaries tensor should be 1 dimension or the first N-1 dimensions of "
                            f"boundaries tensor and input value tensor must match, but we got boundaries tensor "
                            f"{list(sorted_sequence.shape)} and input value tensor {list(values.shape)}")
-    if values.device is not sorted_sequence.device:
-        raise RuntimeError(f"{op}(): expected the values on {sorted_sequence.device}, got {describe(values)}")
+    check_same_device(f"{op}()", sorted_sequence, values)
     seq = sorted_sequence.array
     if sorter is not None:
         if not isinstance(sorter, TrackedTensor) or sorter.shape != sorted_sequence.shape or sorter.dtype is not int64:

@@ -121,7 +121,7 @@ def _hurwitz_zeta(b, s, q):
     for _ in range(int(_SHIFT)):
         total = b.add(total, b.pow(a, minus_s))
         a = b.add(a, 1.0)
-    while bool(b.any(b.lt(a, _SHIFT), None, False)):  # negative q need more direct terms
+    while b.any_true(b.lt(a, _SHIFT)):  # negative q need more direct terms
         low = b.lt(a, _SHIFT)
         total = b.where(low, b.add(total, b.pow(a, minus_s)), total)
         a = b.where(low, b.add(a, 1.0), a)
@@ -267,7 +267,7 @@ def _series_lower(b, a, x, log_prefix):
         n += 1
         term = b.mul(term, b.div(x, b.add(a, float(n))))
         total = b.add(total, term)
-        if not bool(b.any(b.gt(term, b.mul(total, _EPSILON)), None, False)):
+        if not b.any_true(b.gt(term, b.mul(total, _EPSILON))):
             break
     return b.mul(total, b.exp(b.sub(log_prefix, b.log(a))))
 
@@ -289,7 +289,7 @@ def _fraction_upper(b, a, x, log_prefix):
         c = b.where(b.lt(b.abs(c), tiny), tiny, c)
         delta = b.mul(c, d)
         h = b.mul(h, delta)
-        if not bool(b.any(b.gt(b.abs(b.sub(delta, 1.0)), _EPSILON), None, False)):
+        if not b.any_true(b.gt(b.abs(b.sub(delta, 1.0)), _EPSILON)):
             break
     return b.mul(h, b.exp(log_prefix))
 

@@ -184,7 +184,7 @@ def bincount(input, weights=None, minlength=0):
         raise RuntimeError(f"bincount: minlength should be >= 0, got {minlength}")
     backend = input.device.backend
     index = data_in(input, dt.int64)
-    if input.numel() and bool(backend.any(backend.lt(index, 0))):
+    if input.numel() and backend.any_true(backend.lt(index, 0)):
         raise RuntimeError(f"bincount only supports 1-d non-negative integral inputs, but got negative values "
                            f"{input.tolist()}")
     length = builtins.max(int(backend.to_numpy(backend.max(index, None, False))) + 1 if input.numel() else 0, minlength)

@@ -516,7 +516,7 @@ def unravel_index(indices, shape):
     numel = math.prod(shape)
     backend = indices.device.backend
     flat = data_in(indices, int64)
-    if indices.numel() and (bool(backend.any(backend.ge(flat, numel))) or bool(backend.any(backend.lt(flat, -numel)))):
+    if indices.numel() and (backend.any_true(backend.ge(flat, numel)) or backend.any_true(backend.lt(flat, -numel))):
         raise RuntimeError(f"unravel_index: 'indices' must be in range [{-numel}, {numel - 1}] for shape "
                            f"{list(shape)}, but got {indices.tolist()}")
     flat = backend.remainder(flat, numel) if numel else flat

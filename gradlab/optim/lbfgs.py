@@ -12,7 +12,7 @@ import math
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..ops.functional import cat
 from ..tensor import Tensor
-from .optimizer import Optimizer, _check_nonnegative
+from .optimizer import Optimizer, _check_nonnegative, _follow_parameter
 
 __all__ = ["LBFGS"]
 
@@ -180,6 +180,7 @@ class LBFGS(Optimizer):
         line_search_fn, history_size = group["line_search_fn"], group["history_size"]
 
         state = self.state[self._params[0]]  # the state of the whole flat vector lives on the first parameter
+        _follow_parameter(self._params[0], state)
         state.setdefault("func_evals", 0)
         state.setdefault("n_iter", 0)
         orig_loss = evaluate()

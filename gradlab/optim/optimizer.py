@@ -11,11 +11,13 @@ recorded, no Function objects are made, and each parameter is written once per s
 from __future__ import annotations
 
 import copy
+import functools
 import warnings
 from collections import defaultdict
 from itertools import chain
 
 from ..autograd.grad_mode import enable_grad
+from ..backends.contract import Backend
 from ..creation import tensor
 from ..tensor import Tensor
 
@@ -97,6 +99,12 @@ class Optimizer:
             raise ValueError("some parameters appear in more than one parameter group")
         self.param_groups.append(param_group)
 
+    def __init_subclass__(cls, **kwargs):
+        """A subclass's own step() (LBFGS's, a user's) is followed by ``_materialize`` too."""
+        super().__init_subclass__(**kwargs)
+        if "step" in cls.__dict__:
+            cls.step = _then_materialize(cls.__dict__["step"])
+
     # --- the step ----------------------------------------------------------------------------------
 
     def step(self, closure=None):
@@ -117,10 +125,13 @@ class Optimizer:
             for p in group["params"]:
                 if p.grad is None:
                     continue
-                if not self.state.get(p):
+                state = self.state.get(p)
+                if not state:
                     fresh = self._init_state(p, group)
                     if fresh:
                         self.state[p] = fresh
+                else:
+                    _follow_parameter(p, state)  # after model.to(...), the state moves with its parameter
                 backend = p.device.backend
                 grad = backend.neg(p.grad.array) if maximize else p.grad.array
                 if weight_decay != 0 and not decoupled:
@@ -131,6 +142,22 @@ class Optimizer:
                 backend.isub(p.array, delta)
                 p._version[0] += 1  # an in-place change: graphs that saved p notice it
         return loss
+
+    def _materialize(self) -> None:
+        """On a lazy backend (MLX) compute the new parameters and state now, so that the next step's
+        graph starts from values instead of holding every step before it. Eager backends are skipped."""
+        lazy = {}
+        for group in self.param_groups:
+            for p in group["params"]:
+                backend = p.device.backend
+                if type(backend).materialize is Backend.materialize:
+                    continue
+                arrays = lazy.setdefault(backend, [])
+                arrays.append(p.array)
+                arrays.extend(v.array for v in self.state.get(p, {}).values()
+                              if isinstance(v, Tensor) and v.device.backend is backend)
+        for backend, arrays in lazy.items():
+            backend.materialize(arrays)
 
     def _init_state(self, p, group) -> dict:
         """The state ``p`` starts with (before its first step): its zero-filled buffers and step counter.
@@ -269,6 +296,20 @@ class Optimizer:
         return text + ")"
 
 
+def _then_materialize(step):
+    """``step`` followed by the optimizer's ``_materialize`` (one place for every optimizer)."""
+    @functools.wraps(step)
+    def step_then_materialize(self, *args, **kwargs):
+        loss = step(self, *args, **kwargs)
+        self._materialize()
+        return loss
+
+    return step_then_materialize
+
+
+Optimizer.step = _then_materialize(Optimizer.step)
+
+
 # --- helpers the optimizers share: state buffers are Tensors whose arrays are replaced each step ------
 
 
@@ -354,6 +395,24 @@ def _cast_like(p: Tensor, value, key):
         return value.detach().clone()
     dtype = p.dtype if p.dtype.is_floating_point else value.dtype
     return value.detach().to(p.device, dtype, copy=True)
+
+
+def _follow_parameter(p: Tensor, state: dict) -> None:
+    """Put p's state tensors (and lists of them) on p's device and dtype, where ``model.to(...)`` moved p.
+
+    The same rule as ``load_state_dict``'s (``_cast_like``): the step counters and other bookkeeping stay
+    where they are; the rest take p's device, and its dtype when p is floating-point. A state already
+    in place costs one comparison per tensor.
+    """
+    device, native = p.device, p.array.dtype
+    for key, value in state.items():
+        if isinstance(value, Tensor):
+            if (value.device is not device or value.array.dtype != native) and key not in _SCALAR_STATE:
+                moved = _cast_like(p, value, key)
+                if moved.device is not value.device or moved.dtype is not value.dtype:
+                    state[key] = moved
+        elif isinstance(value, list) and value and isinstance(value[0], Tensor) and value[0].device is not device:
+            value[:] = [_cast_like(p, v, key) for v in value]
 
 
 def _typename(obj) -> str:

@@ -13,7 +13,7 @@ import math
 from ...autograd.function import Function
 from ...autograd.grad_mode import grad_state
 from ...dtypes import bool_
-from ...ops._common import ShapeError, broadcast_shapes, shape_str
+from ...ops._common import ShapeError, broadcast_shapes, check_same_device, shape_str
 from ...ops.autocast import autocast_op
 from ...ops.shape import cat, pad, stack
 from ...tensor import Tensor
@@ -65,7 +65,7 @@ def _softmax_scores(b, q, k, mask, scale, empty_row_value):
         else:
             scores = b.where(mask.array, scores, -math.inf)
         empty = _empty_rows(b, mask)
-        if bool(b.any(empty)):
+        if b.any_true(empty):
             scores = b.where(empty, 0.0, scores)  # softmax of a row of -inf is 0/0: fill those rows after it
         else:
             empty = None
@@ -221,6 +221,7 @@ def _check_qkv(query, key, value, enable_gqa):
         if t.ndim < 2:
             raise RuntimeError(f"{op}: {name} must have at least 2 dims (..., sequence, features), "
                                f"got shape {shape_str(t.shape)}")
+    check_same_device(op, query, key, value)
     if not (query.dtype is key.dtype is value.dtype):
         raise RuntimeError(f"{op}: Expected query, key, and value to have the same dtype, but got query.dtype: "
                            f"{query.dtype.name}, key.dtype: {key.dtype.name} and value.dtype: {value.dtype.name} "
@@ -250,6 +251,7 @@ def _checked_mask(mask, query, key):
     """A bool or float mask that broadcasts to the scores' shape (..., L, S), in the query's float dtype."""
     if not isinstance(mask, Tensor):
         raise TypeError(f"scaled_dot_product_attention: attn_mask must be a gradlab Tensor, got {type(mask).__name__}")
+    check_same_device("scaled_dot_product_attention", query, mask)
     scores_shape = broadcast_shapes(query.shape[:-2], key.shape[:-2]) + (query.shape[-2], key.shape[-2])
     try:
         fits = broadcast_shapes(mask.shape, scores_shape) == scores_shape

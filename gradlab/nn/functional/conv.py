@@ -19,7 +19,7 @@ import operator
 from typing import NamedTuple
 
 from ...autograd.function import Function
-from ...ops._common import TrackedTensor, shape_str
+from ...ops._common import TrackedTensor, check_same_device, shape_str
 from ...ops.autocast import autocast_op
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "conv_tbc",
@@ -266,8 +266,7 @@ def _check_operands(op, x, w, b):
         raise RuntimeError(f"{op}: input ({x.dtype.name}), weight ({w.dtype.name})"
                            f"{'' if b is None else f' and bias ({b.dtype.name})'} must have the same dtype; "
                            "convert one of them, e.g. input.to(weight.dtype)")
-    if x.device is not w.device:
-        raise RuntimeError(f"{op}: input is on {x.device} but weight is on {w.device}; move one with .to()")
+    check_same_device(op, x, w, b)
 
 
 def _check_kernel_fits(op, x, kernel, geo):

@@ -7,7 +7,7 @@ backward as Tensor operations (grad Wᵀ-products and a sum), so it differentiat
 from __future__ import annotations
 
 from ...autograd.function import Function
-from ...ops._common import TrackedTensor, shape_str
+from ...ops._common import TrackedTensor, check_same_device, shape_str
 from ...ops.linalg import einsum
 from ...ops.autocast import autocast_op
 
@@ -59,6 +59,7 @@ def checked_linear(op, input, weight, bias):
     """linear with errors that name ``op`` (the function, or the layer that called it)."""
     if not isinstance(input, TrackedTensor):
         raise TypeError(f"{op}: expected the input to be a gradlab Tensor, got {type(input).__name__}")
+    check_same_device(op, input, weight, bias)
     if input.dtype is not weight.dtype or (bias is not None and bias.dtype is not weight.dtype):
         raise RuntimeError(f"{op}: input ({input.dtype.name}) and weight ({weight.dtype.name}) must have the same "
                            "dtype; convert one of them, e.g. input.to(weight.dtype)")
@@ -76,6 +77,7 @@ def linear(input, weight, bias=None):
 
 
 def checked_bilinear(op, input1, input2, weight, bias):
+    check_same_device(op, input1, input2, weight, bias)
     if input1.shape[:-1] != input2.shape[:-1]:
         raise RuntimeError(f"{op}: input1 and input2 must have the same leading dimensions, got "
                            f"{shape_str(input1.shape)} and {shape_str(input2.shape)}")

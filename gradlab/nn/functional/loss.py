@@ -17,7 +17,7 @@ import numpy as np
 from ...autograd.function import Function
 from ...autograd.grad_mode import grad_state
 from ...dtypes import bool_, int64
-from ...ops._common import (TrackedTensor, binary_operands, broadcast_shapes, describe, float_dtype_required,
+from ...ops._common import (TrackedTensor, binary_operands, check_same_device, broadcast_shapes, describe, float_dtype_required,
                             shape_str)
 from ...ops.elementwise import where
 from ...ops.autocast import autocast_op
@@ -254,9 +254,11 @@ class ClassIndexLoss(Function):
         input, weight, logp, index, a, c, denominator = ctx.saved_tensors
         dim = ctx.dim
         g = grad.unsqueeze(dim) if ctx.reduction == "none" else grad if denominator is None else grad / denominator
-        backend = index.device.backend
+        backend, ga = index.device.backend, g * a
+        if ctx.from_logits and c is None and not grad_state.enabled:  # the common case: the backend's fused kernel
+            return (input._wrap(backend.cross_entropy_backward(logp.array, index.array, ga.array, dim)),) + (None,) * 7
         classes = index._wrap(backend.reshape(backend.arange(0, ctx.n_classes, 1, int64), _class_shape(input, dim)))
-        onehot, ga = index == classes, g * a
+        onehot = index == classes
         if not ctx.from_logits:
             return (onehot * -ga,) + (None,) * 7
         # under create_graph the softmax must come from input itself, so that it can be differentiated again
@@ -340,6 +342,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     """
     op = "nll_loss"
     reduction = _reduction(size_average, reduce, reduction)
+    check_same_device(op, input, target, weight)
     dim = _class_dim(op, input)
     _tensors(op, target=target)
     _check_class_indices(op, input, target, dim, False)
@@ -357,6 +360,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     """
     op = "cross_entropy"
     reduction = _reduction(size_average, reduce, reduction)
+    check_same_device(op, input, target, weight)
     dim = _class_dim(op, input)
     _tensors(op, target=target)
     n_classes = input.shape[dim]
@@ -436,6 +440,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     """
     op = "binary_cross_entropy"
     reduction = _reduction(size_average, reduce, reduction)
+    check_same_device(op, input, target, weight)
     _check_same_shape(op, input, target, "Using a target size {target} that is different to the input size "
                                          "{input} is deprecated. Please ensure they have the same size.")
     float_dtype_required(op, input)
@@ -630,6 +635,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     """
     op = "multilabel_margin_loss"
     reduction = _reduction(size_average, reduce, reduction)
+    check_same_device(op, input, target)
     scores = _margin_inputs(op, input, target)
     n, c = scores.shape
     if tuple(target.shape) != tuple(input.shape):

@@ -3,7 +3,8 @@
 Batch, layer and group norm are one computation over different axes: subtract the mean, divide
 by the standard deviation, then scale and shift. ``Normalize`` does it in a handful of backend
 calls, and its backward is the closed form dx = (1/σ)(gγ − mean(gγ) − x̂·mean(gγ·x̂)) along the
-normalised axes. Batch norm in evaluation mode uses fixed statistics, so it is a plain affine map.
+normalised axes. Layer norm (the trailing axes, weight and bias as they are) is the backend's fused
+``layer_norm`` kernel, forward and backward. Batch norm in evaluation mode uses fixed statistics, so it is a plain affine map.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from ...autograd.function import Function
 from ...autograd.grad_mode import grad_state
 from ...dtypes import float16, float32, float64
-from ...ops._common import describe, float_dtype_required, shape_str, sum_to_shape
+from ...ops._common import check_same_device, describe, float_dtype_required, shape_str, sum_to_shape
 
 __all__ = ["batch_norm", "instance_norm", "layer_norm", "group_norm", "rms_norm", "normalize", "local_response_norm"]
 
@@ -81,6 +82,14 @@ class Normalize(Function):
     def forward(ctx, x, weight, bias, axes, eps, param_shape, running):
         float_dtype_required("normalization", x)
         b = x.device.backend
+        ctx.axes, ctx.eps, ctx.param_shape = axes, eps, param_shape
+        ctx.bias_shape = None if bias is None else bias.shape
+        ctx.layer_norm = param_shape is None and running is None and axes == _trailing_axes(x.ndim, len(axes))
+        if ctx.layer_norm:  # the backend's fused kernel: statistics over the trailing axes, weight/bias as they are
+            out, saved = b.layer_norm(x.array, None if weight is None else weight.array,
+                                      None if bias is None else bias.array, len(axes), eps)
+            ctx.save_for_backward(x, weight, *(x._wrap(a) for a in saved))
+            return x._wrap(out)
         stat_shape = tuple(1 if i in axes else n for i, n in enumerate(x.shape))
         count = _count(x.shape, axes)
         data = _in_float32(b, x.array)
@@ -102,16 +111,16 @@ class Normalize(Function):
                 b.iadd(out, bb)
         else:
             out = b.add(x_hat, 0.0 if bb is None else bb)  # never the saved x̂ itself
-        ctx.axes, ctx.eps, ctx.param_shape = axes, eps, param_shape
-        ctx.bias_shape = None if bias is None else bias.shape
         ctx.save_for_backward(x, weight, x._wrap(x_hat), x._wrap(inv_std))
         return x._wrap(_as(b, out, x.dtype))
 
     @staticmethod
     def backward(ctx, grad):
-        x, weight, x_hat, inv_std = ctx.saved_tensors
+        x, weight, *saved = ctx.saved_tensors
         if not grad_state.enabled:
-            return _normalize_backward(ctx, grad, weight, x_hat, inv_std) + (None,) * 4
+            if ctx.layer_norm:
+                return _layer_norm_backward(ctx, grad, x, weight, saved) + (None,) * 4
+            return _normalize_backward(ctx, grad, weight, *saved) + (None,) * 4
         axes, param_shape = ctx.axes, ctx.param_shape
         x_hat, inv_std = _standardize(x, axes, ctx.eps)  # create_graph: the statistics as functions of x
         grad_x = grad_w = grad_b = None
@@ -123,6 +132,18 @@ class Normalize(Function):
             gy = grad if weight is None else grad * (weight if param_shape is None else weight.reshape(param_shape))
             grad_x = (gy - gy.mean(axes, keepdim=True) - x_hat * (gy * x_hat).mean(axes, keepdim=True)) * inv_std
         return grad_x, grad_w, grad_b, None, None, None, None
+
+
+def _trailing_axes(ndim, n):
+    return tuple(range(ndim - n, ndim))
+
+
+def _layer_norm_backward(ctx, grad, x, weight, saved):
+    """The layer-norm case's backward: the backend's fused kernel, given what its forward saved."""
+    grads = grad.device.backend.layer_norm_backward(grad.array, x.array, None if weight is None else weight.array,
+                                                    tuple(s.array for s in saved), len(ctx.axes),
+                                                    ctx.needs_input_grad[:3])
+    return tuple(None if a is None else grad._wrap(a) for a in grads)
 
 
 def _normalize_backward(ctx, grad, weight, x_hat, inv_std):
@@ -183,6 +204,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     In training the batch's statistics are used and blended into running_mean/running_var (if
     given) with ``momentum``; otherwise the running statistics are used as they are.
     """
+    check_same_device("batch_norm", input, running_mean, running_var, weight, bias)
     if input.ndim < 2:
         raise ValueError(f"batch_norm: expected an input with a channel dimension (N, C, ...), got {describe(input)}")
     channels = input.shape[1]
@@ -214,6 +236,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
 
 
 def _instance_norm(who, input, running_mean, running_var, weight, bias, use_input_stats, momentum, eps):
+    check_same_device(who, input, running_mean, running_var, weight, bias)
     if input.ndim < 3:
         raise ValueError(f"{who}: expected an input (N, C, *spatial) with at least one spatial dim, got "
                          f"{describe(input)}")
@@ -260,6 +283,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
 
 def _normalized_axes(who, input, normalized_shape, *params):
     """The trailing axes that normalized_shape names, after checking input and parameter shapes."""
+    check_same_device(who, input, *params)
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     k = len(shape)
     if input.ndim < k or tuple(input.shape[input.ndim - k:]) != shape:
@@ -283,6 +307,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
 
 
 def _group_norm(who, input, num_groups, weight, bias, eps):
+    check_same_device(who, input, weight, bias)
     if input.ndim < 2:
         raise RuntimeError(f"{who}: Expected at least 2 dimensions for input tensor but received {input.ndim}")
     n, channels = input.shape[:2]

@@ -79,7 +79,7 @@ def _running_max(backend, taps, nan):
 
 
 def _found_nan(backend, best):
-    return backend.dtype_of(best).is_floating_point and bool(backend.any(backend.isnan(best)))
+    return backend.dtype_of(best).is_floating_point and backend.any_true(backend.isnan(best))
 
 
 class Windows:

@@ -12,7 +12,7 @@ import numpy as np
 from ...autograd.function import Function
 from ...autograd.grad_mode import no_grad
 from ...dtypes import bool_, int32, int64
-from ...ops._common import describe, shape_str
+from ...ops._common import check_same_device, describe, shape_str
 from ...ops.elementwise import where
 from ...ops.indexing import one_hot
 
@@ -101,6 +101,7 @@ def _embedding(who, input, weight, padding_idx, max_norm, norm_type, scale_grad_
     if input.dtype is not int64 and input.dtype is not int32:
         raise RuntimeError(f"{who}: Expected tensor for argument #1 'indices' to have one of the following scalar "
                            f"types: Long, Int; but got {describe(input)} instead; convert it with .long()")
+    check_same_device(who, weight, input)
     if weight.ndim != 2:
         raise RuntimeError(f"{who}: 'weight' must be 2-D (num_embeddings, embedding_dim), got {describe(weight)}")
     rows = weight.shape[0]
@@ -173,6 +174,7 @@ def _bag_max_rows(rows, bag, kept, count):
 
 def _embedding_bag(who, input, weight, offsets, max_norm, norm_type, scale_grad_by_freq, mode, per_sample_weights,
                    include_last_offset, padding_idx):
+    check_same_device(who, weight, input, offsets, per_sample_weights)
     if per_sample_weights is not None and tuple(input.shape) != tuple(per_sample_weights.shape):
         raise ValueError(f"embedding_bag: If per_sample_weights ({shape_str(per_sample_weights.shape)}) is not None, "
                          f"then it must have the same shape as the input ({shape_str(input.shape)})")

@@ -16,7 +16,7 @@ import warnings
 import numpy as np
 
 from ...dtypes import float64, int64
-from ...ops._common import TrackedTensor, describe, shape_str
+from ...ops._common import TrackedTensor, check_same_device, describe, shape_str
 from ...ops.elementwise import where
 from ...ops.functional import pad as _pad
 
@@ -415,6 +415,7 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     for name, t in (("input", input), ("grid", grid)):
         if not isinstance(t, TrackedTensor):
             raise TypeError(f"grid_sample: expected {name} to be a gradlab Tensor, got {type(t).__name__}")
+    check_same_device("grid_sample", input, grid)
     if input.ndim not in (4, 5) or grid.ndim != input.ndim or grid.shape[0] != input.shape[0] \
             or grid.shape[-1] != input.ndim - 2:
         raise RuntimeError(f"grid_sample: expected input (N, C, H, W) with grid (N, H_out, W_out, 2), or input "

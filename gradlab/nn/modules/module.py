@@ -16,7 +16,7 @@ from ... import dtypes as dt
 from ...autograd.function import Function
 from ...autograd.hooks import RemovableHandle
 from ...autograd.grad_mode import grad_state, no_grad
-from ...backends.device import Device, resolve_device
+from ...backends.device import Device, backend_for, resolve_device
 from ...tensor import Tensor
 from ..parameter import Buffer, Parameter, is_lazy
 
@@ -335,13 +335,25 @@ class Module:
         return self
 
     def to(self, *args, **kwargs) -> "Module":
-        """Move parameters and buffers to a device and/or cast floating-point ones to a dtype."""
+        """Move parameters and buffers to a device and/or cast floating-point ones to a dtype.
+
+        Every tensor is checked against the target device first (is its backend there, does it have
+        the dtype?), so a move that cannot finish leaves the whole model where it was.
+        """
+        unknown = kwargs.keys() - {"device", "dtype", "non_blocking", "memory_format"}
+        if unknown:
+            raise TypeError(f"to() received an invalid combination of arguments: unexpected keyword {sorted(unknown)[0]!r}; "
+                            "expected device, dtype, non_blocking or memory_format")
         device, dtype = kwargs.get("device"), kwargs.get("dtype")
         for arg in args:
             if isinstance(arg, (str, Device)):
                 device = arg
             elif isinstance(arg, Tensor):
                 device, dtype = arg.device, arg.dtype
+            elif isinstance(arg, bool):
+                continue  # non_blocking, which changes nothing here (every move completes before it returns)
+            elif isinstance(arg, int):
+                device = f"cuda:{arg}"  # an int names a GPU, as in PyTorch
             elif arg is not None:
                 dtype = arg
         device = resolve_device(device) if device is not None else None
@@ -349,7 +361,15 @@ class Module:
         if dtype is not None and not dtype.is_floating_point:
             raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got desired "
                             f"dtype={dtype}")
-        return self._apply(lambda t: t.to(device=device, dtype=dtype if t.dtype.is_floating_point else None))
+
+        def target_dtype(t):
+            return dtype if dtype is not None and t.dtype.is_floating_point else None
+
+        for name, t in itertools.chain(self.named_parameters(), self.named_buffers()):
+            for which, x in ((name, t), (f"{name}.grad", t.grad)):
+                if x is not None and (device is not None or target_dtype(x) is not None):
+                    backend_for(f"Module.to ({which})", device or x.device, target_dtype(x) or x.dtype)
+        return self._apply(lambda t: t.to(device=device, dtype=target_dtype(t)))
 
     def cpu(self) -> "Module":
         return self.to("cpu")
