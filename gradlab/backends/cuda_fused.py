@@ -27,6 +27,7 @@ from numba.cuda.random import xoroshiro128p_dtype, xoroshiro128p_next
 
 from .. import dtypes as dt
 from .contract import Backend
+from .cuda_kernels import device_array
 
 _THREADS = 256  # threads per block of the elementwise kernels
 _ROW_THREADS = (32, 128)  # threads one row gets: a power of two in this range, for the tree reductions
@@ -564,7 +565,7 @@ class CudaFusedKernels:
         like = arrays[0]
         arrays = [self._widened(x) for x in arrays]
         _float_type(op, arrays[0])
-        out = cuda.device_array(arrays[0].shape, arrays[0].dtype)
+        out = device_array(arrays[0].shape, arrays[0].dtype)
         if out.size:
             rows = [self._rows(x, axis) for x in arrays + [out]]
             kernel[rows[0].shape[0] * rows[0].shape[2], _row_threads(rows[0].shape[1])](*rows)
@@ -605,7 +606,7 @@ class CudaFusedKernels:
             rest = tuple(i for i in range(ndim) if i not in axes)
             moved = self.copy(self.permute(a, rest + axes))
             rows = moved.reshape((math.prod(a.shape[i] for i in rest), math.prod(a.shape[i] for i in axes), 1))
-        out = cuda.device_array((rows.shape[0], rows.shape[2]), a.dtype)
+        out = device_array((rows.shape[0], rows.shape[2]), a.dtype)
         if out.size:
             _softmax_kernels(ftype).logsumexp[out.size, _row_threads(rows.shape[1])](rows, out)
         return self._narrowed(out.reshape(out_shape), like)
@@ -637,7 +638,7 @@ class CudaFusedKernels:
         """One elementwise kernel over a (and the gradient g for the *_grad formulas)."""
         like, a = a, self._widened(a)
         kernel = _map_kernel(name, _float_type(name.replace("_grad", "_backward"), a))
-        out = cuda.device_array(a.shape, a.dtype)
+        out = device_array(a.shape, a.dtype)
         if out.size:
             flat = [x.reshape(a.size) for x in ([a] if g is None else [self._widened(g), a]) + [out]]
             kernel[_blocks(a.size), _THREADS](*flat)
@@ -649,8 +650,8 @@ class CudaFusedKernels:
         like, a = a, self._widened(a)
         ftype = _float_type("layer_norm", a)
         rows, cols = math.prod(a.shape[:a.ndim - n]), math.prod(a.shape[a.ndim - n:])
-        mean, rstd = cuda.device_array(rows, a.dtype), cuda.device_array(rows, a.dtype)
-        out = cuda.device_array(a.shape, a.dtype)
+        mean, rstd = device_array(rows, a.dtype), device_array(rows, a.dtype)
+        out = device_array(a.shape, a.dtype)
         w = mean if weight is None else self._widened(weight).reshape(cols)  # mean stands in, never read
         b = mean if bias is None else self._widened(bias).reshape(cols)
         if out.size:
@@ -670,7 +671,7 @@ class CudaFusedKernels:
         _, backward_input, backward_affine = _layer_norm_kernels(ftype)
         grad_a = grad_weight = grad_bias = None
         if needs[0]:
-            grad_a = cuda.device_array(a.shape, a.dtype)
+            grad_a = device_array(a.shape, a.dtype)
             w = mean if weight is None else self._widened(weight).reshape(cols)
             if grad_a.size:
                 backward_input[rows, _row_threads(cols)](g2, a2, w, weight is not None, mean, rstd,
@@ -680,13 +681,13 @@ class CudaFusedKernels:
             # rows are cut into chunks so that many blocks share the work; each chunk's column sums are
             # added up by a second small kernel (no atomics: the result does not depend on the timing)
             chunks = max(1, min(_MAX_CHUNKS, -(-rows // _ROWS_PER_CHUNK)))
-            partial_w, partial_b = (cuda.device_array((chunks, cols), a.dtype) for _ in range(2))
+            partial_w, partial_b = (device_array((chunks, cols), a.dtype) for _ in range(2))
             if cols:
                 backward_affine[(_blocks(cols, _COLUMN_LANES[0]), chunks), _COLUMN_LANES](
                     g2, a2, mean, rstd, -(-rows // chunks), partial_w, partial_b)
 
             def column_sums(partial):
-                total = cuda.device_array(cols, a.dtype)
+                total = device_array(cols, a.dtype)
                 if cols:
                     _sum_chunks[_blocks(cols), _THREADS](partial, total)
                 return self._narrowed(total.reshape(a.shape[a.ndim - n:]), like)
@@ -709,7 +710,7 @@ class CudaFusedKernels:
             scale_rows, value, use = rows, ftype(scale), False
         else:
             scale_rows, value, use = self._scale_rows(self._widened(scale), logp.shape, axis), ftype(0), True
-        out = cuda.device_array(logp.shape, logp.dtype)
+        out = device_array(logp.shape, logp.dtype)
         if out.size:
             _softmax_kernels(ftype).cross_entropy_backward[_blocks(out.size), _THREADS](rows, index, scale_rows, value, use,
                                                                     self._rows(out, axis))
@@ -737,7 +738,7 @@ class CudaFusedKernels:
         a[..., i·step + ki·dilation, ...]; the gather reads through the strides numpy's view would have."""
         a = self._contiguous(a)
         shape, strides = _window_view(a.shape, list(window_shape), axes, steps, dilation)
-        out = cuda.device_array(shape, a.dtype)
+        out = device_array(shape, a.dtype)
         if out.size:
             _gather_windows[_blocks(out.size), _THREADS](a.reshape(a.size), out.reshape(out.size), shape, strides)
         return out
@@ -766,7 +767,7 @@ class CudaFusedKernels:
             raise ValueError(f"matmul_into: a {tuple(a.shape)} @ b {tuple(b.shape)} gives "
                              f"{'no product' if expected is None else expected}, but out has shape {tuple(out.shape)}")
         half = self.dtype_of(out) in dt.HALF_DTYPES
-        target = cuda.device_array(out.shape, np.float32) if half else out
+        target = device_array(out.shape, np.float32) if half else out
         a, b = self._widened(a), self._widened(b)
         a4, b4, out4 = (x.reshape((1,) * (4 - x.ndim) + tuple(x.shape)) for x in (a, b, target))
         if out4.size:
@@ -780,7 +781,7 @@ class CudaFusedKernels:
     def random_uniform(self, rng, shape, low, high, dtype):
         """Uniform floats in [low, high), drawn on the device (see random_normal)."""
         ftype = np.float64 if dtype is dt.float64 else np.float32
-        out = cuda.device_array(shape, ftype)
+        out = device_array(shape, ftype)
         if out.size:
             states, threads, key = _generators(out.size, rng)
             uniform, _ = _random_kernels(ftype)
@@ -791,7 +792,7 @@ class CudaFusedKernels:
         """Normal floats drawn on the device by xoroshiro128+ generators that one number from the host
         generator seeds: the same seed gives the same numbers, but not the CPU's numbers (as in PyTorch)."""
         ftype = np.float64 if dtype is dt.float64 else np.float32
-        out = cuda.device_array(shape, ftype)
+        out = device_array(shape, ftype)
         if out.size:
             states, threads, key = _generators(out.size, rng)
             _, normal = _random_kernels(ftype)
@@ -802,7 +803,7 @@ class CudaFusedKernels:
         """Integers in [low, high), drawn on the device as int64 (then converted to dtype)."""
         if high <= low:
             raise ValueError(f"random_integers: high ({high}) must be above low ({low})")
-        out = cuda.device_array(shape, np.int64)
+        out = device_array(shape, np.int64)
         if out.size:
             states, threads, key = _generators(out.size, rng)
             _random_integers[_blocks(threads), _THREADS](states, threads, key, np.int64(low), np.uint64(high - low),

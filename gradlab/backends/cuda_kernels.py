@@ -84,8 +84,8 @@ else:
 
     def device_array(shape, dtype):
         """Uninitialised device memory."""
-        dtype = np.dtype(dtype)
-        return DeviceArray(tuple(shape), c_strides(shape, dtype.itemsize), dtype)
+        dtype, shape = np.dtype(dtype), (shape,) if isinstance(shape, int) else tuple(shape)
+        return DeviceArray(shape, c_strides(shape, dtype.itemsize), dtype)
 
     def address(a):
         """Where a device array's first element lives."""
