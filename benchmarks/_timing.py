@@ -33,6 +33,14 @@ def interleaved(candidates: dict, rounds: int = 5, **kwargs) -> dict:
     return {name: statistics.median(times) for name, times in results.items()}
 
 
+def print_against_torch(title: str, times: dict, note: str = "") -> None:
+    """One case's medians, gradlab's and torch's, and their ratio."""
+    print(f"\n{title}")
+    for name, seconds in times.items():
+        print(f"   {name:8s} {seconds * 1e3:8.2f} ms")
+    print(f"   gradlab / torch = {times['gradlab'] / times['torch']:.2f}x{note}")
+
+
 def try_import_torch():
     try:
         import torch

@@ -21,7 +21,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.dirname(__file__))
 
 import gradlab  # noqa: E402
-from _timing import interleaved, try_import_torch  # noqa: E402
+from _timing import interleaved, print_against_torch, try_import_torch  # noqa: E402
 
 
 def mlp(lib):
@@ -94,10 +94,7 @@ def main():
         else:
             candidates = {"gradlab": forward_backward(gradlab_model, xg), "torch": forward_backward(torch_model, xt)}
         times = interleaved(candidates, rounds=5, repeats=10, warmup=2)
-        print(f"\n{title}")
-        for name, seconds in times.items():
-            print(f"   {name:8s} {seconds * 1e3:8.2f} ms")
-        print(f"   gradlab / torch = {times['gradlab'] / times['torch']:.2f}x")
+        print_against_torch(title, times)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.dirname(__file__))
 
 import gradlab  # noqa: E402
-from _timing import interleaved, try_import_torch  # noqa: E402
+from _timing import interleaved, print_against_torch, try_import_torch  # noqa: E402
 from bench_training import cnn, copy_weights, forward_backward, mlp, training_step  # noqa: E402
 
 
@@ -83,10 +83,7 @@ def main():
                       "torch": synchronized(steps["torch"], sync_torch)}
         rounds, repeats = (1, 2) if args.tiny else (5, 10)
         times = interleaved(candidates, rounds=rounds, repeats=repeats, warmup=2)
-        print(f"\n{title}")
-        for name, seconds in times.items():
-            print(f"   {name:8s} {seconds * 1e3:8.2f} ms")
-        print(f"   gradlab / torch = {times['gradlab'] / times['torch']:.2f}x   (goal ≤ 2x)")
+        print_against_torch(title, times, "   (goal ≤ 2x)")
 
 
 if __name__ == "__main__":
