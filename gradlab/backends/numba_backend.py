@@ -155,21 +155,13 @@ class NumbaBackend(NumpyBackend):
 
     def softmax_backward(self, y, g, axis):
         """y · (g − Σ g·y) along axis, y = softmax's output."""
-        x, gx = _rows(y, axis), _rows(g, axis) if g.shape == y.shape else None
-        if x is None or gx is None:
-            return super().softmax_backward(y, g, axis)
-        out = np.empty_like(x)
-        _kernel("softmax_backward_rows", x.size)(x, gx.astype(x.dtype, copy=False), out)
-        return _like(out, y)
+        out = _row_backward("softmax_backward_rows", y, g, axis)
+        return super().softmax_backward(y, g, axis) if out is None else out
 
     def log_softmax_backward(self, y, g, axis):
         """g − exp(y) · Σ g along axis, y = log_softmax's output."""
-        x, gx = _rows(y, axis), _rows(g, axis) if g.shape == y.shape else None
-        if x is None or gx is None:
-            return super().log_softmax_backward(y, g, axis)
-        out = np.empty_like(x)
-        _kernel("log_softmax_backward_rows", x.size)(x, gx.astype(x.dtype, copy=False), out)
-        return _like(out, y)
+        out = _row_backward("log_softmax_backward_rows", y, g, axis)
+        return super().log_softmax_backward(y, g, axis) if out is None else out
 
     def gelu(self, a, approximate):
         """x · Φ(x) (saving Φ(x) for backward), or the tanh form, x · sigmoid(2k(x + c x³)) (saving nothing)."""
@@ -294,6 +286,17 @@ class NumbaBackend(NumpyBackend):
             start = time.perf_counter()
             call()
             times[f"{name} {dtype.name}{twin}"] = time.perf_counter() - start
+
+
+def _row_backward(kernel, y, g, axis):
+    """A softmax-family backward as one pass per row (y and g laid out as rows along axis), or None
+    where the layout needs the numpy backend's kernel."""
+    x, gx = _rows(y, axis), _rows(g, axis) if g.shape == y.shape else None
+    if x is None or gx is None:
+        return None
+    out = np.empty_like(x)
+    _kernel(kernel, x.size)(x, gx.astype(x.dtype, copy=False), out)
+    return _like(out, y)
 
 
 def _compute_dtype(a):
