@@ -194,6 +194,29 @@ def test_refresh_keeps_every_colour_mode():
     assert set(view.graph.nodes) <= set(view.colors["grad"])
 
 
+def test_an_added_colour_mode_colours_by_its_figures_and_survives_a_refresh():
+    net, rec, loss = recorded_net(F.cross_entropy)
+    view = gl.lab.GraphView(rec)
+    ops = [n.id for n in view.graph.nodes.values() if n.kind == "op"]
+    large = next(n.id for n in view.graph.nodes.values() if n.kind == "op" and n.group)
+    small = next(i for i in ops if i != large)
+    view.add_color_mode("time", {small: 1e-6, large: 1e-3}, "time, log scale", label="time", missing="not timed")
+    assert view.color_labels["time"] == "time" and set(view.color_labels) == {"grad", "value", "kind", "time"}
+    colors = view.colors["time"]
+    assert set(view.graph.nodes) <= set(colors)
+    assert colors[small][0] == "#440154" and colors[large][0] == "#fde725"  # the two ends of the scale
+    untimed = next(n for n in view.graph.nodes if n not in (small, large))
+    assert colors[untimed][0] == "#e6e6e6" and view.legends["time"]["missing_text"] == "not timed"
+    group = "g:" + view.graph.nodes[large].group
+    assert colors[group][0] == "#fde725"  # a module takes its largest member's colour
+    loss.backward()
+    view.refresh()
+    view._refresh_values()
+    assert view.colors["time"][large][0] == "#fde725"
+    with pytest.raises(KeyError, match="no node 'n999' in this graph"):
+        view.add_color_mode("flow", {"n999": 1.0}, "flow")
+
+
 def test_a_view_drawn_after_backward_colours_by_gradient():
     model = mlp()
     x, y = batch()

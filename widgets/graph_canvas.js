@@ -3,14 +3,18 @@
 
 import { coalesce, data, h, num, shapeText } from "./dom.js";
 
-const MODES = [["grad", "gradient"], ["value", "value"], ["kind", "kind of op"]];
-
 export function mountGraph(model, root, options = {}) {
   const stateOf = options.stateOf || (() => null);
   const listeners = [];
   const search = h("input", { class: "gl-search", type: "search", placeholder: "search nodes…" });
-  const colorSelect = h("select", { class: "gl-color", title: "colour the nodes by" },
-    MODES.map(([value, text]) => h("option", { value }, text)));
+  const colorSelect = h("select", { class: "gl-color", title: "colour the nodes by" });
+  // the colour modes come from Python (gradient, value, kind, and any a lab adds: time, memory, flow)
+  function fillColorMenu() {
+    const labels = model.get("color_labels") || {};
+    colorSelect.replaceChildren(...Object.entries(labels).map(([value, text]) => h("option", { value }, text)));
+    colorSelect.value = model.get("color_mode");
+  }
+  fillColorMenu();
   const fitButton = h("button", { class: "gl-fit", title: "fit the graph in view (or double-click)" }, "fit");
   const notice = h("span", { class: "gl-notice" });
   const toolbar = h("div", { class: "gl-toolbar" }, fitButton, search, h("label", {}, "colour ", colorSelect), notice);
@@ -154,7 +158,7 @@ export function mountGraph(model, root, options = {}) {
       legend.append(h("span", { class: "gl-swatch", style: `background:${color}` }), h("span", {}, text));
     }
     if (key.stops) {
-      legend.append(h("span", { class: "gl-swatch", style: `background:${key.missing}` }), h("span", {}, "not known yet"),
+      legend.append(h("span", { class: "gl-swatch", style: `background:${key.missing}` }), h("span", {}, key.missing_text || "not known yet"),
         h("span", { class: "gl-swatch", style: `background:${key.zero}` }), h("span", {}, "zero"));
     }
   }
@@ -253,6 +257,7 @@ export function mountGraph(model, root, options = {}) {
   });
 
   model.on("change:svg", draw);
+  model.on("change:color_labels", fillColorMenu);
   model.on("change:nodes", () => nodesChanged(null));
   model.on("change:node_updates", () => nodesChanged(data(model, "node_updates")));
   const restyleSoon = coalesce(restyle);

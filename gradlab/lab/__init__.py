@@ -1,24 +1,28 @@
 """gradlab.lab: see the engine work, in a notebook.
 
 ``record()`` watches a forward pass; ``GraphView`` draws the graph of a tensor, a recording or a
-``Scalar``; ``BackpropStepper`` walks the engine's real backward through it one node at a time.
-The widgets load ipywidgets and anywidget only when first used.
+``Scalar``; ``BackpropStepper`` walks the engine's real backward through it one node at a time;
+``GradientFlow`` follows each layer's gradients over training; ``DeviceTimings`` and
+``compare_devices`` time the same work on every device. The widgets load ipywidgets and
+anywidget only when first used.
 """
 
 from .capture import CaptureError, capture
 from .record import Recording, record
 
-__all__ = ["BackpropStepper", "CaptureError", "GraphView", "Recording", "capture", "check_node", "record"]
+__all__ = ["BackpropStepper", "CaptureError", "DeviceTimings", "GradientFlow", "GraphView", "Recording", "capture",
+           "check_node", "compare_devices", "profile", "record"]
+
+# name -> the module that defines it, imported when the name is first used
+_LAZY = {
+    "GraphView": "graph_view", "BackpropStepper": "backprop_stepper", "check_node": "check",
+    "GradientFlow": "gradient_flow", "DeviceTimings": "device_timings", "compare_devices": "timing",
+    "profile": "profile",
+}
 
 
 def __getattr__(name):
-    if name == "GraphView":
-        from .graph_view import GraphView
-        return GraphView
-    if name == "BackpropStepper":
-        from .backprop_stepper import BackpropStepper
-        return BackpropStepper
-    if name == "check_node":
-        from .check import check_node
-        return check_node
+    if name in _LAZY:
+        import importlib
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
     raise AttributeError(f"module 'gradlab.lab' has no attribute {name!r}")

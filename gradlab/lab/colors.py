@@ -88,21 +88,35 @@ def ink(fill: str) -> str:
     return "#111827" if 0.2126 * r + 0.7152 * g + 0.0722 * b > 0.45 else "#ffffff"
 
 
+MODE_LABELS = {"grad": "gradient", "value": "value", "kind": "kind of op"}  # what the colour menu says
+
+
+def size_colors(sizes: dict, group_members: dict, title: str, missing: str = "not known yet") -> tuple[dict, dict]:
+    """{id: [fill, ink]} by log10 of each id's size (a group takes its largest member's), and the legend.
+
+    ``missing`` is what the key calls a node with no figure (None)."""
+    sizes = dict(sizes)
+    for group, members in group_members.items():
+        known = [sizes[m] for m in members if sizes.get(m) is not None]
+        sizes[group] = max(known) if known else None
+    fills, legend = log_colors(sizes, title)
+    legend["missing_text"] = missing
+    return {k: [fill, ink(fill)] for k, fill in fills.items()}, legend
+
+
 def color_modes(graph, group_members: dict, modes=MODES) -> tuple[dict, dict]:
     """{mode: {id: [fill, ink]}} for nodes and groups, and {mode: legend}; a group takes its largest member."""
     nodes = graph.nodes.values()
     colors, legends = {}, {}
     for mode, title in (("grad", "‖∂L/∂output‖, log scale"), ("value", "‖output‖, log scale")):
-        if mode not in modes:
-            continue
-        sizes = {n.id: (getattr(n, mode) or {}).get("norm") for n in nodes}
-        for group, members in group_members.items():
-            known = [sizes[m] for m in members if sizes.get(m) is not None]
-            sizes[group] = max(known) if known else None
-        colors[mode], legends[mode] = log_colors(sizes, title)
+        if mode in modes:
+            sizes = {n.id: (getattr(n, mode) or {}).get("norm") for n in nodes}
+            colors[mode], legends[mode] = size_colors(sizes, group_members, title,
+                                                      "no gradient yet" if mode == "grad" else "not kept")
     if "kind" in modes:
-        colors["kind"] = {n.id: kind_color(n) for n in nodes}
-        colors["kind"].update({group: KIND_COLORS["group"] for group in group_members})
+        fills = {n.id: kind_color(n) for n in nodes}
+        fills.update({group: KIND_COLORS["group"] for group in group_members})
+        colors["kind"] = {k: [fill, ink(fill)] for k, fill in fills.items()}
         used = sorted({n.kind if n.kind != "op" else n.category for n in nodes})
         legends["kind"] = {"title": "kind of operation", "items": [[name, KIND_COLORS[name]] for name in used]}
-    return {mode: {k: [fill, ink(fill)] for k, fill in fills.items()} for mode, fills in colors.items()}, legends
+    return colors, legends

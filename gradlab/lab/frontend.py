@@ -51,7 +51,10 @@ def bundle(entry: str) -> str:
 
 @lru_cache(maxsize=None)
 def stylesheet() -> str:
-    return (widgets_dir() / "gradlab.css").read_text(encoding="utf-8")
+    """gradlab.css (what every widget shares), then each widget's own stylesheet."""
+    folder = widgets_dir()
+    others = sorted(p for p in folder.glob("*.css") if p.name != "gradlab.css")
+    return "\n".join(p.read_text(encoding="utf-8") for p in [folder / "gradlab.css", *others])
 
 
 PAGE = """<!DOCTYPE html>

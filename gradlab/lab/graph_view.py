@@ -13,6 +13,7 @@ import weakref
 
 from .capture import CaptureError, capture
 from .check import check_node
+from .colors import MODE_LABELS, size_colors
 from .frontend import bundle, standalone_html, stylesheet
 from .scene import Scene, sub_text
 from .summary import summarize
@@ -41,6 +42,7 @@ class GraphWidget(anywidget.AnyWidget):
     colors = traitlets.Dict({}).tag(sync=True, **AS_JSON_TEXT)
     legends = traitlets.Dict({}).tag(sync=True)
     color_mode = traitlets.Unicode("kind").tag(sync=True)
+    color_labels = traitlets.Dict({}).tag(sync=True)  # mode -> its name in the colour menu
     selected = traitlets.Unicode("").tag(sync=True)
     notice = traitlets.Unicode("").tag(sync=True)
     check_result = traitlets.Dict({}).tag(sync=True)
@@ -56,7 +58,8 @@ class GraphWidget(anywidget.AnyWidget):
         graph = graph if graph is not None else capture(obj, names)
         self.graph = graph
         self.scene = Scene(graph)
-        super().__init__(height=height)
+        self._added_modes = {}  # mode -> (sizes, title, missing text): colour modes a lab gave (time, flow, ...)
+        super().__init__(height=height, color_labels=dict(MODE_LABELS))
         notices = []
         if self.scene.opened_collapsed:
             notices.append(f"{len(graph.nodes)} nodes: some modules open collapsed so that the picture stays "
@@ -90,6 +93,8 @@ class GraphWidget(anywidget.AnyWidget):
             self.nodes = {node.id: node.to_json() for node in self.graph.nodes.values()}
             self._sent = {node.id: node.grad for node in self.graph.nodes.values()}
             self.colors, self.legends = self.scene.colors()
+            for mode, (sizes, title, missing) in self._added_modes.items():
+                self.colors[mode], self.legends[mode] = size_colors(sizes, self.scene.members, title, missing)
             return
         changed = [n for n in self.graph.nodes.values() if n.grad != self._sent.get(n.id)]
         if not changed:
@@ -100,6 +105,25 @@ class GraphWidget(anywidget.AnyWidget):
         self.node_updates = updates
         colors, legends = self.scene.colors(("grad",))
         self.colors, self.legends = {**self.colors, **colors}, {**self.legends, **legends}
+
+    def add_color_mode(self, mode: str, sizes: dict, title: str, label: str | None = None,
+                       missing: str = "not known yet") -> None:
+        """A colour mode of your own, in the menu as ``label``: ``sizes`` maps node ids to a positive
+        figure (None where unknown), coloured on the gradient mode's log scale; a closed module takes
+        its largest member's. Nodes not in ``sizes`` are drawn as unknown."""
+        unknown = sorted(set(sizes) - set(self.graph.nodes))
+        if unknown:
+            raise KeyError(f"add_color_mode({mode!r}): no node {unknown[0]!r} in this graph; the ids are "
+                           f"n0 ... n{len(self.graph.nodes) - 1}")
+        sizes = {**dict.fromkeys(self.graph.nodes), **sizes}
+        self._added_modes[mode] = (sizes, title, missing)
+        colors, legend = size_colors(sizes, self.scene.members, title, missing)
+        with self.hold_sync():
+            self.colors = {**self.colors, mode: colors}
+            self.legends = {**self.legends, mode: legend}
+            self.color_labels = {**self.color_labels, mode: label or mode}
+            if self.color_mode == mode:
+                self._redraw()
 
     # --- what the front end asks for ----------------------------------------------------------------
 

@@ -137,7 +137,7 @@ def _legend(legend: dict, y: float) -> str:
                      f'<text class="gl-legend-text" x="{x + 18:.1f}" y="10">{escape(str(text))}</text>')
         x += 26 + len(str(text)) * 6.2
     if legend.get("stops") is not None:
-        for text, color in (("no gradient yet", MISSING), ("zero", ZERO)):
+        for text, color in ((legend.get("missing_text", "not known yet"), MISSING), ("zero", ZERO)):
             parts.append(f'<rect x="{x:.1f}" y="0" width="14" height="12" fill="{color}" stroke="#9ca3af" '
                          f'stroke-width="0.5"/><text class="gl-legend-text" x="{x + 18:.1f}" y="10">{text}</text>')
             x += 26 + len(text) * 6.2
