@@ -22,6 +22,7 @@ where a builtin has no Python signature. ``input``/``self`` (always positional i
 from __future__ import annotations
 
 import argparse
+import functools
 import inspect
 import keyword
 import re
@@ -227,8 +228,14 @@ def name_templates(tests: str) -> list:
 
 
 def mentioned(name: str, tests: str, templates) -> bool:
-    """A test names it outright, or builds its name from an f-string."""
-    return bool(re.search(rf"\b{re.escape(name)}\b", tests)) or any(t.fullmatch(name) for t in templates)
+    """A test names it outright (as a whole word), or builds its name from an f-string."""
+    return name in _words(tests) or any(t.fullmatch(name) for t in templates)
+
+
+@functools.lru_cache(maxsize=2)
+def _words(text: str) -> frozenset:
+    """Every whole word of ``text``: a name is mentioned when it is one (what ``\\bname\\b`` finds)."""
+    return frozenset(re.findall(r"\w+", text))
 
 
 def classify(area: str, torch_obj, gradlab_path: str, tests: str, templates=()) -> dict[str, list]:
