@@ -99,7 +99,8 @@ def test_the_figures_match_numpy_on_the_parameters_grads_and_a_copy_of_the_weigh
     for layer in ("0", "2"):
         w, b = f"{layer}.weight", f"{layer}.bias"
         assert flow.series["grad_norm"][layer][-1] == pytest.approx(norm(grads[w], grads[b]), rel=1e-5)
-        assert flow.series["weight_norm"][layer][-1] == pytest.approx(norm(after[w], after[b]), rel=1e-5)
+        # ‖W‖ of the weights that computed this gradient, before the step moved them
+        assert flow.series["weight_norm"][layer][-1] == pytest.approx(norm(before[w], before[b]), rel=1e-5)
         moved = norm(after[w] - before[w], after[b] - before[b]) / norm(before[w], before[b])
         assert flow.series["update_ratio"][layer][-1] == pytest.approx(moved, rel=1e-4)
     assert flow.loss == [pytest.approx(loss.item())]

@@ -44,15 +44,14 @@ class _Layer:
 
 
 def _host(value) -> np.ndarray:
-    """The values of a tensor as a flat host array (the array itself on the numpy backend: no copy)."""
+    """The values of a tensor as a host array (the array itself on the numpy backend: no copy)."""
     array = getattr(value, "array", None)
-    flat = array if type(array) is np.ndarray else as_numpy(value)
-    return flat.ravel()
+    return array if type(array) is np.ndarray else as_numpy(value)
 
 
-def _sq(flat: np.ndarray) -> float:
-    """‖flat‖² in one BLAS call (nan and inf carry through, as they should)."""
-    return float(np.dot(flat, flat))
+def _sq(array: np.ndarray) -> float:
+    """‖array‖² in one BLAS call over all its elements (nan and inf carry through, as they should)."""
+    return float(np.vdot(array, array))
 
 
 def _sqrt(x: float) -> float:
@@ -68,7 +67,7 @@ class Flow:
     """
 
     def __init__(self, model, *, vanishing: float = 1e-3, exploding: float = 1e2, window: int = 10,
-                 max_points: int = 400, histogram_every: int = 10, max_histograms: int = 100):
+                 max_points: int = 400, histogram_every: int = 20, max_histograms: int = 100):
         if not hasattr(model, "named_modules") or not hasattr(model, "register_forward_hook"):
             raise FlowError(f"GradientFlow(model): model must be a gradlab.nn.Module, got {type(model).__name__}")
         for name, value, rule in (("vanishing", vanishing, "a number in (0, 1)"),
@@ -83,12 +82,10 @@ class Flow:
         self.vanishing, self.exploding, self.window = float(vanishing), float(exploding), window
         self.max_points, self.histogram_every, self.max_histograms = max_points, histogram_every, max_histograms
         self.layers = self._find_layers(model)
-        self.steps: list = []  # the update count of each kept point (1-based)
-        self.loss: list = []
-        self.series = {figure: {layer.name: [] for layer in self.layers} for figure in FIGURES}
+        self.points: list = []  # one per kept update: (update count, loss, per layer (‖∇W‖, ratio, ‖W‖, ‖∇out‖))
         self.histogram_steps: list = []
         self.histograms = {layer.name: [] for layer in self.layers}  # [{"low", "high", "counts"}] per kept step
-        self._recent = {layer.name: deque(maxlen=window) for layer in self.layers}  # (relative ‖∇W‖, ‖∇W‖)
+        self._recent = deque(maxlen=window)  # the last updates' ‖∇W‖, one per layer
         self.count = 0  # updates so far
         self._reached = False  # has a backward reached the model since the last update?
         self._ever_reached = False
@@ -148,17 +145,9 @@ class Flow:
         if loss is not None:
             loss = float(loss.item() if hasattr(loss, "item") else loss)
         self.count += 1
-        figures = {layer.name: self._figures(layer) for layer in self.layers}
-        largest = max((f["grad_norm"] for f in figures.values() if _finite(f["grad_norm"])), default=0.0)
-        for name, f in figures.items():
-            g = f["grad_norm"]
-            relative = g / largest if largest > 0 and _finite(g) else None
-            self._recent[name].append((relative, g))
-        self.steps.append(self.count)
-        self.loss.append(loss)
-        for figure, per_layer in self.series.items():
-            for name, values in per_layer.items():
-                values.append(figures[name][figure])
+        figures = tuple(self._figures(layer) for layer in self.layers)
+        self._recent.append([f[0] for f in figures])
+        self.points.append((self.count, loss, figures))
         if self.count % self.histogram_every == 0 or self.count == 1:
             self.histogram_steps.append(self.count)
             for layer in self.layers:
@@ -173,29 +162,32 @@ class Flow:
         self.update(loss=loss)
 
     def _figures(self, layer: _Layer) -> dict:
-        """‖∂L/∂W‖, ‖W‖, ‖W − W_before‖ / ‖W_before‖ over all of the layer's parameters together."""
-        grad_sq = weight_sq = moved_sq = before_sq = 0.0
+        """‖∂L/∂W‖, ‖W‖ and ‖W − W_before‖ / ‖W_before‖ over all of the layer's parameters together.
+
+        ‖W‖ is taken of W_before, the weights that computed this step's gradient (the copy exists
+        anyway, and the step moved them by ‖ΔW‖ only); the current weights when backward missed the layer.
+        """
+        grad_sq = weight_sq = moved_sq = 0.0
         has_grad = False
-        before = layer.before or (None,) * len(layer.params)
-        for p, b in zip(layer.params, before):
+        before = layer.before
+        for i, p in enumerate(layer.params):
             w = _host(p)
-            weight_sq += _sq(w)
             if p.grad is not None:
                 has_grad = True
                 grad_sq += _sq(_host(p.grad))
-            if b is not None:
-                before_sq += _sq(b)
-                moved_sq += _sq(w - b)
-        reached = layer.before is not None
-        return {
-            "grad_norm": _sqrt(grad_sq) if has_grad else None,
-            "update_ratio": _sqrt(moved_sq) / _sqrt(before_sq) if reached and before_sq > 0 else None,
-            "weight_norm": _sqrt(weight_sq),
-            "out_grad_norm": _sqrt(layer.out_sq) if reached else None,
-        }
+            if before is None:
+                weight_sq += _sq(w)
+            else:
+                weight_sq += _sq(before[i])
+                moved_sq += _sq(w - before[i])
+        reached = before is not None
+        return (_sqrt(grad_sq) if has_grad else None,                                        # grad_norm
+                _sqrt(moved_sq) / _sqrt(weight_sq) if reached and weight_sq > 0 else None,  # update_ratio
+                _sqrt(weight_sq),                                                           # weight_norm
+                _sqrt(layer.out_sq) if reached else None)                                   # out_grad_norm
 
     def _histogram(self, layer: _Layer) -> dict | None:
-        grads = [_host(p.grad) for p in layer.params if p.grad is not None]
+        grads = [_host(p.grad).ravel() for p in layer.params if p.grad is not None]
         if not grads:
             return None
         summary = summarize(np.concatenate(grads))
@@ -203,13 +195,8 @@ class Flow:
 
     def _thin(self) -> None:
         """Past the limit, drop every other point of the older half: recent steps stay dense."""
-        if len(self.steps) > self.max_points:
-            keep = _thinned(len(self.steps))
-            self.steps = [self.steps[i] for i in keep]
-            self.loss = [self.loss[i] for i in keep]
-            for per_layer in self.series.values():
-                for name, values in per_layer.items():
-                    per_layer[name] = [values[i] for i in keep]
+        if len(self.points) > self.max_points:
+            self.points = [self.points[i] for i in _thinned(len(self.points))]
         if len(self.histogram_steps) > self.max_histograms:
             keep = _thinned(len(self.histogram_steps))
             self.histogram_steps = [self.histogram_steps[i] for i in keep]
@@ -217,6 +204,21 @@ class Flow:
                 self.histograms[name] = [values[i] for i in keep]
 
     # --- reading ------------------------------------------------------------------------------------
+
+    @property
+    def steps(self) -> list:
+        """The update count (1-based) of each kept point."""
+        return [point[0] for point in self.points]
+
+    @property
+    def loss(self) -> list:
+        return [point[1] for point in self.points]
+
+    @property
+    def series(self) -> dict:
+        """{figure: {layer: [value per kept point]}}."""
+        return {figure: {layer.name: [point[2][li][fi] for point in self.points] for li, layer in enumerate(self.layers)}
+                for fi, figure in enumerate(FIGURES)}
 
     @property
     def layer_names(self) -> list:
@@ -238,7 +240,12 @@ class Flow:
         if not self.count:
             return []
         found = []
-        for name, recent in self._recent.items():
+        relative = []  # per update, per layer: (‖∇W‖ / the largest layer's ‖∇W‖ at that update, ‖∇W‖)
+        for norms in self._recent:
+            largest = max((g for g in norms if _finite(g)), default=0.0)
+            relative.append([(g / largest if largest > 0 and _finite(g) else None, g) for g in norms])
+        for li, name in enumerate(self.layer_names):
+            recent = [update[li] for update in relative]
             norms = [g for _, g in recent if g is not None]
             broken = [g for g in norms if not _finite(g)]
             if broken or (norms and max(norms) > self.exploding):
@@ -260,10 +267,11 @@ class Flow:
         """{layer: figure} at the kept point nearest ``step`` (the last one when None)."""
         if figure not in FIGURES:
             raise FlowError(f"GradientFlow: no figure {figure!r}; the figures are {', '.join(FIGURES)}")
-        if not self.steps:
+        if not self.points:
             return {name: None for name in self.layer_names}
-        index = len(self.steps) - 1 if step is None else nearest(self.steps, step)
-        return {name: values[index] for name, values in self.series[figure].items()}
+        index = len(self.points) - 1 if step is None else nearest(self.steps, step)
+        fi = list(FIGURES).index(figure)
+        return {name: self.points[index][2][li][fi] for li, name in enumerate(self.layer_names)}
 
     def history(self) -> dict:
         """Everything kept, as plain JSON-ready data (the widget draws exactly this)."""
@@ -272,7 +280,7 @@ class Flow:
             "steps": self.steps,
             "loss": self.loss,
             "series": {figure: {name: [_json(v) for v in values] for name, values in per_layer.items()}
-                       for figure, per_layer in self.series.items()},
+                       for figure, per_layer in self.series.items()},  # one list per line of the chart
             "figures": {figure: list(text) for figure, text in FIGURES.items()},
             "histogram_steps": self.histogram_steps,
             "histograms": self.histograms,
