@@ -380,3 +380,29 @@ def test_opening_bad_layers_and_untrained_models_are_clear_errors(widgets):
         flow.open("fc1")
     flow._on_front_end_message(None, {"type": "open", "layer": "fc1"})
     assert "no layer 'fc1'" in flow.chart.notice  # a click's error is shown in the widget
+
+
+def test_the_widget_redraws_when_a_notebook_cell_ends(widgets, monkeypatch):
+    IPython = pytest.importorskip("IPython")
+
+    class Events:
+        def __init__(self):
+            self.callbacks = {}
+
+        def register(self, event, callback):
+            self.callbacks.setdefault(event, []).append(callback)
+
+        def unregister(self, event, callback):
+            self.callbacks[event].remove(callback)
+
+    class Shell:
+        events = Events()
+
+    monkeypatch.setattr(IPython, "get_ipython", lambda: Shell)
+    model = small_net()
+    flow = widgets(model, interval=3600)
+    [cell_ended] = Shell.events.callbacks["post_execute"]
+    one_step(model, gl.randn(5, 3), gl.randn(5, 2), flow=flow)
+    assert flow.chart.history["count"] == 0
+    cell_ended()  # what IPython does after each cell
+    assert flow.chart.history["count"] == 1
