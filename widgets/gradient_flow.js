@@ -110,10 +110,11 @@ function render({ model, el }) {
 
   let history = data(model, "history");
   let followLatest = true; // the slider stays on the newest step while training runs, until moved
+  let chosenStep = 0; // else the step it was moved to (thinning may move that step's index)
 
   const open = (layer) => {
     const steps = history.histogram_steps || [];
-    const step = followLatest ? 0 : steps[Number(slider.value)] || 0;
+    const step = followLatest ? 0 : chosenStep;
     model.send({ type: "open", layer, step, figure: model.get("figure") });
   };
 
@@ -136,6 +137,11 @@ function render({ model, el }) {
     const steps = history.histogram_steps || [];
     slider.max = String(Math.max(steps.length - 1, 0));
     if (followLatest) slider.value = slider.max;
+    else if (steps[Number(slider.value)] !== chosenStep) {
+      let best = 0;
+      steps.forEach((step, i) => { if (Math.abs(step - chosenStep) < Math.abs(steps[best] - chosenStep)) best = i; });
+      slider.value = String(best);
+    }
     const index = Number(slider.value);
     const layer = layerSelect.value;
     stepLabel.textContent = steps.length ? `step ${steps[index]} (${index + 1} of ${steps.length} kept)` : "no steps yet";
@@ -183,8 +189,9 @@ function render({ model, el }) {
   });
   slider.addEventListener("input", () => {
     followLatest = Number(slider.value) === Number(slider.max);
-    drawHistogramPanel();
     const steps = history.histogram_steps || [];
+    chosenStep = steps[Number(slider.value)] || 0;
+    drawHistogramPanel();
     model.set("scrub_step", followLatest ? 0 : steps[Number(slider.value)] || 0);
     model.save_changes();
   });
