@@ -8,6 +8,8 @@ The examples' two models, each trained the way its example does (Adam, its batch
 Three candidates, interleaved so that machine noise hits them alike: the plain step; the step with
 ``flow.update()`` (``gradlab.lab.flow.Flow``: hooks, figures, a histogram every 20th step); and the
 step with the ``GradientFlow`` widget (the same, plus its throttled pushes to the front end).
+Two pairings of the same steps: medians of short interleaved rounds (benchmarks/_timing.py), and
+medians of single steps taken in turn.
 """
 
 from __future__ import annotations
@@ -19,6 +21,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, os.path.join(HERE, "..", "examples"))
 sys.path.insert(0, HERE)
+
+import statistics  # noqa: E402
+import time  # noqa: E402
 
 import gradlab as gl  # noqa: E402
 import gradlab.nn as nn  # noqa: E402
@@ -55,11 +60,23 @@ def widget(model):
     return GradientFlow(model)
 
 
+def alternating(candidates: dict, steps: int) -> dict:
+    """Median seconds per step with the candidates taking turns one step at a time: the fairest pairing
+    on a shared machine, where the load changes from one second to the next."""
+    samples = {name: [] for name in candidates}
+    for _ in range(steps):
+        for name, fn in candidates.items():
+            start = time.perf_counter()
+            fn()
+            samples[name].append(time.perf_counter() - start)
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
 def cases():
     X, y = make_synthetic("spiral", n=1000, seed=0)
-    yield "spiral MLP step, batch 32", spiral_mlp.build_model, X[:32], y[:32], 0.01, 1.15, 30
+    yield "spiral MLP step, batch 32", spiral_mlp.build_model, X[:32], y[:32], 0.01, 1.15, (41, 5)
     images, labels = load_digits()
-    yield "digits CNN step, batch 64", digits_cnn.build_model, images[:64], labels[:64], 0.003, 1.05, 10
+    yield "digits CNN step, batch 64", digits_cnn.build_model, images[:64], labels[:64], 0.003, 1.05, (21, 2)
 
 
 def main():
@@ -69,14 +86,20 @@ def main():
     except ImportError:
         print("anywidget is not installed: timing the figures (Flow) only, not the widget")
         watchers = {"flow.update()": Flow}
-    for title, build, x, y, lr, target, repeats in cases():
+    for title, build, x, y, lr, target, (rounds, repeats) in cases():
         candidates = {"plain": training_step(build, x, y, lr)}
         candidates.update({name: training_step(build, x, y, lr, watch) for name, watch in watchers.items()})
-        times = interleaved(candidates, rounds=11, repeats=repeats, warmup=3)
-        print(f"\n{title}")
-        for name, seconds in times.items():
-            ratio = "" if name == "plain" else f"   {seconds / times['plain']:.3f}x  (target < {target})"
-            print(f"   {name:14s} {seconds * 1e3:7.3f} ms{ratio}")
+        # many short rounds: on a shared machine the load drifts, and each round sees all three alike
+        blocks = interleaved(candidates, rounds=rounds, repeats=repeats, warmup=3)
+        turns = alternating(candidates, steps=rounds * repeats * 2)
+        print(f"\n{title}   (target < {target}x)")
+        print(f"   {'':14s} {'rounds of ' + str(repeats) + ' steps':>24s}   {'one step each in turn':>24s}")
+        for name in candidates:
+            cells = []
+            for times in (blocks, turns):
+                ratio = "" if name == "plain" else f" {times[name] / times['plain']:.3f}x"
+                cells.append(f"{times[name] * 1e3:8.3f} ms{ratio:>8s}")
+            print(f"   {name:14s} {cells[0]:>24s}   {cells[1]:>24s}")
 
 
 if __name__ == "__main__":
