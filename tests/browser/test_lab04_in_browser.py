@@ -50,14 +50,21 @@ def test_lab04_draws_the_flow_scrubs_opens_a_layer_and_flags(page, jupyter_serve
     assert histogram.inner_html() != last_bars
     assert "step 1 (1 of" in sigmoid.locator(".gl-flow-step").text_content()
 
-    # a click on a layer opens the graph below, coloured by the flow, that layer selected
+    # the figure menu redraws the lines with another figure
+    first_line = sigmoid.locator(".gl-flow-lines polyline").first
+    before_points = first_line.get_attribute("points")
+    sigmoid.locator("select.gl-flow-figure").select_option("update_ratio")
+    page.wait_for_function("([el, p]) => el.querySelector('.gl-flow-lines polyline').getAttribute('points') !== p",
+                           arg=[sigmoid.element_handle(), before_points])
+
+    # a click on a layer opens the graph below, coloured by the flow's figure, that layer selected
     sigmoid.locator('.gl-flow-key[data-layer="4"]').click()
     graph = sigmoid.locator(".gradlab-flow-graph")
     graph.wait_for()
     page.wait_for_function("(el) => el.querySelectorAll('svg.gl-graph .gl-nodes > g.gl-node').length > 0",
                            arg=graph.element_handle())
     assert graph.locator("select.gl-color").input_value() == "flow"
-    assert "of its layer at step 1" in graph.locator(".gl-legend").text_content()
+    assert "‖ΔW‖ / ‖W‖ of its layer at step 1" in graph.locator(".gl-legend").text_content()
     assert graph.locator("g.gl-node.gl-selected").count() == 1
     fills = graph.evaluate("""(el) => new Set([...el.querySelectorAll('.gl-nodes > g > rect')]
         .map((r) => r.getAttribute('fill'))).size""")
