@@ -176,9 +176,14 @@ function render({ model, el }) {
     status.textContent = `${history.count || 0} updates · ${(history.steps || []).length} kept`;
     notice.textContent = model.get("notice");
     const ms = performance.now() - started;
-    root.dataset.renderMs = ms.toFixed(2); // what one redraw costs, for the browser test to read
-    root.dataset.renderMsMax = Math.max(ms, Number(root.dataset.renderMsMax || 0)).toFixed(2);
-    root.dataset.renders = String(Number(root.dataset.renders || 0) + 1);
+    // what a redraw costs, for the browser test to read: the first (while the page builds) apart
+    const renders = Number(root.dataset.renders || 0) + 1;
+    root.dataset.renders = String(renders);
+    if (renders === 1) root.dataset.firstRenderMs = ms.toFixed(2);
+    else {
+      root.dataset.renderMs = ms.toFixed(2);
+      root.dataset.renderMsMax = Math.max(ms, Number(root.dataset.renderMsMax || 0)).toFixed(2);
+    }
   }
 
   figureSelect.addEventListener("change", () => { model.set("figure", figureSelect.value); model.save_changes(); });

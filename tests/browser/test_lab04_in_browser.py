@@ -15,7 +15,8 @@ def flows(page):
 
 def render_times(page) -> list:
     return page.evaluate("""() => [...document.querySelectorAll('.gradlab-flow')].map(
-        (w) => [Number(w.dataset.renderMs), Number(w.dataset.renderMsMax), Number(w.dataset.renders)])""")
+        (w) => [Number(w.dataset.renderMs), Number(w.dataset.renderMsMax), Number(w.dataset.renders),
+                Number(w.dataset.firstRenderMs)])""")
 
 
 def test_lab04_draws_the_flow_scrubs_opens_a_layer_and_flags(page, jupyter_server):
@@ -80,5 +81,6 @@ def test_lab04_draws_the_flow_scrubs_opens_a_layer_and_flags(page, jupyter_serve
     times = render_times(page)
     redraws = times[0][2] - before
     assert redraws >= 1
-    print(f"lab 04: one redraw of the flow chart took {times[0][0]:.1f} ms (slowest {times[0][1]:.1f} ms, "
-          f"{redraws:.0f} redraws during a 72-step cell); the residual net's 18 layers: {times[2][1]:.1f} ms")
+    print(f"lab 04: one redraw of the flow chart took {times[0][0]:.1f} ms (slowest of its redraws "
+          f"{times[0][1]:.1f} ms, {redraws:.0f} during a 72-step cell; its first draw, while the page was built, "
+          f"{times[0][3]:.1f} ms); the residual net's 18 layers: first draw {times[2][3]:.1f} ms")
