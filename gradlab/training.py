@@ -131,7 +131,30 @@ def _describe(means: dict, prefix: str) -> str:
     return ", ".join(f"{prefix}{name} {value:.4f}" for name, value in means.items())
 
 
-def _train_epoch(model, loader, loss_fn, optimizer, metrics, device, bar, epoch) -> dict:
+def _resolve_callbacks(callbacks) -> list:
+    """``[(on_step or None, on_epoch_end or None)]``: objects with either method, or plain functions (on_step)."""
+    if callbacks is None:
+        return []
+    if callable(callbacks) or not isinstance(callbacks, (list, tuple)):
+        callbacks = [callbacks]
+    resolved = []
+    for callback in callbacks:
+        on_step, on_epoch_end = getattr(callback, "on_step", None), getattr(callback, "on_epoch_end", None)
+        if on_step is None and on_epoch_end is None:
+            if not callable(callback):
+                raise TypeError(f"fit(callbacks=...): a callback is an object with on_step(loss) and/or "
+                                f"on_epoch_end(epoch, history), or a function called as on_step(loss); got "
+                                f"{type(callback).__name__}")
+            on_step = callback
+        for name, method in (("on_step", on_step), ("on_epoch_end", on_epoch_end)):
+            if method is not None and not callable(method):
+                raise TypeError(f"fit(callbacks=...): {type(callback).__name__}.{name} must be a method, got "
+                                f"{type(method).__name__}")
+        resolved.append((on_step, on_epoch_end))
+    return resolved
+
+
+def _train_epoch(model, loader, loss_fn, optimizer, metrics, device, bar, epoch, on_steps=()) -> dict:
     """One pass over ``loader``, a step per batch; the epoch's mean loss and metrics."""
     averages = _Averages(["loss", *metrics])
     for step, batch in enumerate(loader, 1):
@@ -145,6 +168,8 @@ def _train_epoch(model, loader, loss_fn, optimizer, metrics, device, bar, epoch)
                                      "training diverged: try a smaller learning rate or clip the gradients")
         loss.backward()                      # d(loss)/d(weight) into every parameter's .grad
         optimizer.step()                     # move the weights against their gradients
+        for on_step in on_steps:             # e.g. a GradientFlow reading this step's gradients
+            on_step(loss_value)
         averages.add(len(targets), {"loss": loss_value, **_measure(metrics, outputs, targets)})
         if bar is not None:
             bar.set_postfix(_postfix(averages.means()), refresh=False)
@@ -178,7 +203,7 @@ def evaluate(model, loader, loss_fn=None, metrics=("accuracy",), device=None) ->
 
 
 def fit(model, train_loader, loss_fn, optimizer, epochs: int = 1, val_loader=None, metrics=("accuracy",),
-        scheduler=None, progress: bool = True, device=None) -> dict:
+        scheduler=None, progress: bool = True, device=None, callbacks=None) -> dict:
     """Train ``model`` for ``epochs`` passes over ``train_loader``; return the history of every epoch.
 
     Each batch is ``(inputs, targets)``: the loop calls ``loss_fn(model(inputs), targets)``, backpropagates
@@ -193,10 +218,16 @@ def fit(model, train_loader, loss_fn, optimizer, epochs: int = 1, val_loader=Non
 
     (the ``val_`` lists only with a ``val_loader``; ``lr`` is the first parameter group's learning rate
     during the epoch).
+
+    ``callbacks`` are objects with ``on_step(loss)`` (called after every ``optimizer.step()`` with the batch
+    loss) and/or ``on_epoch_end(epoch, history)``; a plain function is called as ``on_step``. A
+    ``gl.lab.GradientFlow`` is one: ``fit(..., callbacks=[flow])``.
     """
     if not isinstance(epochs, int) or isinstance(epochs, bool) or epochs < 0:
         raise ValueError(f"fit: epochs must be a non-negative integer, got {epochs!r}")
     metrics = _resolve_metrics(metrics)
+    callbacks = _resolve_callbacks(callbacks)
+    on_steps = [on_step for on_step, _ in callbacks if on_step is not None]
     if device is not None:
         model.to(device)
     names = ["loss", *metrics]
@@ -211,7 +242,8 @@ def fit(model, train_loader, loss_fn, optimizer, epochs: int = 1, val_loader=Non
         history["lr"].append(optimizer.param_groups[0]["lr"])
         bar = _progress_bar(train_loader, f"epoch {epoch}/{epochs}") if progress else None
         try:
-            train_means = _train_epoch(model, train_loader, loss_fn, optimizer, metrics, device, bar, epoch)
+            train_means = _train_epoch(model, train_loader, loss_fn, optimizer, metrics, device, bar, epoch,
+                                       on_steps)
             val_means = evaluate(model, val_loader, loss_fn, metrics, device) if val_loader is not None else {}
             if bar is not None:
                 bar.set_postfix({**_postfix(train_means), **_postfix(val_means, "val_")})
@@ -231,4 +263,7 @@ def fit(model, train_loader, loss_fn, optimizer, epochs: int = 1, val_loader=Non
         if progress and bar is None:
             line = _describe(train_means, "train_") + (", " + _describe(val_means, "val_") if val_means else "")
             print(f"epoch {epoch}/{epochs}: {line} ({time.perf_counter() - start:.1f} s)", flush=True)
+        for _, on_epoch_end in callbacks:
+            if on_epoch_end is not None:
+                on_epoch_end(epoch, history)
     return history

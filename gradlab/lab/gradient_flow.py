@@ -1,0 +1,242 @@
+"""``GradientFlow(model)``: per-layer gradient figures over training, drawn live while the training cell runs.
+
+The figures come from ``flow.py`` (hooks, history, flags); this widget sends them to the front end
+(``widgets/gradient_flow.js``) at most every ``interval`` seconds and once more when the cell ends, so
+drawing never slows the training loop much. Clicking a layer opens the model's graph below the charts,
+coloured by the same figure, with that layer opened and selected.
+"""
+
+from __future__ import annotations
+
+import time
+import weakref
+
+from .flow import FIGURES, Flow, FlowError, nearest
+from .frontend import bundle, stylesheet
+from .graph_view import AS_JSON_TEXT, GraphView
+from .record import record
+
+try:
+    import anywidget
+    import ipywidgets
+    import traitlets
+except ImportError as error:  # pragma: no cover - depends on the extra
+    raise ImportError(
+        "gradlab's lab widgets need anywidget and ipywidgets: pip install 'gradlab[lab]'") from error
+
+
+class FlowChart(anywidget.AnyWidget):
+    """The charts: one line per layer over the steps, the histogram scrubbed in time, the flags."""
+
+    history = traitlets.Dict({}).tag(sync=True, **AS_JSON_TEXT)
+    figure = traitlets.Unicode("grad_norm").tag(sync=True)  # the line plots' figure (the menu)
+    scrub_step = traitlets.Int(0).tag(sync=True)  # the histogram slider's step; 0 = the latest
+    histogram_layer = traitlets.Unicode("").tag(sync=True)
+    opened = traitlets.Unicode("").tag(sync=True)  # the layer shown in the graph below, if any
+    notice = traitlets.Unicode("").tag(sync=True)
+
+    _esm = bundle("gradient_flow.js")
+    _css = stylesheet()
+
+
+class GradientFlow:
+    """Watch gradients flow through ``model`` as it trains: ``flow = gl.lab.GradientFlow(model)``.
+
+    Call ``flow.update()`` after each ``optimizer.step()`` (or ``fit(..., callbacks=[flow])``). Shows per
+    layer ‖∂L/∂W‖, the update/weight ratio, ‖W‖ and ‖∂L/∂output‖ over the steps (log scale), a
+    histogram of each layer's gradients scrubbed through time, and ``flags()``: layers whose gradients
+    vanish or explode, with the threshold used. Options (``vanishing``, ``exploding``, ``window``, ...) are
+    those of ``gradlab.lab.flow.Flow``; ``interval`` is the least time between two live redraws.
+
+    It displays as ``flow.widget``, a VBox of the charts and, once a layer is opened, its graph (a plain
+    object rather than a VBox itself, because a widget's ``open()`` is taken: it opens the comm).
+    """
+
+    def __init__(self, model, *, interval: float = 0.2, **options):
+        if not isinstance(interval, (int, float)) or interval < 0:
+            raise FlowError(f"GradientFlow(model, interval=...): interval is seconds ≥ 0, got {interval!r}")
+        self.figures = Flow(model, **options)
+        self.interval = float(interval)
+        self.chart = FlowChart()
+        self.view = None  # the GraphView a click opened
+        self._pushed_at = -float("inf")
+        self._push_cost = 0.0
+        self._pending = False
+        self.widget = ipywidgets.VBox([self.chart])
+        self.widget.add_class("gradlab-gradient-flow")
+        self.chart.on_msg(self._on_front_end_message)
+        self._push()
+        self._flush_after_each_cell()
+
+    # --- the figures (flow.py does the work) ----------------------------------------------------------
+
+    def update(self, loss=None) -> None:
+        """Read this step's figures (after ``optimizer.step()``); the charts redraw at most every ``interval`` s."""
+        self.figures.update(loss)
+        self._pending = True
+        # a push costs time in the training loop: never spend more than ~10 % of it pushing
+        if time.monotonic() - self._pushed_at >= max(self.interval, 10 * self._push_cost):
+            self._push()
+
+    def on_step(self, loss) -> None:
+        """``fit(..., callbacks=[flow])`` calls this after every ``optimizer.step()``."""
+        self.update(loss=loss)
+
+    def flush(self) -> None:
+        """Send the latest figures now (also done when each notebook cell finishes)."""
+        self._push()
+
+    def flags(self) -> list:
+        """The layers flagged vanishing or exploding: layer, kind, figure, threshold and the rule."""
+        return self.figures.flags()
+
+    def history(self) -> dict:
+        return self.figures.history()
+
+    def remove(self) -> None:
+        """Detach the hooks from the model (the charts keep what they have)."""
+        self.figures.remove()
+
+    @property
+    def layers(self) -> list:
+        return self.figures.layer_names
+
+    def latest(self, figure: str = "grad_norm", step: int | None = None) -> dict:
+        return self.figures.latest(figure, step)
+
+    def plot(self, figure: str = "grad_norm"):
+        """A matplotlib Figure of ``figure`` per layer over the steps."""
+        return self.figures.plot(figure)
+
+    def to_svg(self) -> str:
+        """The static picture: ‖∂L/∂W‖ per layer over the steps and the flags."""
+        return self.figures.to_svg()
+
+    def _repr_mimebundle_(self, **kwargs):
+        """The live widget, plus a static SVG for GitHub, nbviewer and nbconvert."""
+        bundle_ = self.widget._repr_mimebundle_(**kwargs)
+        data, metadata = bundle_ if isinstance(bundle_, tuple) else (bundle_, {})
+        data = dict(data)
+        data["image/svg+xml"] = self.to_svg()
+        return data, metadata
+
+    def __repr__(self):
+        return (f"<gradlab.lab.GradientFlow: {len(self.layers)} layers, {self.figures.count} updates, "
+                f"{len(self.flags())} flagged>")
+
+    # --- sending to the front end ---------------------------------------------------------------------
+
+    def _push(self) -> None:
+        started = time.monotonic()
+        self.chart.history = self.figures.history()
+        self._pushed_at = time.monotonic()
+        self._push_cost = self._pushed_at - started
+        self._pending = False
+
+    def _flush_after_each_cell(self) -> None:
+        """Redraw at the end of every notebook cell that updated the figures (as GraphView does for backward)."""
+        try:
+            from IPython import get_ipython
+        except ImportError:  # pragma: no cover
+            return
+        shell = get_ipython()
+        if shell is None:
+            return
+        me = weakref.ref(self)
+
+        def flush(*_):
+            live = me()
+            if live is None:  # the widget is gone: stop listening
+                shell.events.unregister("post_execute", flush)
+            elif live._pending:
+                live._push()
+        shell.events.register("post_execute", flush)
+
+    # --- a click on a layer: its graph, coloured by the flow ------------------------------------------
+
+    def _on_front_end_message(self, _, content, buffers=None) -> None:
+        try:
+            if content.get("type") == "open":
+                self.open(content.get("layer"), step=content.get("step") or None, figure=content.get("figure"))
+            else:
+                raise ValueError(f"unknown request from the front end: {content.get('type')!r}")
+        except Exception as error:  # shown in the widget, never a silent failure in the comm thread
+            self.chart.notice = f"{type(error).__name__}: {error}"
+
+    def open(self, layer: str, step: int | None = None, figure: str | None = None) -> GraphView:
+        """The model's graph on its last training batch, each node coloured by its layer's ``figure`` at
+        ``step`` (the slider's step, else the latest), with ``layer`` opened and selected; shown below."""
+        figure = figure or self.chart.figure
+        self.figures.layer(layer)  # a clear error for a name that is not a layer
+        if figure not in FIGURES:
+            raise FlowError(f"GradientFlow.open(): no figure {figure!r}; the figures are {', '.join(FIGURES)}")
+        if self.figures.last_input is None or not self.figures.steps:
+            raise FlowError("GradientFlow.open(): the model has not trained yet; run a training step and "
+                            "flow.update() first, then open a layer")
+        step = step if step is not None else (self.chart.scrub_step or None)
+        index = len(self.figures.steps) - 1 if step is None else nearest(self.figures.steps, step)
+        shown_step = self.figures.steps[index]
+        view = self._record_view()
+        values = self.figures.latest(figure, shown_step)
+        sizes = {node.id: _positive(values.get(_layer_of(node.group, self.layers)))
+                 for node in view.graph.nodes.values()}
+        symbol, meaning = FIGURES[figure]
+        view.add_color_mode("flow", sizes, f"{symbol} of its layer at step {shown_step}, log scale",
+                            label=f"gradient flow ({symbol})", missing="in no layer")
+        view.color_mode = "flow"
+        group = self._group_of(view, layer)
+        if group is not None:
+            view.expand(*[g for g in _ancestors(group) if "g:" + g in view.scene.members])
+            members = [n for n in view.graph.nodes.values() if n.group == group]
+            ops = [n for n in members if n.kind == "op"] or members
+            if ops:
+                view.selected = ops[0].id
+        view.add_class("gradlab-flow-graph")
+        self.view = view
+        self.chart.opened = layer
+        self.chart.notice = ""
+        self.widget.children = [self.chart, view]
+        return view
+
+    def _record_view(self) -> GraphView:
+        """Record the model's forward on its last training batch, in eval mode (no running-stat updates)."""
+        model = self.figures.model
+        was_training = model.training
+        model.eval()
+        try:
+            with record() as rec:
+                model(*self.figures.last_input)
+        finally:
+            model.train(was_training)
+        return GraphView(rec)
+
+    def _group_of(self, view, layer: str) -> str | None:
+        """The layer's module group in the recorded graph (its first call)."""
+        if layer in view.graph.groups:
+            return layer
+        root = [g for g in view.graph.groups.values() if g.parent is None]
+        if root and layer == type(self.figures.model).__name__:
+            return root[0].id
+        return None
+
+
+def _layer_of(group: str | None, layers: list) -> str | None:
+    """The innermost layer a module group belongs to ("blocks.0.fc#2" -> "blocks.0.fc")."""
+    if group is None:
+        return None
+    path = group.split("#")[0]
+    best = None
+    for name in layers:
+        if (path == name or path.startswith(name + ".")) and (best is None or len(name) > len(best)):
+            best = name
+    return best
+
+
+def _ancestors(group: str) -> list:
+    """'blocks.0.fc' -> ['blocks', 'blocks.0', 'blocks.0.fc']: the paths that may need opening to see it."""
+    parts = group.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
+
+
+def _positive(value):
+    return value if isinstance(value, (int, float)) and value > 0 and value == value and value != float("inf") else None
