@@ -15,7 +15,8 @@ from .capture import CaptureError, capture
 from .check import check_node
 from .colors import MODE_LABELS, size_colors
 from .frontend import bundle, standalone_html, stylesheet
-from .scene import Scene, sub_text
+from .profile import Profile, figure_modes, figure_tables, node_figures
+from .scene import GROUP_PREFIX, Scene, sub_text
 from .summary import summarize
 from .svg import render
 
@@ -47,6 +48,7 @@ class GraphWidget(anywidget.AnyWidget):
     notice = traitlets.Unicode("").tag(sync=True)
     check_result = traitlets.Dict({}).tag(sync=True)
     texts = traitlets.Dict({}).tag(sync=True)
+    tables = traitlets.Dict({}).tag(sync=True)  # mode -> the table the side panel shows in it (top 10 by time, ...)
     height = traitlets.Int(460).tag(sync=True)
 
     _entry = "graph_view.js"
@@ -54,12 +56,19 @@ class GraphWidget(anywidget.AnyWidget):
     _css = stylesheet()
     _watches_backward = True  # a later backward() recolours the view (the stepper tracks its own steps)
 
-    def __init__(self, obj, *, names=None, color=None, height=460, graph=None):
+    def __init__(self, obj, *, names=None, color=None, height=460, graph=None, modes=(), color_hint=""):
         graph = graph if graph is not None else capture(obj, names)
         self.graph = graph
         self.scene = Scene(graph)
         self._added_modes = {}  # mode -> (sizes, title, missing text): colour modes a lab gave (time, flow, ...)
-        super().__init__(height=height, color_labels=dict(MODE_LABELS))
+        labels = dict(MODE_LABELS)
+        for mode, sizes, title, label, missing in modes:  # (mode, sizes, title, label, missing): drawn from the start
+            self._added_modes[mode] = (self._all_sizes(mode, sizes), title, missing)
+            labels[mode] = label
+        if color is not None and color not in labels:
+            raise ValueError(f"{type(self).__name__}: color={color!r} is not a colour mode of this graph; it has "
+                             f"{', '.join(map(repr, labels))}{color_hint}")
+        super().__init__(height=height, color_labels=labels)
         notices = []
         if self.scene.opened_collapsed:
             notices.append(f"{len(graph.nodes)} nodes: some modules open collapsed so that the picture stays "
@@ -111,11 +120,7 @@ class GraphWidget(anywidget.AnyWidget):
         """A colour mode of your own, in the menu as ``label``: ``sizes`` maps node ids to a positive
         figure (None where unknown), coloured on the gradient mode's log scale; a closed module takes
         its largest member's. Nodes not in ``sizes`` are drawn as unknown."""
-        unknown = sorted(set(sizes) - set(self.graph.nodes))
-        if unknown:
-            raise KeyError(f"add_color_mode({mode!r}): no node {unknown[0]!r} in this graph; the ids are "
-                           f"n0 ... n{len(self.graph.nodes) - 1}")
-        sizes = {**dict.fromkeys(self.graph.nodes), **sizes}
+        sizes = self._all_sizes(mode, sizes)
         self._added_modes[mode] = (sizes, title, missing)
         colors, legend = size_colors(sizes, self.scene.members, title, missing)
         with self.hold_sync():
@@ -124,6 +129,14 @@ class GraphWidget(anywidget.AnyWidget):
             self.color_labels = {**self.color_labels, mode: label or mode}
             if self.color_mode == mode:
                 self._redraw()
+
+    def _all_sizes(self, mode: str, sizes: dict) -> dict:
+        """A figure (or None) for every node, after checking that each id given is a node."""
+        unknown = sorted(set(sizes) - set(self.graph.nodes))
+        if unknown:
+            raise KeyError(f"add_color_mode({mode!r}): no node {unknown[0]!r} in this graph; the ids are "
+                           f"n0 ... n{len(self.graph.nodes) - 1}")
+        return {**dict.fromkeys(self.graph.nodes), **sizes}
 
     # --- what the front end asks for ----------------------------------------------------------------
 
@@ -140,6 +153,8 @@ class GraphWidget(anywidget.AnyWidget):
             self.toggle(target)
         elif kind == "check":
             self.check(target)
+        elif kind == "reveal":
+            self.reveal(target)
         else:
             self._on_other_message(kind, target)
 
@@ -163,6 +178,19 @@ class GraphWidget(anywidget.AnyWidget):
                            f"{', '.join(sorted(g[2:] for g in self.scene.members)[:8])}...")
         self.scene.expanded = self.scene.expanded | wanted
         self._redraw()
+
+    def reveal(self, node) -> None:
+        """Select a node and open the modules around it, so that it is drawn (a click in a table)."""
+        node_id = self._node_id(node)
+        wanted, group = set(), self.graph.nodes[node_id].group
+        while group is not None:
+            wanted.add(GROUP_PREFIX + group)
+            group = self.graph.groups[group].parent if group in self.graph.groups else None
+        wanted &= set(self.scene.members)
+        if not wanted <= self.scene.expanded:
+            self.scene.expanded = self.scene.expanded | wanted
+            self._redraw()
+        self.selected = node_id
 
     def check(self, node) -> dict:
         """"Check this node": its backward against finite differences on the inputs it got."""
@@ -279,5 +307,18 @@ class GraphView(GraphWidget):
     Pan by dragging, zoom with the wheel, double-click to fit; click a node for the inspector
     (values, gradient, saved tensors, its derivative rule, and "check this node"), click a module
     to open or close it. ``color`` is "grad", "value" or "kind"; ``names`` labels leaf tensors
-    (``dict(model.named_parameters())``) when drawing from a tensor.
+    (``dict(model.named_parameters())``) when drawing from a tensor. Where times are known (a
+    ``gl.lab.profile`` result, a recording) ``color="time"`` colours by them, and ``"memory"`` by
+    what each node saved for backward; the side panel then lists the top 10 nodes.
     """
+
+    def __init__(self, obj, *, names=None, color=None, height=460):
+        graph = obj.graph if isinstance(obj, Profile) else capture(obj, names)
+        figures = node_figures(obj, graph)
+        for node_id, node_figures_ in figures.items():
+            graph.nodes[node_id].profile = node_figures_
+        hint = ("; times are known for a profile (prof = gl.lab.profile(lambda: loss_fn(model(x), y)), then "
+                "gl.lab.GraphView(prof, color='time')) or a recording" if color in ("time", "forward", "backward") else "")
+        super().__init__(obj, names=names, color=color, height=height, graph=graph, modes=figure_modes(figures),
+                         color_hint=hint)
+        self.tables = figure_tables(figures, graph)
