@@ -42,20 +42,33 @@ def profile(fn, *args, repeats: int = 1, keep_grads: bool = False) -> "Profile":
     runs = [_run_once(fn, args, keep_grads=keep_grads and i == repeats - 1) for i in range(repeats)]
     first = runs[0]
     for i, run in enumerate(runs[1:], start=2):
-        if len(run.forward) != len(first.forward):
+        if len(run.recording) != len(first.recording):
             raise RuntimeError(f"gl.lab.profile: fn ran {len(first.forward)} operations the first time and "
                                f"{len(run.forward)} on repeat {i}; profile a function that does the same work each time")
     return Profile(first, runs)
 
 
 class _Run:
-    """One profiled forward + backward: times by op index and by leaf, before any graph is drawn."""
+    """One profiled forward + backward, as measured: the recording, and each backward step's node and
+    seconds. What they mean per drawn node is worked out afterwards (``times``), off the clock."""
 
-    def __init__(self, recording, output, forward, backward, forward_wall, backward_wall):
-        self.recording, self.output = recording, output
-        self.forward = forward  # [seconds] in the order of recording.ops
-        self.backward = backward  # {("op", index) | ("leaf", id(tensor)) | "outside": seconds}
+    def __init__(self, recording, output, steps, forward_wall, backward_wall):
+        self.recording, self.output, self.steps = recording, output, steps
         self.forward_wall, self.backward_wall = forward_wall, backward_wall
+
+    def times(self) -> tuple[list, dict]:
+        """([forward seconds of each op, in the order of the recording], {backward key: seconds}), with
+        the keys ("op", index), ("leaf", id(tensor)) and "outside" (nodes made before the recording)."""
+        op_index = {id(r.node): i for i, (r, _, _) in enumerate(self.recording._ops) if r.node is not None}
+        backward: dict = {}
+        for node, seconds in self.steps:
+            if node.__class__ is AccumulateGrad:
+                key = ("leaf", id(node.variable))
+            else:
+                index = op_index.get(id(node))
+                key = ("op", index) if index is not None else "outside"
+            backward[key] = backward.get(key, 0.0) + seconds
+        return self.recording.forward_seconds, backward
 
 
 def _run_once(fn, args, keep_grads: bool) -> _Run:
@@ -64,11 +77,10 @@ def _run_once(fn, args, keep_grads: bool) -> _Run:
         out = fn(*args)
         forward_wall = _clock() - started
     _check_output(out, rec)
-    backend = out.device.backend
+    synchronize = out.device.backend.synchronize
     leaves = [node.variable for node in reachable(out.grad_fn) if node.__class__ is AccumulateGrad]
     before = [(leaf, _copy(leaf.grad)) for leaf in leaves]
-    op_index = {id(op.node): i for i, op in enumerate(r for r, _, _ in rec._ops) if op.node is not None}
-    backward: dict = {}
+    timed = []  # (node, seconds) of each step: kept short, the clock is running
     steps = backward_steps(out, retain_graph=True)  # kept: the graph can still be drawn and inspected
     try:
         started = _clock()
@@ -77,21 +89,14 @@ def _run_once(fn, args, keep_grads: bool) -> _Run:
             step = next(steps, None)
             if step is None:
                 break
-            backend.synchronize()
-            seconds = _clock() - ready
-            node = step.node
-            if node.__class__ is AccumulateGrad:
-                key = ("leaf", id(node.variable))
-            else:
-                index = op_index.get(id(node))
-                key = ("op", index) if index is not None else "outside"  # made before the recording began
-            backward[key] = backward.get(key, 0.0) + seconds
+            synchronize()
+            timed.append((step.node, _clock() - ready))
         backward_wall = _clock() - started
     finally:
         if not keep_grads:
             for leaf, grad in before:
                 leaf.grad = grad
-    return _Run(rec, out, rec.forward_seconds, backward, forward_wall, backward_wall)
+    return _Run(rec, out, timed, forward_wall, backward_wall)
 
 
 def _check_output(out, rec: Recording) -> None:
@@ -193,13 +198,19 @@ class Profile:
 
     def __init__(self, first: _Run, runs: list):
         self.recording, self.output, self.repeats = first.recording, first.output, len(runs)
-        self._forward = [statistics.median(run.forward[i] for run in runs) for i in range(len(first.forward))]
-        keys = set().union(*(run.backward for run in runs))
-        self._backward = {key: statistics.median(run.backward.get(key, 0.0) for run in runs) for key in keys}
-        given = _given_ids(first.recording)
-        self._memory = [saved_memory(r.node, given) if r.node is not None else (0, 0) for r, _, _ in first.recording._ops]
+        self._runs = runs
         self.forward_wall_s = statistics.median(run.forward_wall for run in runs)
         self.backward_wall_s = statistics.median(run.backward_wall for run in runs)
+
+    @functools.cached_property
+    def _times(self) -> tuple[list, dict]:
+        """The medians over the runs: forward seconds per op, backward seconds per key (see _Run.times)."""
+        runs = [run.times() for run in self._runs]
+        if len(runs) == 1:
+            return runs[0]
+        forward = [statistics.median(f[i] for f, _ in runs) for i in range(len(runs[0][0]))]
+        keys = set().union(*(b for _, b in runs))
+        return forward, {key: statistics.median(b.get(key, 0.0) for _, b in runs) for key in keys}
 
     @functools.cached_property
     def graph(self):
@@ -209,12 +220,15 @@ class Profile:
     @functools.cached_property
     def figures(self) -> dict:
         """{graph node id: {forward_s, backward_s, saved_bytes, saved_for_backward_bytes}}; None = not run."""
+        forward, backward = self._times
+        given = _given_ids(self.recording)  # (the graph was kept: what forward saved is still there)
         figures = {}
-        for i, node_id in enumerate(_op_ids(self.graph)):
-            figures[node_id] = _figures(self._forward[i], self._backward.get(("op", i)), *self._memory[i])
+        for i, (node_id, (r, _, _)) in enumerate(zip(_op_ids(self.graph), self.recording._ops)):
+            memory = saved_memory(r.node, given) if r.node is not None else (0, 0)
+            figures[node_id] = _figures(forward[i], backward.get(("op", i)), *memory)
         for node in self.graph.nodes.values():
-            if node.kind in ("param", "leaf") and ("leaf", id(node.ref)) in self._backward:
-                figures[node.id] = _figures(None, self._backward[("leaf", id(node.ref))], 0, 0)
+            if node.kind in ("param", "leaf") and ("leaf", id(node.ref)) in backward:
+                figures[node.id] = _figures(None, backward[("leaf", id(node.ref))], 0, 0)
         return figures
 
     def rows(self) -> list:
@@ -236,7 +250,7 @@ class Profile:
                 unique.update(saved_arrays(r.node, given))
         return {
             "forward_s": sum(r["forward_s"] or 0.0 for r in rows),
-            "backward_s": sum(r["backward_s"] or 0.0 for r in rows) + self._backward.get("outside", 0.0),
+            "backward_s": sum(r["backward_s"] or 0.0 for r in rows) + self._times[1].get("outside", 0.0),
             "forward_wall_s": self.forward_wall_s, "backward_wall_s": self.backward_wall_s,
             "saved_bytes": sum(size for size, _ in unique.values()),
             "saved_for_backward_bytes": sum(size for size, only in unique.values() if only),
