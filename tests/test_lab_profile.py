@@ -223,8 +223,10 @@ def test_graph_view_of_a_profile_colours_by_time():
     assert "log scale" in view.legends["time"]["title"] and view.legends["time"]["missing_text"] == "not timed"
     data = next(n for n in view.graph.nodes.values() if n.kind == "input")
     assert view.colors["time"][data.id][0] == "#e6e6e6"
+    assert all(text.endswith(("ns", "µs", "ms", " s")) for text, _ in view.legends["time"]["stops"])  # "29 µs"
+    assert all(text.endswith("B") for text, _ in view.legends["memory"]["stops"])  # "4 KiB"
     svg = view.to_svg()
-    assert "time (forward + backward), seconds, log scale" in svg and YELLOW in svg
+    assert "time (forward + backward), log scale" in svg and YELLOW in svg
 
 
 @needs_widgets

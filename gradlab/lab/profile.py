@@ -314,19 +314,21 @@ def _modes_known(figures: dict) -> list:
 
 
 def figure_modes(figures: dict) -> list:
-    """[(mode, {id: size}, legend title, menu label, missing text)] for ``GraphWidget``'s colour modes."""
+    """[(mode, {id: size}, legend title, menu label, missing text, text of a figure)]: GraphWidget's colour modes."""
     modes = []
     only_forward = not any(f.get("backward_s") is not None for f in figures.values())
     for mode in _modes_known(figures):
         if mode == "memory":
             sizes = {k: f["saved_bytes"] or None for k, f in figures.items()}
-            modes.append((mode, sizes, "bytes saved for backward, log scale", "memory (saved)", "saves nothing"))
+            modes.append((mode, sizes, "bytes saved for backward, log scale", "memory (saved)", "saves nothing",
+                          bytes_text))
             continue
         key = SORTS[mode]
         sizes = {k: (total_seconds(f) if key == "total_s" else f.get(key)) for k, f in figures.items()}
         title = "forward time (backward not timed: gl.lab.profile times both), log scale" if only_forward else \
-            f"{MODE_NAMES[mode]}, seconds, log scale"
-        modes.append((mode, sizes, title, "forward time" if only_forward else MODE_NAMES[mode], "not timed"))
+            f"{MODE_NAMES[mode]}, log scale"
+        modes.append((mode, sizes, title, "forward time" if only_forward else MODE_NAMES[mode], "not timed",
+                      seconds_text))
     return modes
 
 
@@ -377,6 +379,7 @@ def seconds_text(seconds) -> str:
 def bytes_text(size) -> str:
     if size is None:
         return "—"
+    size = round(size)
     for unit, scale in (("GiB", 2 ** 30), ("MiB", 2 ** 20), ("KiB", 2 ** 10)):
         if size >= scale:
             return f"{size / scale:.3g} {unit}"
