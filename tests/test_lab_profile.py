@@ -147,8 +147,9 @@ def test_profile_restores_every_grad():
     model, _, step = slow_net()
     first, second = list(model.parameters())[:2]
     first.grad = gl.ones(*first.shape) * 3
-    before = first.grad.numpy().copy()
+    own, before = first.grad, first.grad.numpy().copy()
     gl.lab.profile(step, repeats=2)
+    assert first.grad is own  # the same tensor, with the same numbers
     np.testing.assert_array_equal(first.grad.numpy(), before)
     assert second.grad is None
 

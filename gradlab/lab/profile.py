@@ -30,9 +30,10 @@ SORTS = {"time": "total_s", "forward": "forward_s", "backward": "backward_s", "m
 def profile(fn, *args, repeats: int = 1, keep_grads: bool = False) -> "Profile":
     """Run ``out = fn(*args)`` and backward from ``out`` (a scalar, such as the loss), timing every node.
 
-    Each leaf's ``.grad`` is put back as it was afterwards, so profiling does not change your training
-    state (``keep_grads=True`` keeps the gradients of the last run, as ``out.backward()`` would). With
-    ``repeats`` > 1, ``fn`` runs that many times (its side effects too) and each figure is the median.
+    Backward starts from empty ``.grad``s (as after ``optimizer.zero_grad()``) and each leaf's own
+    ``.grad`` is put back afterwards, so profiling does not change your training state
+    (``keep_grads=True`` keeps the gradients this backward computed instead). With ``repeats`` > 1,
+    ``fn`` runs that many times (its side effects too) and each figure is the median.
     """
     if not callable(fn):
         raise TypeError(f"gl.lab.profile: the first argument is the function to profile, got a {type(fn).__name__}; "
@@ -79,7 +80,9 @@ def _run_once(fn, args, keep_grads: bool) -> _Run:
     _check_output(out, rec)
     synchronize = out.device.backend.synchronize
     leaves = [node.variable for node in reachable(out.grad_fn) if node.__class__ is AccumulateGrad]
-    before = [(leaf, _copy(leaf.grad)) for leaf in leaves]
+    before = [(leaf, leaf.grad) for leaf in leaves]
+    for leaf in leaves:  # backward starts from empty .grads, as after optimizer.zero_grad(), and leaves yours be
+        leaf.grad = None
     timed = []  # (node, seconds) of each step: kept short, the clock is running
     steps = backward_steps(out, retain_graph=True)  # kept: the graph can still be drawn and inspected
     try:
@@ -95,7 +98,7 @@ def _run_once(fn, args, keep_grads: bool) -> _Run:
     finally:
         if not keep_grads:
             for leaf, grad in before:
-                leaf.grad = grad
+                leaf._grad = grad  # the leaf's own gradient tensor, untouched: no need to check that it fits
     return _Run(rec, out, timed, forward_wall, backward_wall)
 
 
@@ -110,10 +113,6 @@ def _check_output(out, rec: Recording) -> None:
     if out.numel() != 1:
         raise CaptureError(f"gl.lab.profile: backward starts from one number, but fn returned a tensor of shape "
                            f"{list(out.shape)}; return a scalar such as the loss, or out.sum()")
-
-
-def _copy(grad):
-    return None if grad is None else grad.detach().clone()
 
 
 # --- memory: what forward saved for backward ---------------------------------------------------------
