@@ -281,3 +281,21 @@ def test_a_recording_has_forward_times_and_a_tensor_memory():
     assert tensor_view.color_mode == "memory" and "time" not in tensor_view.color_labels
     with pytest.raises(ValueError, match="color='time' is not a colour mode of this graph.*gl.lab.profile"):
         gl.lab.GraphView(loss, color="time")
+
+
+@needs_widgets
+def test_a_recordings_view_times_the_backward_run_later():
+    _, _, step = slow_net()
+    with gl.lab.record() as rec:
+        loss = step()
+    view = gl.lab.GraphView(rec, color="time")
+    slow = slow_id(view.graph)
+    assert view.nodes[slow]["profile"]["backward_s"] is None
+    loss.backward()
+    view.refresh()  # (a notebook calls it when the cell ends)
+    assert view.nodes[slow]["profile"]["backward_s"] >= SLEEP_S
+    assert {"forward", "backward"} <= set(view.color_labels)
+    assert view.legends["time"]["title"] == "time (forward + backward), log scale"
+    assert view.tables["backward"]["rows"][0]["id"] == slow
+    ops = [n.id for n in view.graph.nodes.values() if n.kind == "op"]
+    assert all(view.nodes[i]["profile"]["backward_s"] > 0 for i in ops)

@@ -194,7 +194,7 @@ def test_refresh_keeps_every_colour_mode():
     view = gl.lab.GraphView(rec)
     loss.backward()
     view.refresh()
-    every = {"grad", "value", "kind"} | PROFILE_MODES["recording"]
+    every = {"grad", "value", "kind"} | PROFILE_MODES["recording"] | {"forward", "backward"}  # backward was timed
     assert set(view.colors) == every and set(view.legends) == every
     assert set(view.graph.nodes) <= set(view.colors["grad"])
 

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 import weakref
+from time import perf_counter
 
 from .capture import CaptureError, capture
 from .check import check_node
 from .colors import MODE_LABELS, size_colors
 from .frontend import bundle, standalone_html, stylesheet
 from .profile import Profile, figure_modes, figure_tables, node_figures
+from .record import Recording
 from .scene import GROUP_PREFIX, Scene, sub_text
 from .summary import summarize
 from .svg import render
@@ -324,3 +326,39 @@ class GraphView(GraphWidget):
         super().__init__(obj, names=names, color=color, height=height, graph=graph, modes=figure_modes(figures),
                          color_hint=hint)
         self.tables = figure_tables(figures, graph)
+        self._figures, self._backward_seen = figures, {}
+        self._own_modes = {mode: self._added_modes[mode] for mode in self._added_modes}  # a lab may replace one
+        if isinstance(obj, Recording):
+            self._time_later_backward()
+
+    def _time_later_backward(self) -> None:
+        """Time each node of a recording in the backward you run later, from hooks around it (after
+        the hook that notes its gradient). Shown when the cell ends, as the gradients are; the device
+        is not synchronised here (gl.lab.profile does that)."""
+        started, seen = {}, self._backward_seen  # (no reference to the view: the graph must not keep it alive)
+        for node in self.graph.nodes.values():
+            if node.id not in self._figures or not hasattr(node.ref, "register_prehook"):
+                continue
+
+            def start(grads, key=node.id):
+                started[key] = perf_counter()
+
+            def stop(grads_in, grads_out, key=node.id):
+                if key in started:
+                    seen[key] = perf_counter() - started.pop(key)
+
+            node.ref.register_prehook(start)
+            node.ref.register_hook(stop)
+
+    def refresh(self) -> None:
+        if self._backward_seen:  # a backward ran through the recorded graph: its times join the forward's
+            with self.hold_sync():
+                for node_id, seconds in self._backward_seen.items():
+                    self._figures[node_id]["backward_s"] = seconds  # (the node's own dict: its JSON has it too)
+                self._backward_seen.clear()
+                for mode, sizes, title, label, missing, text in figure_modes(self._figures):
+                    if self._added_modes.get(mode, self._own_modes.get(mode)) is self._own_modes.get(mode):
+                        self.add_color_mode(mode, sizes, title, label, missing, text)
+                        self._own_modes[mode] = self._added_modes[mode]
+                self.tables = figure_tables(self._figures, self.graph)
+        super().refresh()
