@@ -101,21 +101,24 @@ def cases(model, x, y):
             "record (now)": recorded(record_module.Recording), "profile": profiled}
 
 
-def least_disturbed(candidates: dict, rounds: int = 9, **kwargs) -> dict:
-    """Each candidate's median in alternating rounds, and of those the lowest: on a shared machine
-    the least disturbed round compares like with like (a median over rounds mixes in the neighbours)."""
+def least_disturbed(candidates: dict, samples: int = 40, inner: int = 10) -> dict:
+    """Seconds per call of each candidate: the fastest of ``samples`` short runs of ``inner`` calls,
+    the candidates taking turns run by run. On a shared machine the least disturbed run compares like
+    with like; a median mixes in whatever the neighbours were doing at the time."""
+    for fn in candidates.values():
+        measure(fn, repeats=1, warmup=3, inner=1)
     best = dict.fromkeys(candidates, float("inf"))
-    for _ in range(rounds):
+    for _ in range(samples):
         for name, fn in candidates.items():
-            best[name] = min(best[name], measure(fn, **kwargs)["median"])
+            best[name] = min(best[name], measure(fn, repeats=1, warmup=0, inner=inner)["median"])
     return best
 
 
 def main():
-    print(f"numpy {np.__version__}, {os.cpu_count()} cpus; the lowest of 9 interleaved rounds' medians")
+    print(f"numpy {np.__version__}, {os.cpu_count()} cpus; the fastest of 40 interleaved runs of 10 calls")
     for title, build in (("spiral MLP 2-32-32-2, batch 32", spiral_mlp), ("digits CNN 8×8, batch 64", digits_cnn)):
         model, x, y = build()
-        times = least_disturbed(cases(model, x, y), repeats=11, warmup=2, inner=10)
+        times = least_disturbed(cases(model, x, y))
         base = times["plain"]
         print(f"\n{title}: forward + backward")
         for name, seconds in times.items():
