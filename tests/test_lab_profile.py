@@ -143,6 +143,16 @@ def test_memory_is_the_saved_tensors_bytes():
 
 # --- the training state is left alone --------------------------------------------------------------
 
+def test_the_profiled_graph_shows_the_gradients_of_its_backward():
+    model, _, step = slow_net()
+    prof = gl.lab.profile(step)
+    step().backward()
+    for name, p in model.named_parameters():
+        drawn = prof.graph.node_for(p).grad
+        assert drawn["norm"] == pytest.approx(float(np.linalg.norm(p.grad.numpy().astype(np.float64))), rel=1e-5), name
+    assert all(n.grad is not None for n in prof.graph.nodes.values() if n.kind == "op")
+
+
 def test_profile_restores_every_grad():
     model, _, step = slow_net()
     first, second = list(model.parameters())[:2]

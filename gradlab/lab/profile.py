@@ -19,6 +19,7 @@ from ..autograd import backward_steps
 from ..autograd.function import _FREED, AccumulateGrad, TrackedTensor
 from .capture import CaptureError, capture, reachable
 from .record import Recording, record
+from .summary import summarize
 
 _clock = time.perf_counter
 
@@ -53,7 +54,7 @@ class _Run:
     """One profiled forward + backward, as measured: the recording, and each backward step's node and
     seconds. What they mean per drawn node is worked out afterwards (``times``), off the clock."""
 
-    def __init__(self, recording, output, steps, forward_wall, backward_wall):
+    def __init__(self, recording, output, steps, forward_wall, backward_wall):  # steps: (node, seconds, grads in)
         self.recording, self.output, self.steps = recording, output, steps
         self.forward_wall, self.backward_wall = forward_wall, backward_wall
 
@@ -62,7 +63,7 @@ class _Run:
         the keys ("op", index), ("leaf", id(tensor)) and "outside" (nodes made before the recording)."""
         op_index = {id(r.node): i for i, (r, _, _) in enumerate(self.recording._ops) if r.node is not None}
         backward: dict = {}
-        for node, seconds in self.steps:
+        for node, seconds, _ in self.steps:
             if node.__class__ is AccumulateGrad:
                 key = ("leaf", id(node.variable))
             else:
@@ -83,7 +84,7 @@ def _run_once(fn, args, keep_grads: bool) -> _Run:
     before = [(leaf, leaf.grad) for leaf in leaves]
     for leaf in leaves:  # backward starts from empty .grads, as after optimizer.zero_grad(), and leaves yours be
         leaf.grad = None
-    timed = []  # (node, seconds) of each step: kept short, the clock is running
+    timed = []  # (node, seconds, gradients in) of each step: kept short, the clock is running
     steps = backward_steps(out, retain_graph=True)  # kept: the graph can still be drawn and inspected
     try:
         started = _clock()
@@ -93,7 +94,7 @@ def _run_once(fn, args, keep_grads: bool) -> _Run:
             if step is None:
                 break
             synchronize()
-            timed.append((step.node, _clock() - ready))
+            timed.append((step.node, _clock() - ready, step.grads_in))
         backward_wall = _clock() - started
     finally:
         if not keep_grads:
@@ -213,8 +214,15 @@ class Profile:
 
     @functools.cached_property
     def graph(self):
-        """The recorded forward as the lab draws it (made when first asked for)."""
-        return capture(self.recording)
+        """The recorded forward as the lab draws it (made when first asked for), with the gradient
+        that reached each node in the profiled backward."""
+        graph = capture(self.recording)
+        for engine_node, _, grads_in in self._runs[0].steps:
+            ref = engine_node.variable if engine_node.__class__ is AccumulateGrad else engine_node
+            node = graph.node_for(ref)
+            if node is not None and grads_in and grads_in[0] is not None:
+                node.grad = summarize(grads_in[0])
+        return graph
 
     @functools.cached_property
     def figures(self) -> dict:
