@@ -47,11 +47,15 @@ def test_graph_view_draws_one_box_per_node(kind):
     assert sorted(drawn(view.svg)) == sorted(view.graph.nodes)
 
 
+# a recording knows each op's forward time, a tensor's graph what each node saved, a Scalar neither
+PROFILE_MODES = {"tensor": {"memory"}, "recording": {"time", "memory"}, "scalar": set()}
+
+
 @pytest.mark.parametrize("kind", ["tensor", "recording", "scalar"])
 def test_graph_view_sends_every_node_with_colors_for_each_mode(kind):
     view = views()[kind]
     assert set(view.nodes) == set(view.graph.nodes)
-    assert set(view.colors) == {"grad", "value", "kind"}
+    assert set(view.colors) == {"grad", "value", "kind"} | PROFILE_MODES[kind]
     for mode in ("grad", "value", "kind"):
         assert set(view.graph.nodes) <= set(view.colors[mode]), mode
     json.dumps(view.nodes, allow_nan=False)
@@ -190,7 +194,8 @@ def test_refresh_keeps_every_colour_mode():
     view = gl.lab.GraphView(rec)
     loss.backward()
     view.refresh()
-    assert set(view.colors) == {"grad", "value", "kind"} and set(view.legends) == {"grad", "value", "kind"}
+    every = {"grad", "value", "kind"} | PROFILE_MODES["recording"] | {"forward", "backward"}  # backward was timed
+    assert set(view.colors) == every and set(view.legends) == every
     assert set(view.graph.nodes) <= set(view.colors["grad"])
 
 
@@ -201,7 +206,7 @@ def test_an_added_colour_mode_colours_by_its_figures_and_survives_a_refresh():
     large = next(n.id for n in view.graph.nodes.values() if n.kind == "op" and n.group)
     small = next(i for i in ops if i != large)
     view.add_color_mode("time", {small: 1e-6, large: 1e-3}, "time, log scale", label="time", missing="not timed")
-    assert view.color_labels["time"] == "time" and set(view.color_labels) == {"grad", "value", "kind", "time"}
+    assert view.color_labels["time"] == "time" and set(view.color_labels) == {"grad", "value", "kind", "memory", "time"}
     colors = view.colors["time"]
     assert set(view.graph.nodes) <= set(colors)
     assert colors[small][0] == "#440154" and colors[large][0] == "#fde725"  # the two ends of the scale

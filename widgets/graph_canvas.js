@@ -30,6 +30,7 @@ export function mountGraph(model, root, options = {}) {
   let full = null; // the drawing's own box
   let view = null; // the part shown: a viewBox
   let matches = new Set();
+  let revealing = null; // a node asked for (a table row) that is inside a closed module: shown after the redraw
   // Every node's details: sent whole once, then only the nodes a backward step changed.
   let nodeData = data(model, "nodes");
   let colorData = data(model, "colors");
@@ -115,6 +116,14 @@ export function mountGraph(model, root, options = {}) {
     if (first || !view) { fitHeight(); firstView(); }
     else applyView();
     restyle();
+    if (revealing && svg.querySelector(`[data-id="${CSS.escape(revealing)}"]`)) { reveal(revealing); revealing = null; }
+  }
+
+  // Select a node and bring it into view; one inside a closed module is opened by Python first.
+  function show(id) {
+    select(id);
+    if (svg && svg.querySelector(`[data-id="${CSS.escape(id)}"]`)) reveal(id);
+    else { revealing = id; model.send({ type: "reveal", id }); }
   }
 
   function restyle() {
@@ -268,7 +277,7 @@ export function mountGraph(model, root, options = {}) {
   requestAnimationFrame(() => { fitHeight(); firstView(); }); // the output area has its real size only once on the page
 
   return {
-    side, restyle, restyleSoon, fit, centerOn, reveal, select,
+    side, restyle, restyleSoon, fit, centerOn, reveal, select, show,
     node: (id) => nodeData[id],
     onSelect: (f) => listeners.push(f),
     onNodes: (f) => nodeListeners.push(f),

@@ -41,6 +41,36 @@ export function ruleBlock(words, math) {
     h("div", { class: "gl-math" }, math || ""));
 }
 
+// Time and memory, when the graph was profiled (gradlab/lab/profile.py): seconds and bytes as a person reads them.
+export function seconds(v) {
+  if (v === null || v === undefined) return "—";
+  if (v >= 1) return `${Number(v.toPrecision(3))} s`;
+  if (v >= 1e-3) return `${Number((v * 1e3).toPrecision(3))} ms`;
+  return `${Number((v * 1e6).toPrecision(3))} µs`;
+}
+
+export function bytes(v) {
+  if (v === null || v === undefined) return "—";
+  for (const [unit, scale] of [["GiB", 2 ** 30], ["MiB", 2 ** 20], ["KiB", 2 ** 10]]) {
+    if (v >= scale) return `${Number((v / scale).toPrecision(3))} ${unit}`;
+  }
+  return `${v} B`;
+}
+
+function profileBlock(p) {
+  if (!p) return null;
+  const total = (p.forward_s || 0) + (p.backward_s || 0);
+  return h("div", { class: "gl-profile" },
+    h("h4", {}, "time and memory"),
+    h("table", { class: "gl-stats gl-profile-times" },
+      h("tr", {}, ["forward", "backward", "total"].map((k) => h("th", {}, k))),
+      h("tr", {}, [p.forward_s, p.backward_s, p.forward_s == null && p.backward_s == null ? null : total]
+        .map((v) => h("td", {}, seconds(v))))),
+    h("div", { class: "gl-fact gl-profile-memory" }, p.saved_bytes
+      ? `saved for backward ${bytes(p.saved_bytes)} · ${bytes(p.saved_for_backward_bytes)} of it held only for backward`
+      : "saves nothing for backward"));
+}
+
 // Fill `container` with the inspector of `node`; `onCheck(id)` runs "check this node".
 export function renderInspector(container, model, node, onCheck) {
   container.replaceChildren();
@@ -67,6 +97,7 @@ export function renderInspector(container, model, node, onCheck) {
     node.group ? h("div", { class: "gl-fact" }, "module: ", h("code", {}, node.group)) : null,
     h("div", { class: "gl-fact" }, facts.join("")),
     node.source ? h("div", { class: "gl-fact gl-source" }, node.source, node.code ? h("code", {}, node.code) : null) : null,
+    profileBlock(node.profile),
     h("h4", {}, "local derivative"),
     ruleBlock(node.words, node.math),
     h("h4", {}, node.kind === "op" ? "value (output)" : "value"),

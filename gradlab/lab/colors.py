@@ -60,8 +60,11 @@ def _rgb(hex_color: str) -> tuple:
     return tuple(int(hex_color[i:i + 2], 16) for i in (1, 3, 5))
 
 
-def log_colors(sizes: dict, title: str) -> tuple[dict, dict]:
-    """Colour each id by log10 of its size; returns (colours, legend). None -> MISSING, 0 -> ZERO."""
+def log_colors(sizes: dict, title: str, text=None) -> tuple[dict, dict]:
+    """Colour each id by log10 of its size; returns (colours, legend). None -> MISSING, 0 -> ZERO.
+
+    ``text(size)`` writes the key's figures (``1.0e-04`` when not given)."""
+    text = text or _scientific
     logs = {k: math.log10(v) for k, v in sizes.items() if v is not None and v > 0}
     colors = {k: (MISSING if v is None else ZERO) for k, v in sizes.items() if k not in logs}
     if not logs:
@@ -70,13 +73,13 @@ def log_colors(sizes: dict, title: str) -> tuple[dict, dict]:
     span = high - low
     for k, v in logs.items():
         colors[k] = scale_color((v - low) / span if span > 0 else 1.0)
-    stops = [[_power_of_ten(low + span * i / 4), scale_color(i / 4)] for i in range(5)] if span > 0 else \
-        [[_power_of_ten(high), scale_color(1.0)]]
+    stops = [[text(10 ** (low + span * i / 4)), scale_color(i / 4)] for i in range(5)] if span > 0 else \
+        [[text(10 ** high), scale_color(1.0)]]
     return colors, {"title": title, "stops": stops, "missing": MISSING, "zero": ZERO}
 
 
-def _power_of_ten(exponent: float) -> str:
-    return f"{10 ** exponent:.1e}"
+def _scientific(size: float) -> str:
+    return f"{size:.1e}"
 
 
 MODES = ("grad", "value", "kind")
@@ -91,15 +94,16 @@ def ink(fill: str) -> str:
 MODE_LABELS = {"grad": "gradient", "value": "value", "kind": "kind of op"}  # what the colour menu says
 
 
-def size_colors(sizes: dict, group_members: dict, title: str, missing: str = "not known yet") -> tuple[dict, dict]:
+def size_colors(sizes: dict, group_members: dict, title: str, missing: str = "not known yet",
+                text=None) -> tuple[dict, dict]:
     """{id: [fill, ink]} by log10 of each id's size (a group takes its largest member's), and the legend.
 
-    ``missing`` is what the key calls a node with no figure (None)."""
+    ``missing`` is what the key calls a node with no figure (None); ``text`` writes its figures."""
     sizes = dict(sizes)
     for group, members in group_members.items():
         known = [sizes[m] for m in members if sizes.get(m) is not None]
         sizes[group] = max(known) if known else None
-    fills, legend = log_colors(sizes, title)
+    fills, legend = log_colors(sizes, title, text)
     legend["missing_text"] = missing
     return {k: [fill, ink(fill)] for k, fill in fills.items()}, legend
 

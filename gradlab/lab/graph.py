@@ -41,6 +41,7 @@ class GraphNode:
     math: str = ""  # ... and in plain math
     requires_grad: bool = True
     category: str = ""  # the family of an op (arithmetic, matmul, reduction, ...), for colouring by kind
+    profile: dict | None = None  # forward/backward seconds and saved bytes, when profiled (lab/profile.py)
     ref: Any = None  # the engine object (Node, leaf tensor or Scalar); not serialised
 
     def to_json(self) -> dict:
@@ -49,6 +50,7 @@ class GraphNode:
             "input_shapes": self.input_shapes, "output_shape": self.output_shape, "dtype": self.dtype,
             "device": self.device, "source": self.source, "code": self.code, "value": self.value, "grad": self.grad,
             "saved": self.saved, "words": self.words, "math": self.math, "requires_grad": self.requires_grad, "category": self.category,
+            "profile": self.profile,
         }
 
 

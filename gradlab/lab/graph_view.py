@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import json
 import weakref
+from time import perf_counter
 
 from .capture import CaptureError, capture
 from .check import check_node
 from .colors import MODE_LABELS, size_colors
 from .frontend import bundle, standalone_html, stylesheet
-from .scene import Scene, sub_text
+from .profile import Profile, figure_modes, figure_tables, node_figures
+from .record import Recording
+from .scene import GROUP_PREFIX, Scene, sub_text
 from .summary import summarize
 from .svg import render
 
@@ -47,6 +50,7 @@ class GraphWidget(anywidget.AnyWidget):
     notice = traitlets.Unicode("").tag(sync=True)
     check_result = traitlets.Dict({}).tag(sync=True)
     texts = traitlets.Dict({}).tag(sync=True)
+    tables = traitlets.Dict({}).tag(sync=True)  # mode -> the table the side panel shows in it (top 10 by time, ...)
     height = traitlets.Int(460).tag(sync=True)
 
     _entry = "graph_view.js"
@@ -54,12 +58,19 @@ class GraphWidget(anywidget.AnyWidget):
     _css = stylesheet()
     _watches_backward = True  # a later backward() recolours the view (the stepper tracks its own steps)
 
-    def __init__(self, obj, *, names=None, color=None, height=460, graph=None):
+    def __init__(self, obj, *, names=None, color=None, height=460, graph=None, modes=(), color_hint=""):
         graph = graph if graph is not None else capture(obj, names)
         self.graph = graph
         self.scene = Scene(graph)
-        self._added_modes = {}  # mode -> (sizes, title, missing text): colour modes a lab gave (time, flow, ...)
-        super().__init__(height=height, color_labels=dict(MODE_LABELS))
+        self._added_modes = {}  # mode -> (sizes, title, missing text, text of a figure): colour modes a lab gave
+        labels = dict(MODE_LABELS)
+        for mode, sizes, title, label, missing, text in modes:  # as add_color_mode's arguments: drawn from the start
+            self._added_modes[mode] = (self._all_sizes(mode, sizes), title, missing, text)
+            labels[mode] = label
+        if color is not None and color not in labels:
+            raise ValueError(f"{type(self).__name__}: color={color!r} is not a colour mode of this graph; it has "
+                             f"{', '.join(map(repr, labels))}{color_hint}")
+        super().__init__(height=height, color_labels=labels)
         notices = []
         if self.scene.opened_collapsed:
             notices.append(f"{len(graph.nodes)} nodes: some modules open collapsed so that the picture stays "
@@ -92,9 +103,10 @@ class GraphWidget(anywidget.AnyWidget):
         if not only_gradients:
             self.nodes = {node.id: node.to_json() for node in self.graph.nodes.values()}
             self._sent = {node.id: node.grad for node in self.graph.nodes.values()}
-            self.colors, self.legends = self.scene.colors()
-            for mode, (sizes, title, missing) in self._added_modes.items():
-                self.colors[mode], self.legends[mode] = size_colors(sizes, self.scene.members, title, missing)
+            colors, legends = self.scene.colors()
+            for mode, (sizes, title, missing, text) in self._added_modes.items():
+                colors[mode], legends[mode] = size_colors(sizes, self.scene.members, title, missing, text)
+            self.colors, self.legends = colors, legends  # assigned whole: a traitlet changed in place is not sent
             return
         changed = [n for n in self.graph.nodes.values() if n.grad != self._sent.get(n.id)]
         if not changed:
@@ -107,23 +119,28 @@ class GraphWidget(anywidget.AnyWidget):
         self.colors, self.legends = {**self.colors, **colors}, {**self.legends, **legends}
 
     def add_color_mode(self, mode: str, sizes: dict, title: str, label: str | None = None,
-                       missing: str = "not known yet") -> None:
+                       missing: str = "not known yet", text=None) -> None:
         """A colour mode of your own, in the menu as ``label``: ``sizes`` maps node ids to a positive
         figure (None where unknown), coloured on the gradient mode's log scale; a closed module takes
-        its largest member's. Nodes not in ``sizes`` are drawn as unknown."""
-        unknown = sorted(set(sizes) - set(self.graph.nodes))
-        if unknown:
-            raise KeyError(f"add_color_mode({mode!r}): no node {unknown[0]!r} in this graph; the ids are "
-                           f"n0 ... n{len(self.graph.nodes) - 1}")
-        sizes = {**dict.fromkeys(self.graph.nodes), **sizes}
-        self._added_modes[mode] = (sizes, title, missing)
-        colors, legend = size_colors(sizes, self.scene.members, title, missing)
+        its largest member's. Nodes not in ``sizes`` are drawn as unknown. ``text(figure)`` writes the
+        key's figures ("29 µs"; 2.9e-05 when not given)."""
+        sizes = self._all_sizes(mode, sizes)
+        self._added_modes[mode] = (sizes, title, missing, text)
+        colors, legend = size_colors(sizes, self.scene.members, title, missing, text)
         with self.hold_sync():
             self.colors = {**self.colors, mode: colors}
             self.legends = {**self.legends, mode: legend}
             self.color_labels = {**self.color_labels, mode: label or mode}
             if self.color_mode == mode:
                 self._redraw()
+
+    def _all_sizes(self, mode: str, sizes: dict) -> dict:
+        """A figure (or None) for every node, after checking that each id given is a node."""
+        unknown = sorted(set(sizes) - set(self.graph.nodes))
+        if unknown:
+            raise KeyError(f"add_color_mode({mode!r}): no node {unknown[0]!r} in this graph; the ids are "
+                           f"n0 ... n{len(self.graph.nodes) - 1}")
+        return {**dict.fromkeys(self.graph.nodes), **sizes}
 
     # --- what the front end asks for ----------------------------------------------------------------
 
@@ -140,6 +157,8 @@ class GraphWidget(anywidget.AnyWidget):
             self.toggle(target)
         elif kind == "check":
             self.check(target)
+        elif kind == "reveal":
+            self.reveal(target)
         else:
             self._on_other_message(kind, target)
 
@@ -163,6 +182,19 @@ class GraphWidget(anywidget.AnyWidget):
                            f"{', '.join(sorted(g[2:] for g in self.scene.members)[:8])}...")
         self.scene.expanded = self.scene.expanded | wanted
         self._redraw()
+
+    def reveal(self, node) -> None:
+        """Select a node and open the modules around it, so that it is drawn (a click in a table)."""
+        node_id = self._node_id(node)
+        wanted, group = set(), self.graph.nodes[node_id].group
+        while group is not None:
+            wanted.add(GROUP_PREFIX + group)
+            group = self.graph.groups[group].parent if group in self.graph.groups else None
+        wanted &= set(self.scene.members)
+        if not wanted <= self.scene.expanded:
+            self.scene.expanded = self.scene.expanded | wanted
+            self._redraw()
+        self.selected = node_id
 
     def check(self, node) -> dict:
         """"Check this node": its backward against finite differences on the inputs it got."""
@@ -279,5 +311,54 @@ class GraphView(GraphWidget):
     Pan by dragging, zoom with the wheel, double-click to fit; click a node for the inspector
     (values, gradient, saved tensors, its derivative rule, and "check this node"), click a module
     to open or close it. ``color`` is "grad", "value" or "kind"; ``names`` labels leaf tensors
-    (``dict(model.named_parameters())``) when drawing from a tensor.
+    (``dict(model.named_parameters())``) when drawing from a tensor. Where times are known (a
+    ``gl.lab.profile`` result, a recording) ``color="time"`` colours by them, and ``"memory"`` by
+    what each node saved for backward; the side panel then lists the top 10 nodes.
     """
+
+    def __init__(self, obj, *, names=None, color=None, height=460):
+        graph = obj.graph if isinstance(obj, Profile) else capture(obj, names)
+        figures = node_figures(obj, graph)
+        for node_id, node_figures_ in figures.items():
+            graph.nodes[node_id].profile = node_figures_
+        hint = ("; times are known for a profile (prof = gl.lab.profile(lambda: loss_fn(model(x), y)), then "
+                "gl.lab.GraphView(prof, color='time')) or a recording" if color in ("time", "forward", "backward") else "")
+        super().__init__(obj, names=names, color=color, height=height, graph=graph, modes=figure_modes(figures),
+                         color_hint=hint)
+        self.tables = figure_tables(figures, graph)
+        self._figures, self._backward_seen = figures, {}
+        self._own_modes = {mode: self._added_modes[mode] for mode in self._added_modes}  # a lab may replace one
+        if isinstance(obj, Recording):
+            self._time_later_backward()
+
+    def _time_later_backward(self) -> None:
+        """Time each node of a recording in the backward you run later, from hooks around it (after
+        the hook that notes its gradient). Shown when the cell ends, as the gradients are; the device
+        is not synchronised here (gl.lab.profile does that)."""
+        started, seen = {}, self._backward_seen  # (no reference to the view: the graph must not keep it alive)
+        for node in self.graph.nodes.values():
+            if node.id not in self._figures or not hasattr(node.ref, "register_prehook"):
+                continue
+
+            def start(grads, key=node.id):
+                started[key] = perf_counter()
+
+            def stop(grads_in, grads_out, key=node.id):
+                if key in started:
+                    seen[key] = perf_counter() - started.pop(key)
+
+            node.ref.register_prehook(start)
+            node.ref.register_hook(stop)
+
+    def refresh(self) -> None:
+        if self._backward_seen:  # a backward ran through the recorded graph: its times join the forward's
+            with self.hold_sync():
+                for node_id, seconds in self._backward_seen.items():
+                    self._figures[node_id]["backward_s"] = seconds  # (the node's own dict: its JSON has it too)
+                self._backward_seen.clear()
+                for mode, sizes, title, label, missing, text in figure_modes(self._figures):
+                    if self._added_modes.get(mode, self._own_modes.get(mode)) is self._own_modes.get(mode):
+                        self.add_color_mode(mode, sizes, title, label, missing, text)
+                        self._own_modes[mode] = self._added_modes[mode]
+                self.tables = figure_tables(self._figures, self.graph)
+        super().refresh()

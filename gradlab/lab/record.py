@@ -3,7 +3,8 @@
 Inside ``with gl.lab.record() as rec:`` an observer on ``Function.apply`` (the engine's one
 recording point) keeps each operation as it runs, and global module hooks keep the stack of
 modules being called, so each operation knows its module path (``encoder.layers.0.attn``) and
-the line of your code that called it.
+the line of your code that called it. It also reads the clock at every event, so each
+operation knows how long it took (``Recording.forward_seconds``; ``gl.lab.profile`` builds on it).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import functools
 import linecache
 import os
 import sys
+import time
 from typing import NamedTuple
 
 from ..autograd import observers
@@ -64,8 +66,12 @@ class Recording:
     happened (cheaply); names and paths are worked out afterwards, when first asked for.
     """
 
-    def __init__(self):
+    def __init__(self, synchronize: bool = False):
         self._ops: list = []  # (OpRecord, index of the module call it ran in or -1, (file, line))
+        self._seconds: list = []  # forward seconds of each op in _ops: from the previous event to it
+        self._last = 0.0  # the clock when the previous event's bookkeeping ended
+        self._nested = 0.0  # seconds spent noting nested operations since then: not the op's own time
+        self.synchronize = synchronize  # wait for an async/lazy device before each reading (profiling)
         self._calls: list = []  # (module, index of the calling module call or -1)
         self._stack: list = []  # indices into _calls of the modules running now
         self._handles = []
@@ -141,6 +147,13 @@ class Recording:
                     last = last if last is not None else out
         return last
 
+    @property
+    def forward_seconds(self) -> list:
+        """Seconds each operation took, in the order of ``ops``: the time from the previous event (the
+        previous operation, or entering or leaving a module) to this one, less the recording's own
+        bookkeeping; so an operation's time includes the Python of yours that led to it."""
+        return list(self._seconds)
+
     def __len__(self):
         return len(self._ops)
 
@@ -151,13 +164,27 @@ class Recording:
     # --- what the observers call: note the event, no more --------------------------------------------
 
     def _on_op(self, record: observers.OpRecord) -> None:
+        if self.synchronize:
+            _wait_for(record.outputs)
+        now = _clock()
         where = _where(nested_possible=record.node is None)
         if where is not None:
             self._ops.append((record, self._stack[-1] if self._stack else -1, where))
+            self._seconds.append(now - self._last - self._nested)
+            self._nested = 0.0
+            self._last = _clock()
+        else:  # inside another op's forward: its time belongs to that op, but our bookkeeping does not
+            self._nested += _clock() - now
 
     def _on_enter(self, module, args) -> None:
         self._stack.append(len(self._calls))
         self._calls.append((module, self._stack[-2] if len(self._stack) > 1 else -1))
+        self._restart_clock()
+
+    def _restart_clock(self) -> None:
+        """A module call starts or ends: the next operation's time starts here."""
+        self._nested = 0.0
+        self._last = _clock()
 
     def _on_exit(self, module, args, output) -> None:
         # pop up to this module's call: a forward that raised inside a child left that child on the stack
@@ -165,13 +192,18 @@ class Recording:
             if self._calls[self._stack[i]][0] is module:
                 del self._stack[i:]
                 break
+        self._restart_clock()
 
 
 class record:
-    """Context manager: ``with gl.lab.record() as rec: loss = loss_fn(model(x), y)``."""
+    """Context manager: ``with gl.lab.record() as rec: loss = loss_fn(model(x), y)``.
 
-    def __init__(self):
-        self.recording = Recording()
+    ``synchronize=True`` waits for an asynchronous or lazy device (CUDA, MLX) after every operation,
+    so that its time is the device's work and not only the queueing of it (numpy: no difference).
+    """
+
+    def __init__(self, synchronize: bool = False):
+        self.recording = Recording(synchronize)
 
     def __enter__(self) -> Recording:
         rec = self.recording
@@ -183,6 +215,7 @@ class record:
             module_hooks.register_module_forward_hook(rec._on_exit),
         ]
         rec.active = True
+        rec._restart_clock()
         return rec
 
     def __exit__(self, *exc):
@@ -191,6 +224,18 @@ class record:
             handle.remove()
         rec._handles, rec._stack, rec.active = [], [], False
         return False
+
+
+_clock = time.perf_counter
+
+
+def _wait_for(outputs) -> None:
+    """Let the device finish (or, lazily, compute) what this operation queued before the clock is read."""
+    for out in outputs:
+        device = getattr(out, "device", None)
+        if device is not None and hasattr(out, "array"):
+            device.backend.synchronize()
+            return
 
 
 def _descendant_name(parent, child) -> str | None:
