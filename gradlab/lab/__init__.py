@@ -11,13 +11,13 @@ from .capture import CaptureError, capture
 from .record import Recording, record
 
 __all__ = ["BackpropStepper", "CaptureError", "DeviceTimings", "GradientFlow", "GraphView", "Recording", "capture",
-           "check_node", "compare_devices", "profile", "record"]
+           "Profile", "check_node", "compare_devices", "profile", "record"]
 
 # name -> the module that defines it, imported when the name is first used
 _LAZY = {
     "GraphView": "graph_view", "BackpropStepper": "backprop_stepper", "check_node": "check",
     "GradientFlow": "gradient_flow", "DeviceTimings": "device_timings", "compare_devices": "timing",
-    "profile": "profile",
+    "profile": "profiling", "Profile": "profiling",
 }
 
 

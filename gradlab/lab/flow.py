@@ -161,7 +161,7 @@ class Flow:
         """``fit(..., callbacks=[flow])`` calls this after every ``optimizer.step()``."""
         self.update(loss=loss)
 
-    def _figures(self, layer: _Layer) -> dict:
+    def _figures(self, layer: _Layer) -> tuple:
         """‖∂L/∂W‖, ‖W‖ and ‖W − W_before‖ / ‖W_before‖ over all of the layer's parameters together.
 
         ‖W‖ is taken of W_before, the weights that computed this step's gradient (the copy exists

@@ -41,7 +41,7 @@ class GraphNode:
     math: str = ""  # ... and in plain math
     requires_grad: bool = True
     category: str = ""  # the family of an op (arithmetic, matmul, reduction, ...), for colouring by kind
-    profile: dict | None = None  # forward/backward seconds and saved bytes, when profiled (lab/profile.py)
+    profile: dict | None = None  # forward/backward seconds and saved bytes, when profiled (lab/profiling.py)
     ref: Any = None  # the engine object (Node, leaf tensor or Scalar); not serialised
 
     def to_json(self) -> dict:

@@ -16,7 +16,7 @@ from .capture import CaptureError, capture
 from .check import check_node
 from .colors import MODE_LABELS, size_colors
 from .frontend import bundle, standalone_html, stylesheet
-from .profile import Profile, figure_modes, figure_tables, node_figures
+from .profiling import Profile, figure_modes, figure_tables, node_figures
 from .record import Recording
 from .scene import GROUP_PREFIX, Scene, sub_text
 from .summary import summarize

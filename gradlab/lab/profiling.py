@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import functools
 import statistics
-import sys
 import time
-import types
 from html import escape
 
 from ..autograd import backward_steps
@@ -391,15 +389,3 @@ def bytes_text(size) -> str:
         if size >= scale:
             return f"{size / scale:.3g} {unit}"
     return f"{size} B"
-
-
-class _CallableModule(types.ModuleType):
-    """``gl.lab.profile`` is the function above, but importing this module makes the package's
-    attribute of that name the module (Python sets it after every submodule import): calling the
-    module therefore calls the function."""
-
-    def __call__(self, fn, *args, **kwargs):
-        return profile(fn, *args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule
