@@ -66,6 +66,7 @@ class GradientFlow:
         self.widget.add_class("gradlab-gradient-flow")
         self.chart.on_msg(self._on_front_end_message)
         self._push()
+        self._push_cost = 0.0  # drawing the empty charts says nothing about what a real update costs to send
         self._flush_after_each_cell()
 
     # --- the figures (flow.py does the work) ----------------------------------------------------------
