@@ -197,6 +197,16 @@ def test_a_recorded_op_points_at_the_line_that_ran_it():
     assert mul.code == "out = (w * 2.0).sum()  # noqa: F841"
 
 
+def test_a_layer_s_op_points_at_the_user_s_line_not_at_gradlab_code():
+    """F.linear is wrapped for autocast by generated code: that code must read as gradlab's, not <string>."""
+    layer = gl.nn.Linear(3, 2)
+    with gl.lab.record() as rec:
+        line = sys._getframe().f_lineno + 1
+        layer(gl.randn(4, 3))
+    linear = next(n for n in ops(capture(rec)) if n.op == "LinearBackward")
+    assert linear.source == f"test_lab_capture.py, line {line}", linear.source
+
+
 def test_a_recording_cannot_be_drawn_while_it_runs():
     w = gl.randn(3, requires_grad=True)
     with gl.lab.record() as rec:
