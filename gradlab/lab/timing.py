@@ -1,0 +1,366 @@
+"""Time one function on every device: the same work, copied to each device, warmed up and synchronised.
+
+``compare_devices(fn, *args)`` copies the Modules and Tensors among ``args`` to each device, calls
+``fn`` once on its own (numba compiles or loads its kernels there), warms up, then times ``repeats``
+calls. Lazy and asynchronous devices (MLX records work and runs it later, CUDA queues kernels) are made
+to finish everything the call produced or changed before the clock stops, or the clock would stop early.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import math
+import statistics
+import time
+from html import escape
+
+from ..backends.device import Device, devices as known_devices, resolve_device
+from ..nn.modules.module import Module
+from ..tensor import Tensor
+
+_clock = time.perf_counter  # one name, so a test can watch when the clock is read
+
+LABELS = {"cpu": "cpu (numpy)"}  # how a device type reads in a table; the others read as their own name
+
+SIMULATED = ("numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1): a Python thread per GPU thread, so its times "
+             "mean nothing; not timed unless asked for by name (devices=[..., 'cuda'])")
+
+MIXED_DEVICES_HINT = ("pass every model and tensor the function uses as an argument of compare_devices, so "
+                      "that each device gets its own copy; objects the function reaches by name stay where they are")
+
+
+@dataclasses.dataclass
+class DeviceRow:
+    """One device's result: available or the reason not, and when timed its median and spread.
+
+    ``spread_s`` is the interquartile range of ``times`` (the middle half of the repeats lies within
+    it); ``compile_s`` is the first call minus the median (numba compiles or loads its kernels there).
+    """
+
+    device: str
+    available: bool
+    reason: str = ""
+    median_s: float | None = None
+    spread_s: float | None = None
+    speedup: float | None = None
+    compile_s: float | None = None
+    error: str = ""
+    first_s: float | None = None
+    repeats: int = 0  # how many timed repeats ran
+    asked: int = 0  # how many were asked for (fewer ran when the time budget ran out)
+    times: list = dataclasses.field(default_factory=list)
+    note: str = ""
+
+    @property
+    def label(self) -> str:
+        kind = self.device.split(":")[0]
+        return LABELS.get(kind, kind) + self.device[len(kind):]
+
+    @property
+    def timed(self) -> bool:
+        return self.median_s is not None
+
+    @property
+    def quartiles(self) -> tuple:
+        """(first, third) quartile of the repeats: the ends of the spread whisker."""
+        if len(self.times) < 2:
+            return (self.median_s, self.median_s)
+        q1, _, q3 = statistics.quantiles(self.times, n=4, method="inclusive")
+        return (q1, q3)
+
+    @property
+    def status(self) -> str:
+        """What this row says when it holds no time: the reason, the error, or how many repeats ran."""
+        if not self.available:
+            return self.reason
+        if self.error:
+            return self.error
+        if not self.timed:
+            return "waiting to be timed"
+        if self.repeats < self.asked:
+            return f"{self.repeats} of {self.asked} repeats (the time budget ran out)"
+        return f"{self.repeats} repeats"
+
+    def to_dict(self) -> dict:
+        return {**dataclasses.asdict(self), "label": self.label, "status": self.status,
+                "quartiles": list(self.quartiles)}
+
+
+class DeviceTimes(list):
+    """compare_devices' table: a list of DeviceRow, one per device, with what was measured.
+
+    ``table["mlx"]`` finds a row by device; ``print(table)`` and a notebook show it as a table.
+    """
+
+    def __init__(self, rows=(), measured: str = ""):
+        super().__init__(rows)
+        self.measured = measured
+
+    def __getitem__(self, key):
+        if isinstance(key, str):
+            for row in self:
+                if row.device == key or row.device.split(":")[0] == key:
+                    return row
+            raise KeyError(f"no row for device {key!r}; the rows are {', '.join(r.device for r in self)}")
+        return super().__getitem__(key)
+
+    def columns(self) -> list:
+        """Each row as the cells a table shows: device, median, spread, × numpy, compile, status."""
+        return [[row.label, _ms(row.median_s), _ms(row.spread_s), _ratio(row.speedup), _ms(row.compile_s),
+                 row.status] for row in self]
+
+    HEAD = ("device", "median", "spread (IQR)", "× numpy", "compile", "")
+
+    def __str__(self):
+        cells = [list(self.HEAD)] + self.columns()
+        widths = [max(len(line[i]) for line in cells) for i in range(len(self.HEAD) - 1)]
+        lines = ["  ".join(c.ljust(w) for c, w in zip(line[:-1], widths)) + "  " + line[-1] for line in cells]
+        return "\n".join([self.measured, *lines])
+
+    def __repr__(self):
+        return str(self)
+
+    def _repr_html_(self):
+        head = "".join(f"<th>{escape(h)}</th>" for h in self.HEAD)
+        body = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in line) + "</tr>" for line in self.columns())
+        return (f"<div class='gl-device-table'><p>{escape(self.measured)}</p>"
+                f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>")
+
+
+def compare_devices(fn, *args, devices=None, repeats: int = 25, warmup: int = 2, budget_s: float | None = 2.0,
+                    on_update=None) -> DeviceTimes:
+    """Time ``fn(*args)`` on each device: a table of rows (device, available, reason, median_s,
+    spread_s, speedup over numpy, compile_s, error, repeats run and every time).
+
+    ``devices`` defaults to every device type gradlab knows; one that cannot load gets a row with the
+    reason. Modules and Tensors among ``args`` (also inside lists, tuples and dicts) are copied to
+    each device; the caller's own are never moved. ``budget_s`` bounds the warm-up and repeats of one
+    device (the first call always runs). ``on_update(table)`` is called with the rows before timing
+    starts and again as each device finishes.
+    """
+    if not callable(fn):
+        raise TypeError(f"compare_devices: the first argument must be the function to time, got "
+                        f"{type(fn).__name__} {fn!r}; pass the function itself: compare_devices(step, model, x)")
+    _check_count("repeats", repeats, 1)
+    _check_count("warmup", warmup, 0)
+    if budget_s is not None and not (isinstance(budget_s, (int, float)) and budget_s > 0):
+        raise ValueError(f"compare_devices: budget_s must be a positive number of seconds (or None for no "
+                         f"budget), got {budget_s!r}")
+    table = DeviceTimes(_rows_for(devices), describe_call(fn, args, repeats))
+    if on_update is not None:
+        on_update(table)
+    for row in table:
+        if row.available:
+            _time_row(row, fn, args, repeats, warmup, budget_s)
+            _add_speedups(table)
+            if on_update is not None:
+                on_update(table)
+    return table
+
+
+def _check_count(name, value, least):
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise ValueError(f"compare_devices: {name} must be an integer >= {least}, got {value!r}")
+
+
+# --- which devices, and why some cannot be timed ----------------------------------------------------
+
+def _rows_for(devices) -> list:
+    """A row for each device asked for (every known type when None), unavailable ones with their reason.
+
+    Every device string is checked before any work: an unknown one is an error, not a row.
+    """
+    by_name = devices is not None
+    if devices is None:
+        wanted = [Device(info.type) for info in known_devices()]
+    else:
+        listed = [devices] if isinstance(devices, (str, Device)) else list(devices)
+        wanted = []
+        for spec in listed:
+            try:
+                wanted.append(resolve_device(spec))
+            except (RuntimeError, TypeError) as error:
+                raise ValueError(f"compare_devices: devices={devices!r}: {error}") from None
+        if not wanted:
+            raise ValueError("compare_devices: devices=[] names no device; leave it out to time every device")
+    info = {d.type: d for d in known_devices()}
+    rows, seen = [], set()
+    for device in wanted:
+        if device in seen:
+            continue
+        seen.add(device)
+        found = info[device.type]
+        row = DeviceRow(str(device), found.available, found.reason)
+        if found.available and device.type == "cuda" and _simulated():
+            row.note = SIMULATED
+            if not by_name:
+                row.available, row.reason = False, SIMULATED
+        if found.available and device.type == "mlx":
+            row.note = _mlx_note()
+        rows.append(row)
+    return rows
+
+
+def _simulated() -> bool:
+    from .. import cuda
+
+    return cuda.is_simulated()
+
+
+def _mlx_note() -> str:
+    import mlx.core as mx
+
+    if mx.default_device() == mx.cpu:
+        return "MLX runs on the CPU here (mlx[cpu] on Linux); on Apple silicon it uses the GPU"
+    return ""
+
+
+# --- copying the arguments to a device ---------------------------------------------------------------
+
+def copy_to_device(value, device, memo=None):
+    """``value`` with every Module and Tensor in it (also inside lists, tuples and dicts) copied to
+    ``device``; anything else is passed as it is. A tensor keeps requires_grad (and its .grad); an
+    object that appears twice is copied once, so a model and one of its parameters stay linked."""
+    memo = {} if memo is None else memo
+    if id(value) in memo:
+        return memo[id(value)]
+    if isinstance(value, Module):
+        moved = copy.deepcopy(value, memo).to(device)
+    elif isinstance(value, Tensor):
+        moved = copy.deepcopy(value if value.is_leaf else value.detach(), memo)
+        moved.data = moved.detach().to(device)  # in place, so every reference the memo handed out follows
+        if moved.grad is not None:
+            moved.grad = moved.grad.to(device)
+    elif isinstance(value, (list, tuple)):
+        items = [copy_to_device(item, device, memo) for item in value]
+        moved = type(value)(*items) if hasattr(value, "_fields") else type(value)(items)
+    elif isinstance(value, dict):
+        moved = type(value)((key, copy_to_device(item, device, memo)) for key, item in value.items())
+    else:
+        return value
+    memo[id(value)] = moved
+    return moved
+
+
+def tensors_in(value, found=None) -> list:
+    """Every Tensor inside ``value`` (lists, tuples, dicts, a Module's parameters and buffers), once each."""
+    found = {} if found is None else found
+    if isinstance(value, Tensor):
+        found.setdefault(id(value), value)
+    elif isinstance(value, Module):
+        for tensor in (*value.parameters(), *value.buffers()):
+            found.setdefault(id(tensor), tensor)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            tensors_in(item, found)
+    elif isinstance(value, dict):
+        for item in value.values():
+            tensors_in(item, found)
+    return list(found.values())
+
+
+def settle(backend, result, changed) -> None:
+    """Make the device finish the work: compute the result's tensors and the arguments' tensors and
+    gradients (a training step changes them in place), then wait for the queue to drain.
+
+    On MLX nothing runs until evaluated; on CUDA kernels are queued. On numpy both calls do nothing.
+    """
+    arrays = []
+    for tensor in (*tensors_in(result), *changed):
+        arrays.append(tensor.array)
+        if tensor.grad is not None:
+            arrays.append(tensor.grad.array)
+    backend.materialize(arrays)
+    backend.synchronize()
+
+
+# --- timing one device ----------------------------------------------------------------------------
+
+def _time_row(row: DeviceRow, fn, args, repeats, warmup, budget_s) -> None:
+    """Fill ``row``: the first call timed apart, then warm-up and repeats within the budget.
+
+    A failure anywhere (copying the arguments, the function itself) becomes the row's error."""
+    device = resolve_device(row.device)
+    row.asked = repeats
+    try:
+        moved = copy_to_device(list(args), device)
+        backend = device.backend
+        changed = tensors_in(moved)
+
+        def timed_call() -> float:
+            start = _clock()
+            settle(backend, fn(*moved), changed)
+            return _clock() - start
+
+        row.first_s = timed_call()
+        began = _clock()
+        for _ in range(warmup):
+            if budget_s is not None and _clock() - began > budget_s / 2:
+                break  # warm-up may use half of the budget, the repeats the rest
+            timed_call()
+        times = []
+        began = _clock()
+        while len(times) < repeats:
+            times.append(timed_call())
+            if budget_s is not None and _clock() - began > budget_s:
+                break
+    except Exception as error:  # this device's row carries it; the other devices still run
+        message = str(error).strip().split("\n")[0]
+        if "same device" in message:
+            message += f" — {MIXED_DEVICES_HINT}"
+        row.error = f"{type(error).__name__}: {message}"
+        return
+    row.times, row.repeats = times, len(times)
+    row.median_s = statistics.median(times)
+    q1, q3 = row.quartiles
+    row.spread_s = q3 - q1 if len(times) >= 2 else None
+    row.compile_s = max(row.first_s - row.median_s, 0.0)
+
+
+def _add_speedups(table: DeviceTimes) -> None:
+    """× numpy = the numpy (cpu) median / this device's median, when the cpu row was timed."""
+    reference = next((r for r in table if r.device == "cpu" and r.timed), None)
+    for row in table:
+        row.speedup = reference.median_s / row.median_s if reference and row.timed and row.median_s > 0 else None
+
+
+# --- saying what was measured ----------------------------------------------------------------------
+
+def describe_call(fn, args, repeats) -> str:
+    """'step(Sequential (4,738 parameters), Tensor 64×2 float32, Tensor 64 int64): median of 25 repeats'."""
+    name = getattr(fn, "__qualname__", None) or type(fn).__name__
+    return f"{name}({', '.join(describe(a) for a in args)}): median of up to {repeats} repeats, after warm-up"
+
+
+def describe(value) -> str:
+    """A short description of one argument: a tensor's shape and dtype, a model's size."""
+    if isinstance(value, Tensor):
+        shape = "×".join(str(n) for n in value.shape) or "scalar"
+        return f"Tensor {shape} {value.dtype.name}"
+    if isinstance(value, Module):
+        count = sum(p.numel() for p in value.parameters())
+        return f"{type(value).__name__} ({count:,} parameters)"
+    if isinstance(value, (list, tuple)):
+        inner = ", ".join(describe(v) for v in value[:4]) + (", …" if len(value) > 4 else "")
+        return f"[{inner}]" if isinstance(value, list) else f"({inner})"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {describe(v)}" for k, v in list(value.items())[:4]) + "}"
+    text = repr(value)
+    return text if len(text) <= 24 else type(value).__name__
+
+
+def _ms(seconds) -> str:
+    if seconds is None:
+        return "—"
+    if seconds >= 1:
+        return f"{seconds:.2f} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.3g} ms"
+    return f"{seconds * 1e6:.3g} µs"
+
+
+def _ratio(value) -> str:
+    if value is None or not math.isfinite(value):
+        return "—"
+    return f"{value:.2f}×"
