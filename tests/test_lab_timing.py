@@ -125,6 +125,7 @@ def test_cuda_on_the_simulator_is_not_timed_unless_named(monkeypatch):
     assert not table["cuda"].available
     assert "Python thread per GPU thread" in table["cuda"].reason and "devices=[..., 'cuda']" in table["cuda"].reason
     assert set(calls) == {"cpu"}
+    monkeypatch.setattr(timing, "_device_info", lambda type_: DeviceInfo(type_, True))
     rows = timing._rows_for(["cuda"])
     assert rows[0].available and "simulator" in rows[0].note
 
@@ -350,6 +351,7 @@ def widget(**kwargs):
 def test_the_widget_draws_a_row_per_device_with_its_state(lazy_device, monkeypatch):
     monkeypatch.setattr(timing, "known_devices", lambda: [DeviceInfo("cpu", True), DeviceInfo(LAZY, True),
                                                           DeviceInfo("cuda", False, "no GPU <here>")])
+    monkeypatch.setattr(timing, "_simulated", lambda: False)
     view = widget()
     assert [r["device"] for r in view.rows] == ["cpu", LAZY, "cuda"]
     assert view.runs == 1 and not view.running
@@ -362,17 +364,25 @@ def test_the_widget_draws_a_row_per_device_with_its_state(lazy_device, monkeypat
     assert view.measured.startswith("sgd_step(Sequential (50 parameters), Tensor 6×3 float32, Tensor 6 int64)")
 
 
-def test_run_again_from_the_front_end_redraws_as_each_device_finishes(lazy_device):
+def test_run_again_from_the_front_end_redraws_as_the_devices_are_timed(lazy_device):
     view = widget(devices=["cpu", lazy_device])
     drawn = []
     view.observe(lambda change: drawn.append(change["new"]), "svg")
     view._on_front_end_message(None, {"type": "run"})
     assert view.runs == 2 and view.notice == ""
-    pending_then_timed = [svg for svg in drawn if "gl-dt-timed\" data-device=\"cpu\"" in svg
-                          and "gl-dt-pending\" data-device=\"lazyfake\"" in svg]
-    assert pending_then_timed, "no drawing showed the cpu row done while the device row was still timing"
-    assert "timing…" in pending_then_timed[0]
+    assert 'gl-dt-pending" data-device="cpu"' in drawn[0] and 'gl-dt-pending" data-device="lazyfake"' in drawn[0]
+    assert "timing…" in drawn[0]
+    assert any("1 of 3 repeats" in svg for svg in drawn[1:-1]), "no drawing showed a round in progress"
     assert 'gl-dt-timed" data-device="lazyfake"' in drawn[-1] and 'data-run="2"' in drawn[-1]
+    assert drawn[-1].count(">3 repeats</text>") == 2
+
+
+def test_the_repeats_take_turns_over_the_devices(lazy_device):
+    """A busy spell on the machine should hit every device alike, not whichever was being timed."""
+    order = []
+    gl.lab.compare_devices(lambda x: order.append(x.device.type), gl.ones(2), devices=["cpu", lazy_device],
+                           repeats=3, warmup=0, budget_s=None)
+    assert order == ["cpu", lazy_device] * 4  # the first calls, then one repeat each per round
 
 
 def test_the_widget_reports_an_unknown_request_in_its_notice(lazy_device):

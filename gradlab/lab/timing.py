@@ -15,7 +15,7 @@ import statistics
 import time
 from html import escape
 
-from ..backends.device import Device, devices as known_devices, resolve_device
+from ..backends.device import Device, DeviceInfo, _load_backend, devices as known_devices, resolve_device
 from ..nn.modules.module import Module
 from ..tensor import Tensor
 
@@ -51,6 +51,7 @@ class DeviceRow:
     asked: int = 0  # how many were asked for (fewer ran when the time budget ran out)
     times: list = dataclasses.field(default_factory=list)
     note: str = ""
+    finished: bool = False  # False while its repeats are still being taken
 
     @property
     def label(self) -> str:
@@ -78,6 +79,8 @@ class DeviceRow:
             return self.error
         if not self.timed:
             return "waiting to be timed"
+        if not self.finished:
+            return f"{self.repeats} of {self.asked} repeats so far"
         if self.repeats < self.asked:
             return f"{self.repeats} of {self.asked} repeats (the time budget ran out)"
         return f"{self.repeats} repeats"
@@ -136,8 +139,9 @@ def compare_devices(fn, *args, devices=None, repeats: int = 25, warmup: int = 2,
     ``devices`` defaults to every device type gradlab knows; one that cannot load gets a row with the
     reason. Modules and Tensors among ``args`` (also inside lists, tuples and dicts) are copied to
     each device; the caller's own are never moved. ``budget_s`` bounds the warm-up and repeats of one
-    device (the first call always runs). ``on_update(table)`` is called with the rows before timing
-    starts and again as each device finishes.
+    device (the first call always runs). The repeats are taken in rounds over the devices, so that a
+    busy spell on the machine hits every device alike; ``on_update(table)`` is called with the rows
+    before timing starts and after each round.
     """
     if not callable(fn):
         raise TypeError(f"compare_devices: the first argument must be the function to time, got "
@@ -150,12 +154,7 @@ def compare_devices(fn, *args, devices=None, repeats: int = 25, warmup: int = 2,
     table = DeviceTimes(_rows_for(devices), describe_call(fn, args, repeats))
     if on_update is not None:
         on_update(table)
-    for row in table:
-        if row.available:
-            _time_row(row, fn, args, repeats, warmup, budget_s)
-            _add_speedups(table)
-            if on_update is not None:
-                on_update(table)
+    _time_rows(table, fn, args, repeats, warmup, budget_s, on_update)
     return table
 
 
@@ -173,7 +172,8 @@ def _rows_for(devices) -> list:
     """
     by_name = devices is not None
     if devices is None:
-        wanted = [Device(info.type) for info in known_devices()]
+        info = {found.type: found for found in known_devices()}
+        wanted = [Device(type_) for type_ in info]
     else:
         listed = [devices] if isinstance(devices, (str, Device)) else list(devices)
         wanted = []
@@ -184,7 +184,7 @@ def _rows_for(devices) -> list:
                 raise ValueError(f"compare_devices: devices={devices!r}: {error}") from None
         if not wanted:
             raise ValueError("compare_devices: devices=[] names no device; leave it out to time every device")
-    info = {d.type: d for d in known_devices()}
+        info = {device.type: _device_info(device.type) for device in wanted}
     rows, seen = [], set()
     for device in wanted:
         if device in seen:
@@ -200,6 +200,15 @@ def _rows_for(devices) -> list:
             row.note = _mlx_note()
         rows.append(row)
     return rows
+
+
+def _device_info(type_: str) -> DeviceInfo:
+    """One device type as ``gradlab.devices()`` reports it, trying only that one (no other backend loads)."""
+    try:
+        _load_backend(type_)
+    except RuntimeError as error:
+        return DeviceInfo(type_, False, str(error))
+    return DeviceInfo(type_, True)
 
 
 def _simulated() -> bool:
@@ -275,47 +284,105 @@ def settle(backend, result, changed) -> None:
     backend.synchronize()
 
 
-# --- timing one device ----------------------------------------------------------------------------
+# --- timing: every device in turn, a few calls at a time ------------------------------------------------
 
-def _time_row(row: DeviceRow, fn, args, repeats, warmup, budget_s) -> None:
-    """Fill ``row``: the first call timed apart, then warm-up and repeats within the budget.
+ROUNDS = 5  # the repeats are taken in this many rounds over the devices, so a busy spell hits them all alike
+
+
+class _DeviceClock:
+    """One device's copies of the arguments, and its calls timed with the device made to finish.
 
     A failure anywhere (copying the arguments, the function itself) becomes the row's error."""
-    device = resolve_device(row.device)
+
+    def __init__(self, row: DeviceRow, fn, args, budget_s):
+        self.row, self.fn, self.budget_s, self.spent = row, fn, budget_s, 0.0
+        device = resolve_device(row.device)
+        self.moved = copy_to_device(list(args), device)
+        self.backend = device.backend
+        self.changed = tensors_in(self.moved)
+
+    def call(self) -> float:
+        start = _clock()
+        settle(self.backend, self.fn(*self.moved), self.changed)
+        return _clock() - start
+
+    def within_budget(self) -> bool:
+        return self.budget_s is None or self.spent <= self.budget_s
+
+    def warm_up(self, count) -> None:
+        """Calls that are not kept: caches, allocators and lazy imports settle (half the budget at most)."""
+        for _ in range(count):
+            if self.budget_s is not None and self.spent > self.budget_s / 2:
+                break
+            self.spent += self.call()
+
+    def take(self, count) -> None:
+        """Up to ``count`` more timed calls, while the budget lasts."""
+        row = self.row
+        for _ in range(count):
+            if len(row.times) >= row.asked or (row.times and not self.within_budget()):
+                break
+            elapsed = self.call()
+            self.spent += elapsed
+            row.times.append(elapsed)
+
+    def wants_more(self) -> bool:
+        return len(self.row.times) < self.row.asked and self.within_budget()
+
+
+def _time_rows(table, fn, args, repeats, warmup, budget_s, on_update) -> None:
+    """First calls (timed apart) and warm-up on each device, then the repeats in rounds over the devices."""
+    clocks = [clock for clock in (_start(row, fn, args, repeats, warmup, budget_s) for row in table if row.available)
+              if clock is not None]
+    per_round = max(1, math.ceil(repeats / ROUNDS))
+    while clocks:
+        for clock in clocks:
+            try:
+                clock.take(per_round)
+            except Exception as error:  # this device's row carries it; the other devices still run
+                _record_error(clock.row, error)
+                clock.row.times = []
+        clocks = [clock for clock in clocks if not clock.row.error and clock.wants_more()]
+        _summarize(table, still_timing={id(clock.row) for clock in clocks})
+        if on_update is not None:
+            on_update(table)
+    _summarize(table, still_timing=set())
+
+
+def _start(row, fn, args, repeats, warmup, budget_s):
+    """Copy the arguments to the row's device, time the first call apart, warm up: the device's
+    clock, or None when any of it failed (the row then carries the error)."""
     row.asked = repeats
     try:
-        moved = copy_to_device(list(args), device)
-        backend = device.backend
-        changed = tensors_in(moved)
-
-        def timed_call() -> float:
-            start = _clock()
-            settle(backend, fn(*moved), changed)
-            return _clock() - start
-
-        row.first_s = timed_call()
-        began = _clock()
-        for _ in range(warmup):
-            if budget_s is not None and _clock() - began > budget_s / 2:
-                break  # warm-up may use half of the budget, the repeats the rest
-            timed_call()
-        times = []
-        began = _clock()
-        while len(times) < repeats:
-            times.append(timed_call())
-            if budget_s is not None and _clock() - began > budget_s:
-                break
+        clock = _DeviceClock(row, fn, args, budget_s)
+        row.first_s = clock.call()
+        clock.warm_up(warmup)
+        return clock
     except Exception as error:  # this device's row carries it; the other devices still run
-        message = str(error).strip().split("\n")[0]
-        if "same device" in message:
-            message += f" — {MIXED_DEVICES_HINT}"
-        row.error = f"{type(error).__name__}: {message}"
-        return
-    row.times, row.repeats = times, len(times)
-    row.median_s = statistics.median(times)
-    q1, q3 = row.quartiles
-    row.spread_s = q3 - q1 if len(times) >= 2 else None
-    row.compile_s = max(row.first_s - row.median_s, 0.0)
+        _record_error(row, error)
+        return None
+
+
+def _record_error(row, error) -> None:
+    message = str(error).strip().split("\n")[0]
+    if "same device" in message:
+        message += f" — {MIXED_DEVICES_HINT}"
+    row.error = f"{type(error).__name__}: {message}"
+
+
+def _summarize(table, still_timing) -> None:
+    """Median, spread (interquartile range) and compile time of each row's times so far; then speedups."""
+    for row in table:
+        row.finished = row.available and id(row) not in still_timing
+        if not row.times:
+            row.repeats, row.median_s = 0, None
+            continue
+        row.repeats = len(row.times)
+        row.median_s = statistics.median(row.times)
+        q1, q3 = row.quartiles
+        row.spread_s = q3 - q1 if len(row.times) >= 2 else None
+        row.compile_s = max(row.first_s - row.median_s, 0.0)
+    _add_speedups(table)
 
 
 def _add_speedups(table: DeviceTimes) -> None:
