@@ -51,7 +51,6 @@ class DeviceRow:
     asked: int = 0  # how many were asked for (fewer ran when the time budget ran out)
     times: list = dataclasses.field(default_factory=list)
     note: str = ""
-    finished: bool = False  # False while its repeats are still being taken
 
     @property
     def label(self) -> str:
@@ -79,8 +78,6 @@ class DeviceRow:
             return self.error
         if not self.timed:
             return "waiting to be timed"
-        if not self.finished:
-            return f"{self.repeats} of {self.asked} repeats so far"
         if self.repeats < self.asked:
             return f"{self.repeats} of {self.asked} repeats (the time budget ran out)"
         return f"{self.repeats} repeats"
@@ -139,9 +136,8 @@ def compare_devices(fn, *args, devices=None, repeats: int = 25, warmup: int = 2,
     ``devices`` defaults to every device type gradlab knows; one that cannot load gets a row with the
     reason. Modules and Tensors among ``args`` (also inside lists, tuples and dicts) are copied to
     each device; the caller's own are never moved. ``budget_s`` bounds the warm-up and repeats of one
-    device (the first call always runs). The repeats are taken in rounds over the devices, so that a
-    busy spell on the machine hits every device alike; ``on_update(table)`` is called with the rows
-    before timing starts and after each round.
+    device (the first call always runs). ``on_update(table)`` is called with the rows before timing
+    starts and again as each device finishes.
     """
     if not callable(fn):
         raise TypeError(f"compare_devices: the first argument must be the function to time, got "
@@ -284,10 +280,7 @@ def settle(backend, result, changed) -> None:
     backend.synchronize()
 
 
-# --- timing: every device in turn, a few calls at a time ------------------------------------------------
-
-ROUNDS = 5  # the repeats are taken in this many rounds over the devices, so a busy spell hits them all alike
-
+# --- timing: one device after the other -------------------------------------------------------------
 
 class _DeviceClock:
     """One device's copies of the arguments, and its calls timed with the device made to finish.
@@ -326,27 +319,27 @@ class _DeviceClock:
             self.spent += elapsed
             row.times.append(elapsed)
 
-    def wants_more(self) -> bool:
-        return len(self.row.times) < self.row.asked and self.within_budget()
-
 
 def _time_rows(table, fn, args, repeats, warmup, budget_s, on_update) -> None:
-    """First calls (timed apart) and warm-up on each device, then the repeats in rounds over the devices."""
-    clocks = [clock for clock in (_start(row, fn, args, repeats, warmup, budget_s) for row in table if row.available)
-              if clock is not None]
-    per_round = max(1, math.ceil(repeats / ROUNDS))
-    while clocks:
-        for clock in clocks:
+    """Each device in turn: the first call timed apart, warm-up, then its repeats; the table is
+    summarised and shown after each device.
+
+    One device after the other, not interleaved: a device's worker threads (MLX's, OpenBLAS's) keep
+    spinning a while after a call, and on a small machine the next device's call pays for them.
+    """
+    for row in table:
+        if not row.available:
+            continue
+        clock = _start(row, fn, args, repeats, warmup, budget_s)
+        if clock is not None:
             try:
-                clock.take(per_round)
+                clock.take(repeats)
             except Exception as error:  # this device's row carries it; the other devices still run
-                _record_error(clock.row, error)
-                clock.row.times = []
-        clocks = [clock for clock in clocks if not clock.row.error and clock.wants_more()]
-        _summarize(table, still_timing={id(clock.row) for clock in clocks})
+                _record_error(row, error)
+                row.times = []
+        _summarize(table)
         if on_update is not None:
             on_update(table)
-    _summarize(table, still_timing=set())
 
 
 def _start(row, fn, args, repeats, warmup, budget_s):
@@ -370,10 +363,9 @@ def _record_error(row, error) -> None:
     row.error = f"{type(error).__name__}: {message}"
 
 
-def _summarize(table, still_timing) -> None:
-    """Median, spread (interquartile range) and compile time of each row's times so far; then speedups."""
+def _summarize(table) -> None:
+    """Median, spread (interquartile range) and compile time of each row's times; then the speedups."""
     for row in table:
-        row.finished = row.available and id(row) not in still_timing
         if not row.times:
             row.repeats, row.median_s = 0, None
             continue

@@ -7,6 +7,7 @@ a whisker over the interquartile range, the speedup against numpy; the first cal
 
 from __future__ import annotations
 
+import itertools
 import math
 import textwrap
 from html import escape
@@ -17,6 +18,7 @@ WIDTH, LABEL_W, BARS_W, COMPILE_W = 760, 120, 450, 170
 SPAN_W = 300  # the log axis; the rest of the bar column holds each bar's figures
 ROW_H, LINE_H, TOP, GAP = 32, 13, 44, 6
 BAR, COMPILE_INK, GREY, RED = "#6366f1", "#d97706", "#9ca3af", "#b91c1c"
+_ids = itertools.count()
 
 STYLE = """
 .gl-dt { font-family: -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif; font-size: 11.5px; fill: #1f2937; }
@@ -31,38 +33,40 @@ STYLE = """
 """
 
 
+NOTES = ("bar: median (log scale) · whisker: interquartile range · × numpy: numpy's median / this one",
+         "hatched: the first call's extra time (numba compiles or loads its kernels there)")
+
+
 def to_svg(table: DeviceTimes, pending: frozenset = frozenset(), run: int = 0) -> str:
     """The chart as standalone SVG text; rows whose device is in ``pending`` say they are being timed."""
     timed = [r for r in table if r.timed]
+    hatch = f"gl-dt-hatch-{next(_ids)}"  # unique: several charts share one page
     low, high = _span([t for r in timed for t in (r.median_s, *r.quartiles)])
     x_of = _log_axis(low, high)
     top_compile = max((r.compile_s for r in timed if r.compile_s), default=0.0)
     measured = textwrap.wrap(table.measured, 120) or [""]
-    y = TOP + LINE_H * (len(measured) - 1)
-    rows_out = []
+    head_y = TOP + LINE_H * (len(measured) - 1)  # where the first row starts
+    y, rows_out = head_y, []
     for row in table:
         lines, kind = _row_text(row, row.device in pending)
         height = max(ROW_H, LINE_H * len(lines) + 10)
-        rows_out.append(_row(row, kind, lines, y, height, x_of, top_compile))
+        rows_out.append(_row(row, kind, lines, y, height, x_of, top_compile, hatch))
         y += height + GAP
     axis_y = y + 2
-    ticks = _ticks(low, high)
-    grid = "".join(f'<line class="gl-dt-grid" x1="{x_of(t):.1f}" x2="{x_of(t):.1f}" y1="{TOP - 8 + LINE_H * (len(measured) - 1)}" '
-                   f'y2="{axis_y}"/><text class="gl-dt-axis" x="{x_of(t):.1f}" y="{axis_y + 12}" text-anchor="middle">'
-                   f'{_ms(t)}</text>' for t in ticks) if timed else ""
-    notes = ["bar: median (log scale) · whisker: interquartile range · × numpy: numpy's median / this one",
-             "hatched: the first call's extra time (numba compiles or loads its kernels there)"]
-    height = axis_y + 22 + LINE_H * len(notes) + 6
-    head = "".join(f'<tspan x="8" dy="{0 if i == 0 else LINE_H}">{escape(line)}</tspan>' for i, line in enumerate(measured))
-    foot = "".join(f'<text class="gl-dt-note" x="8" y="{axis_y + 30 + LINE_H * i}">{escape(n)}</text>'
-                   for i, n in enumerate(notes))
-    columns = (f'<text class="gl-dt-axis" x="{LABEL_W}" y="{TOP - 14 + LINE_H * (len(measured) - 1)}">median per call</text>'
-               f'<text class="gl-dt-axis" x="{LABEL_W + BARS_W + 10}" y="{TOP - 14 + LINE_H * (len(measured) - 1)}">'
-               'first call − median</text>')
+    grid = "".join(f'<line class="gl-dt-grid" x1="{x_of(t):.1f}" x2="{x_of(t):.1f}" y1="{head_y - 8}" y2="{axis_y}"/>'
+                   f'<text class="gl-dt-axis" x="{x_of(t):.1f}" y="{axis_y + 12}" text-anchor="middle">{_ms(t)}</text>'
+                   for t in _ticks(low, high)) if timed else ""
+    height = axis_y + 22 + LINE_H * len(NOTES) + 6
+    head = "".join(f'<tspan x="8" dy="{0 if i == 0 else LINE_H}">{escape(line)}</tspan>'
+                   for i, line in enumerate(measured))
+    columns = (f'<text class="gl-dt-axis" x="{LABEL_W}" y="{head_y - 14}">median per call</text>'
+               f'<text class="gl-dt-axis" x="{LABEL_W + BARS_W + 10}" y="{head_y - 14}">first call − median</text>')
+    foot = "".join(f'<text class="gl-dt-note" x="8" y="{axis_y + 30 + LINE_H * i}">{escape(note)}</text>'
+                   for i, note in enumerate(NOTES))
     return (f'<svg xmlns="http://www.w3.org/2000/svg" class="gl-dt" width="{WIDTH}" height="{height:.0f}" '
             f'viewBox="0 0 {WIDTH} {height:.0f}" data-rows="{len(table)}" data-run="{run}">'
-            f'<style>{STYLE}</style>{_hatch()}'
-            f'<text class="gl-dt-measured" x="8" y="16">{head}</text>{columns}{grid}{"".join(rows_out)}{foot}</svg>')
+            f'<style>{STYLE}</style>{_hatch(hatch)}<text class="gl-dt-measured" x="8" y="16">{head}</text>'
+            f'{columns}{grid}{"".join(rows_out)}{foot}</svg>')
 
 
 def _row_text(row, pending) -> tuple:
@@ -76,7 +80,7 @@ def _row_text(row, pending) -> tuple:
     return [""], "timed"
 
 
-def _row(row, kind, lines, y, height, x_of, top_compile) -> str:
+def _row(row, kind, lines, y, height, x_of, top_compile, hatch) -> str:
     mid = y + height / 2
     parts = [f'<g class="gl-dt-row gl-dt-{kind}" data-device="{escape(row.device)}">']
     if kind == "unavailable":
@@ -101,15 +105,15 @@ def _row(row, kind, lines, y, height, x_of, top_compile) -> str:
     if row.compile_s:
         w = max(2.0, (COMPILE_W - 64) * row.compile_s / top_compile) if top_compile else 2.0
         parts.append(f'<rect class="gl-dt-compile" x="{cx}" y="{mid - 7:.1f}" width="{w:.1f}" height="14" '
-                     f'fill="url(#gl-dt-hatch)" stroke="{COMPILE_INK}" stroke-width="1"/>')
-        parts.append(f'<text class="gl-dt-figure" x="{cx + w + 4:.1f}" y="{mid + 4:.1f}">+{escape(_ms(row.compile_s))}</text>')
+                     f'fill="url(#{hatch})" stroke="{COMPILE_INK}" stroke-width="1"/>')
+        parts.append(f'<text class="gl-dt-figure" x="{cx + w + 4:.1f}" y="{mid + 4:.1f}">+{_ms(row.compile_s)}</text>')
     runs = f"{row.repeats} repeats" if row.repeats == row.asked else f"{row.repeats} of {row.asked} repeats"
     parts.append(f'<text class="gl-dt-axis" x="8" y="{mid + 10:.1f}">{runs}</text></g>')
     return "".join(parts)
 
 
-def _hatch() -> str:
-    return ('<defs><pattern id="gl-dt-hatch" width="6" height="6" patternUnits="userSpaceOnUse" '
+def _hatch(hatch) -> str:
+    return (f'<defs><pattern id="{hatch}" width="6" height="6" patternUnits="userSpaceOnUse" '
             f'patternTransform="rotate(45)"><rect width="6" height="6" fill="#fef3c7"/>'
             f'<line x1="0" y1="0" x2="0" y2="6" stroke="{COMPILE_INK}" stroke-width="2"/></pattern></defs>')
 
