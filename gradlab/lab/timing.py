@@ -112,11 +112,15 @@ class DeviceTimes(list):
 
     HEAD = ("device", "median", "spread (IQR)", "× numpy", "compile", "")
 
+    def notes(self) -> list:
+        """What is worth knowing about a device beyond its figures (MLX on the CPU, CUDA simulated)."""
+        return [f"{row.label}: {row.note}" for row in self if row.note]
+
     def __str__(self):
         cells = [list(self.HEAD)] + self.columns()
         widths = [max(len(line[i]) for line in cells) for i in range(len(self.HEAD) - 1)]
         lines = ["  ".join(c.ljust(w) for c, w in zip(line[:-1], widths)) + "  " + line[-1] for line in cells]
-        return "\n".join([self.measured, *lines])
+        return "\n".join([self.measured, *lines, *self.notes()])
 
     def __repr__(self):
         return str(self)
@@ -124,8 +128,9 @@ class DeviceTimes(list):
     def _repr_html_(self):
         head = "".join(f"<th>{escape(h)}</th>" for h in self.HEAD)
         body = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in line) + "</tr>" for line in self.columns())
+        notes = "".join(f"<p>{escape(note)}</p>" for note in self.notes())
         return (f"<div class='gl-device-table'><p>{escape(self.measured)}</p>"
-                f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>")
+                f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{notes}</div>")
 
 
 def compare_devices(fn, *args, devices=None, repeats: int = 25, warmup: int = 2, budget_s: float | None = 2.0,
@@ -141,7 +146,7 @@ def compare_devices(fn, *args, devices=None, repeats: int = 25, warmup: int = 2,
     """
     if not callable(fn):
         raise TypeError(f"compare_devices: the first argument must be the function to time, got "
-                        f"{type(fn).__name__} {fn!r}; pass the function itself: compare_devices(step, model, x)")
+                        f"{describe(fn)}; pass the function itself: compare_devices(step, model, x)")
     _check_count("repeats", repeats, 1)
     _check_count("warmup", warmup, 0)
     if budget_s is not None and not (isinstance(budget_s, (int, float)) and budget_s > 0):

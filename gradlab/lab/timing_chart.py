@@ -56,13 +56,14 @@ def to_svg(table: DeviceTimes, pending: frozenset = frozenset(), run: int = 0) -
     grid = "".join(f'<line class="gl-dt-grid" x1="{x_of(t):.1f}" x2="{x_of(t):.1f}" y1="{head_y - 8}" y2="{axis_y}"/>'
                    f'<text class="gl-dt-axis" x="{x_of(t):.1f}" y="{axis_y + 12}" text-anchor="middle">{_ms(t)}</text>'
                    for t in _ticks(low, high)) if timed else ""
-    height = axis_y + 22 + LINE_H * len(NOTES) + 6
+    notes = [*NOTES, *table.notes()]
+    height = axis_y + 22 + LINE_H * len(notes) + 6
     head = "".join(f'<tspan x="8" dy="{0 if i == 0 else LINE_H}">{escape(line)}</tspan>'
                    for i, line in enumerate(measured))
     columns = (f'<text class="gl-dt-axis" x="{LABEL_W}" y="{head_y - 14}">median per call</text>'
                f'<text class="gl-dt-axis" x="{LABEL_W + BARS_W + 10}" y="{head_y - 14}">first call − median</text>')
     foot = "".join(f'<text class="gl-dt-note" x="8" y="{axis_y + 30 + LINE_H * i}">{escape(note)}</text>'
-                   for i, note in enumerate(NOTES))
+                   for i, note in enumerate(notes))
     return (f'<svg xmlns="http://www.w3.org/2000/svg" class="gl-dt" width="{WIDTH}" height="{height:.0f}" '
             f'viewBox="0 0 {WIDTH} {height:.0f}" data-rows="{len(table)}" data-run="{run}">'
             f'<style>{STYLE}</style>{_hatch(hatch)}<text class="gl-dt-measured" x="8" y="16">{head}</text>'
