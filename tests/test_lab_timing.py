@@ -381,7 +381,7 @@ def test_run_again_from_the_front_end_redraws_as_each_device_finishes(lazy_devic
 
 
 def test_one_device_is_timed_after_the_other(lazy_device):
-    """Not interleaved: a device's lingering worker threads would slow the next device's calls."""
+    """Not interleaved: each device's row is final when it is drawn, its calls unmixed with another's."""
     order = []
     gl.lab.compare_devices(lambda x: order.append(x.device.type), gl.ones(2), devices=["cpu", lazy_device],
                            repeats=3, warmup=1, budget_s=None)

@@ -329,8 +329,9 @@ def _time_rows(table, fn, args, repeats, warmup, budget_s, on_update) -> None:
     """Each device in turn: the first call timed apart, warm-up, then its repeats; the table is
     summarised and shown after each device.
 
-    One device after the other, not interleaved: a device's worker threads (MLX's, OpenBLAS's) keep
-    spinning a while after a call, and on a small machine the next device's call pays for them.
+    One device after the other: a row is final once drawn, and one device's thread pools and caches
+    (MLX's, OpenBLAS's, numba's) are not mixed into another's calls. The price: a machine that gets
+    busy part-way through slows some devices and not others; the spread shows it, and a rerun helps.
     """
     for row in table:
         if not row.available:
