@@ -114,7 +114,7 @@ class DeviceTimes(list):
 
     def notes(self) -> list:
         """What is worth knowing about a device beyond its figures (MLX on the CPU, CUDA simulated)."""
-        return [f"{row.label}: {row.note}" for row in self if row.note]
+        return [f"{row.label}: {row.note}" for row in self if row.note and row.available]
 
     def __str__(self):
         cells = [list(self.HEAD)] + self.columns()
