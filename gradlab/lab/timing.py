@@ -1,0 +1,431 @@
+"""Time one function on every device: the same work, copied to each device, warmed up and synchronised.
+
+``compare_devices(fn, *args)`` copies the Modules and Tensors among ``args`` to each device, calls
+``fn`` once on its own (numba compiles or loads its kernels there), warms up, then times ``repeats``
+calls. Lazy and asynchronous devices (MLX records work and runs it later, CUDA queues kernels) are made
+to finish everything the call produced or changed before the clock stops, or the clock would stop early.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import math
+import statistics
+import time
+from html import escape
+
+from ..backends.device import Device, DeviceInfo, _load_backend, devices as known_devices, resolve_device
+from ..nn.modules.module import Module
+from ..tensor import Tensor
+
+_clock = time.perf_counter  # one name, so a test can watch when the clock is read
+
+LABELS = {"cpu": "cpu (numpy)"}  # how a device type reads in a table; the others read as their own name
+
+SIMULATED = ("numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1): a Python thread per GPU thread, so its times "
+             "mean nothing; not timed unless asked for by name (devices=[..., 'cuda'])")
+
+MIXED_DEVICES_HINT = ("pass every model and tensor the function uses as an argument of compare_devices, so "
+                      "that each device gets its own copy; objects the function reaches by name stay where they are")
+
+
+@dataclasses.dataclass
+class DeviceRow:
+    """One device's result: available or the reason not, and when timed its median and spread.
+
+    ``spread_s`` is the interquartile range of ``times`` (the middle half of the repeats lies within
+    it); ``compile_s`` is the first call minus the median (numba compiles or loads its kernels there).
+    """
+
+    device: str
+    available: bool
+    reason: str = ""
+    median_s: float | None = None
+    spread_s: float | None = None
+    speedup: float | None = None
+    compile_s: float | None = None
+    error: str = ""
+    first_s: float | None = None
+    repeats: int = 0  # how many timed repeats ran
+    asked: int = 0  # how many were asked for (fewer ran when the time budget ran out)
+    times: list = dataclasses.field(default_factory=list)
+    note: str = ""
+
+    @property
+    def label(self) -> str:
+        kind = self.device.split(":")[0]
+        return LABELS.get(kind, kind) + self.device[len(kind):]
+
+    @property
+    def timed(self) -> bool:
+        return self.median_s is not None
+
+    @property
+    def quartiles(self) -> tuple:
+        """(first, third) quartile of the repeats: the ends of the spread whisker."""
+        if len(self.times) < 2:
+            return (self.median_s, self.median_s)
+        q1, _, q3 = statistics.quantiles(self.times, n=4, method="inclusive")
+        return (q1, q3)
+
+    @property
+    def status(self) -> str:
+        """What this row says when it holds no time: the reason, the error, or how many repeats ran."""
+        if not self.available:
+            return self.reason
+        if self.error:
+            return self.error
+        if not self.timed:
+            return "waiting to be timed"
+        if self.repeats < self.asked:
+            return f"{self.repeats} of {self.asked} repeats (the time budget ran out)"
+        return f"{self.repeats} repeats"
+
+    def to_dict(self) -> dict:
+        return {**dataclasses.asdict(self), "label": self.label, "status": self.status,
+                "quartiles": list(self.quartiles)}
+
+
+class DeviceTimes(list):
+    """compare_devices' table: a list of DeviceRow, one per device, with what was measured.
+
+    ``table["mlx"]`` finds a row by device; ``print(table)`` and a notebook show it as a table.
+    """
+
+    def __init__(self, rows=(), measured: str = ""):
+        super().__init__(rows)
+        self.measured = measured
+
+    def __getitem__(self, key):
+        if isinstance(key, str):
+            for row in self:
+                if row.device == key or row.device.split(":")[0] == key:
+                    return row
+            raise KeyError(f"no row for device {key!r}; the rows are {', '.join(r.device for r in self)}")
+        return super().__getitem__(key)
+
+    def columns(self) -> list:
+        """Each row as the cells a table shows: device, median, spread, × numpy, compile, status."""
+        return [[row.label, _ms(row.median_s), _ms(row.spread_s), _ratio(row.speedup), _ms(row.compile_s),
+                 row.status] for row in self]
+
+    HEAD = ("device", "median", "spread (IQR)", "× numpy", "compile", "")
+
+    def notes(self) -> list:
+        """What is worth knowing about a device beyond its figures (MLX on the CPU, CUDA simulated)."""
+        return [f"{row.label}: {row.note}" for row in self if row.note and row.available]
+
+    def __str__(self):
+        cells = [list(self.HEAD)] + self.columns()
+        widths = [max(len(line[i]) for line in cells) for i in range(len(self.HEAD) - 1)]
+        lines = ["  ".join(c.ljust(w) for c, w in zip(line[:-1], widths)) + "  " + line[-1] for line in cells]
+        return "\n".join([self.measured, *lines, *self.notes()])
+
+    def __repr__(self):
+        return str(self)
+
+    def _repr_html_(self):
+        head = "".join(f"<th>{escape(h)}</th>" for h in self.HEAD)
+        body = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in line) + "</tr>" for line in self.columns())
+        notes = "".join(f"<p>{escape(note)}</p>" for note in self.notes())
+        return (f"<div class='gl-device-table'><p>{escape(self.measured)}</p>"
+                f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{notes}</div>")
+
+
+def compare_devices(fn, *args, devices=None, repeats: int = 25, warmup: int = 2, budget_s: float | None = 2.0,
+                    on_update=None) -> DeviceTimes:
+    """Time ``fn(*args)`` on each device: a table of rows (device, available, reason, median_s,
+    spread_s, speedup over numpy, compile_s, error, repeats run and every time).
+
+    ``devices`` defaults to every device type gradlab knows; one that cannot load gets a row with the
+    reason. Modules and Tensors among ``args`` (also inside lists, tuples and dicts) are copied to
+    each device; the caller's own are never moved. ``budget_s`` bounds the warm-up and repeats of one
+    device (the first call always runs). ``on_update(table)`` is called with the rows before timing
+    starts and again as each device finishes.
+    """
+    if not callable(fn):
+        raise TypeError(f"compare_devices: the first argument must be the function to time, got "
+                        f"{describe(fn)}; pass the function itself: compare_devices(step, model, x)")
+    _check_count("repeats", repeats, 1)
+    _check_count("warmup", warmup, 0)
+    if budget_s is not None and not (isinstance(budget_s, (int, float)) and budget_s > 0):
+        raise ValueError(f"compare_devices: budget_s must be a positive number of seconds (or None for no "
+                         f"budget), got {budget_s!r}")
+    table = DeviceTimes(_rows_for(devices), describe_call(fn, args, repeats))
+    if on_update is not None:
+        on_update(table)
+    _time_rows(table, fn, args, repeats, warmup, budget_s, on_update)
+    return table
+
+
+def _check_count(name, value, least):
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise ValueError(f"compare_devices: {name} must be an integer >= {least}, got {value!r}")
+
+
+# --- which devices, and why some cannot be timed ----------------------------------------------------
+
+def _rows_for(devices) -> list:
+    """A row for each device asked for (every known type when None), unavailable ones with their reason.
+
+    Every device string is checked before any work: an unknown one is an error, not a row.
+    """
+    by_name = devices is not None
+    if devices is None:
+        info = {found.type: found for found in known_devices()}
+        wanted = [Device(type_) for type_ in info]
+    else:
+        listed = [devices] if isinstance(devices, (str, Device)) else list(devices)
+        wanted = []
+        for spec in listed:
+            try:
+                wanted.append(resolve_device(spec))
+            except (RuntimeError, TypeError) as error:
+                raise ValueError(f"compare_devices: devices={devices!r}: {error}") from None
+        if not wanted:
+            raise ValueError("compare_devices: devices=[] names no device; leave it out to time every device")
+        info = {device.type: _device_info(device.type) for device in wanted}
+    rows, seen = [], set()
+    for device in wanted:
+        if device in seen:
+            continue
+        seen.add(device)
+        found = info[device.type]
+        row = DeviceRow(str(device), found.available, found.reason)
+        if found.available and device.type == "cuda" and _simulated():
+            row.note = SIMULATED
+            if not by_name:
+                row.available, row.reason = False, SIMULATED
+        if found.available and device.type == "mlx":
+            row.note = _mlx_note()
+        rows.append(row)
+    return rows
+
+
+def _device_info(type_: str) -> DeviceInfo:
+    """One device type as ``gradlab.devices()`` reports it, trying only that one (no other backend loads)."""
+    try:
+        _load_backend(type_)
+    except RuntimeError as error:
+        return DeviceInfo(type_, False, str(error))
+    return DeviceInfo(type_, True)
+
+
+def _simulated() -> bool:
+    from .. import cuda
+
+    return cuda.is_simulated()
+
+
+def _mlx_note() -> str:
+    import mlx.core as mx
+
+    if mx.default_device() == mx.cpu:
+        return "MLX runs on the CPU here (mlx[cpu] on Linux); on Apple silicon it uses the GPU"
+    return ""
+
+
+# --- copying the arguments to a device ---------------------------------------------------------------
+
+def copy_to_device(value, device, memo=None):
+    """``value`` with every Module and Tensor in it (also inside lists, tuples and dicts) copied to
+    ``device``; anything else is passed as it is. A tensor keeps requires_grad (and its .grad); an
+    object that appears twice is copied once, so a model and one of its parameters stay linked."""
+    memo = {} if memo is None else memo
+    if id(value) in memo:
+        return memo[id(value)]
+    if isinstance(value, Module):
+        moved = copy.deepcopy(value, memo).to(device)
+    elif isinstance(value, Tensor):
+        moved = copy.deepcopy(value if value.is_leaf else value.detach(), memo)
+        moved.data = moved.detach().to(device)  # in place, so every reference the memo handed out follows
+        if moved.grad is not None:
+            moved.grad = moved.grad.to(device)
+    elif isinstance(value, (list, tuple)):
+        items = [copy_to_device(item, device, memo) for item in value]
+        moved = type(value)(*items) if hasattr(value, "_fields") else type(value)(items)
+    elif isinstance(value, dict):
+        moved = type(value)((key, copy_to_device(item, device, memo)) for key, item in value.items())
+    else:
+        return value
+    memo[id(value)] = moved
+    return moved
+
+
+def tensors_in(value, found=None) -> list:
+    """Every Tensor inside ``value`` (lists, tuples, dicts, a Module's parameters and buffers), once each."""
+    found = {} if found is None else found
+    if isinstance(value, Tensor):
+        found.setdefault(id(value), value)
+    elif isinstance(value, Module):
+        for tensor in (*value.parameters(), *value.buffers()):
+            found.setdefault(id(tensor), tensor)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            tensors_in(item, found)
+    elif isinstance(value, dict):
+        for item in value.values():
+            tensors_in(item, found)
+    return list(found.values())
+
+
+def settle(backend, result, changed) -> None:
+    """Make the device finish the work: compute the result's tensors and the arguments' tensors and
+    gradients (a training step changes them in place), then wait for the queue to drain.
+
+    On MLX nothing runs until evaluated; on CUDA kernels are queued. On numpy both calls do nothing.
+    """
+    arrays = []
+    for tensor in (*tensors_in(result), *changed):
+        arrays.append(tensor.array)
+        if tensor.grad is not None:
+            arrays.append(tensor.grad.array)
+    backend.materialize(arrays)
+    backend.synchronize()
+
+
+# --- timing: one device after the other -------------------------------------------------------------
+
+class _DeviceClock:
+    """One device's copies of the arguments, and its calls timed with the device made to finish.
+
+    A failure anywhere (copying the arguments, the function itself) becomes the row's error."""
+
+    def __init__(self, row: DeviceRow, fn, args, budget_s):
+        self.row, self.fn, self.budget_s, self.spent = row, fn, budget_s, 0.0
+        device = resolve_device(row.device)
+        self.moved = copy_to_device(list(args), device)
+        self.backend = device.backend
+        self.changed = tensors_in(self.moved)
+
+    def call(self) -> float:
+        start = _clock()
+        settle(self.backend, self.fn(*self.moved), self.changed)
+        return _clock() - start
+
+    def within_budget(self) -> bool:
+        return self.budget_s is None or self.spent <= self.budget_s
+
+    def warm_up(self, count) -> None:
+        """Calls that are not kept: caches, allocators and lazy imports settle (half the budget at most)."""
+        for _ in range(count):
+            if self.budget_s is not None and self.spent > self.budget_s / 2:
+                break
+            self.spent += self.call()
+
+    def take(self, count) -> None:
+        """Up to ``count`` more timed calls, while the budget lasts."""
+        row = self.row
+        for _ in range(count):
+            if len(row.times) >= row.asked or (row.times and not self.within_budget()):
+                break
+            elapsed = self.call()
+            self.spent += elapsed
+            row.times.append(elapsed)
+
+
+def _time_rows(table, fn, args, repeats, warmup, budget_s, on_update) -> None:
+    """Each device in turn: the first call timed apart, warm-up, then its repeats; the table is
+    summarised and shown after each device.
+
+    One device after the other: a row is final once drawn, and one device's thread pools and caches
+    (MLX's, OpenBLAS's, numba's) are not mixed into another's calls. The price: a machine that gets
+    busy part-way through slows some devices and not others; the spread shows it, and a rerun helps.
+    """
+    for row in table:
+        if not row.available:
+            continue
+        clock = _start(row, fn, args, repeats, warmup, budget_s)
+        if clock is not None:
+            try:
+                clock.take(repeats)
+            except Exception as error:  # this device's row carries it; the other devices still run
+                _record_error(row, error)
+                row.times = []
+        _summarize(table)
+        if on_update is not None:
+            on_update(table)
+
+
+def _start(row, fn, args, repeats, warmup, budget_s):
+    """Copy the arguments to the row's device, time the first call apart, warm up: the device's
+    clock, or None when any of it failed (the row then carries the error)."""
+    row.asked = repeats
+    try:
+        clock = _DeviceClock(row, fn, args, budget_s)
+        row.first_s = clock.call()
+        clock.warm_up(warmup)
+        return clock
+    except Exception as error:  # this device's row carries it; the other devices still run
+        _record_error(row, error)
+        return None
+
+
+def _record_error(row, error) -> None:
+    message = str(error).strip().split("\n")[0]
+    if "same device" in message:
+        message += f" — {MIXED_DEVICES_HINT}"
+    row.error = f"{type(error).__name__}: {message}"
+
+
+def _summarize(table) -> None:
+    """Median, spread (interquartile range) and compile time of each row's times; then the speedups."""
+    for row in table:
+        if not row.times:
+            row.repeats, row.median_s = 0, None
+            continue
+        row.repeats = len(row.times)
+        row.median_s = statistics.median(row.times)
+        q1, q3 = row.quartiles
+        row.spread_s = q3 - q1 if len(row.times) >= 2 else None
+        row.compile_s = max(row.first_s - row.median_s, 0.0)
+    _add_speedups(table)
+
+
+def _add_speedups(table: DeviceTimes) -> None:
+    """× numpy = the numpy (cpu) median / this device's median, when the cpu row was timed."""
+    reference = next((r for r in table if r.device == "cpu" and r.timed), None)
+    for row in table:
+        row.speedup = reference.median_s / row.median_s if reference and row.timed and row.median_s > 0 else None
+
+
+# --- saying what was measured ----------------------------------------------------------------------
+
+def describe_call(fn, args, repeats) -> str:
+    """'step(Sequential (4,738 parameters), Tensor 64×2 float32, Tensor 64 int64): median of 25 repeats'."""
+    name = getattr(fn, "__qualname__", None) or type(fn).__name__
+    return f"{name}({', '.join(describe(a) for a in args)}): median of up to {repeats} repeats, after warm-up"
+
+
+def describe(value) -> str:
+    """A short description of one argument: a tensor's shape and dtype, a model's size."""
+    if isinstance(value, Tensor):
+        shape = "×".join(str(n) for n in value.shape) or "scalar"
+        return f"Tensor {shape} {value.dtype.name}"
+    if isinstance(value, Module):
+        count = sum(p.numel() for p in value.parameters())
+        return f"{type(value).__name__} ({count:,} parameters)"
+    if isinstance(value, (list, tuple)):
+        inner = ", ".join(describe(v) for v in value[:4]) + (", …" if len(value) > 4 else "")
+        return f"[{inner}]" if isinstance(value, list) else f"({inner})"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {describe(v)}" for k, v in list(value.items())[:4]) + "}"
+    text = repr(value)
+    return text if len(text) <= 24 else type(value).__name__
+
+
+def _ms(seconds) -> str:
+    if seconds is None:
+        return "—"
+    if seconds >= 1:
+        return f"{seconds:.2f} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.3g} ms"
+    return f"{seconds * 1e6:.3g} µs"
+
+
+def _ratio(value) -> str:
+    if value is None or not math.isfinite(value):
+        return "—"
+    return f"{value:.2f}×"

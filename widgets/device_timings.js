@@ -1,0 +1,41 @@
+// DeviceTimings: the chart Python drew (gradlab/lab/timing_chart.py), a "run again" button and the run's status.
+
+import { coalesce, h } from "./dom.js";
+
+function render({ model, el }) {
+  const root = h("div", { class: "gradlab-widget gradlab-device-timings" });
+  el.append(root);
+  const button = h("button", { class: "gl-dt-run", title: "time every device again, in the kernel",
+    onclick: () => { model.set("running", true); model.save_changes(); model.send({ type: "run" }); } }, "run again");
+  const status = h("span", { class: "gl-status" });
+  const notice = h("div", { class: "gl-notice" });
+  const chart = h("div", { class: "gl-dt-chart" });
+  root.append(h("div", { class: "gl-toolbar" }, button, status), chart, notice);
+
+  function draw() {
+    chart.innerHTML = model.get("svg"); // SVG made by gradlab/lab/timing_chart.py, every label escaped there
+    const svg = chart.querySelector("svg");
+    if (svg) {
+      svg.removeAttribute("height");
+      svg.setAttribute("width", "100%");
+      svg.style.maxWidth = svg.getAttribute("viewBox").split(" ")[2] + "px";
+    }
+  }
+
+  function showStatus() {
+    const running = model.get("running");
+    const rows = model.get("rows") || [];
+    const timed = rows.filter((r) => r.median_s !== null).length;
+    button.disabled = running;
+    status.textContent = running ? `timing… ${timed} of ${rows.filter((r) => r.available).length} devices done`
+      : `${timed} device${timed === 1 ? "" : "s"} timed · run ${model.get("runs")}`;
+    notice.textContent = model.get("notice") || "";
+  }
+
+  const update = coalesce(() => { draw(); showStatus(); });
+  for (const key of ["svg", "rows", "running", "runs", "notice"]) model.on("change:" + key, update);
+  draw();
+  showStatus();
+}
+
+export default { render };
