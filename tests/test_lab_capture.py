@@ -207,6 +207,23 @@ def test_a_layer_s_op_points_at_the_user_s_line_not_at_gradlab_code():
     assert linear.source == f"test_lab_capture.py, line {line}", linear.source
 
 
+def test_the_frameworks_that_run_a_widget_s_callbacks_are_not_the_user_s_code():
+    """A forward started by a click (GradientFlow.open from a comm callback) has no line of the user's:
+    ipywidgets' or ipykernel's line must not be shown as if it were."""
+    import importlib
+    import os
+
+    import traitlets
+
+    recording_module = importlib.import_module("gradlab.lab.record")  # (gl.lab.record is the context manager)
+
+    with gl.lab.record():
+        pass
+    assert os.path.dirname(traitlets.__file__) + os.sep in recording_module._not_users
+    assert recording_module.PACKAGE_DIR in recording_module._not_users
+    assert not any(folder == os.sep or __file__.startswith(folder) for folder in recording_module._not_users)
+
+
 def test_a_recording_cannot_be_drawn_while_it_runs():
     w = gl.randn(3, requires_grad=True)
     with gl.lab.record() as rec:

@@ -215,6 +215,7 @@ class record:
             module_hooks.register_module_forward_hook(rec._on_exit),
         ]
         rec.active = True
+        _note_frameworks()
         rec._restart_clock()
         return rec
 
@@ -254,6 +255,19 @@ def _descendant_name(parent, child) -> str | None:
 
 
 _code_is_ours: dict = {}
+# Code that runs the user's code but is not theirs: a forward started by a click in a widget (the
+# comm's callback) has only these below gradlab, and then no line of the user's is shown.
+_FRAMEWORKS = ("ipywidgets", "ipykernel", "comm", "traitlets", "anywidget", "tornado", "asyncio")
+_not_users = (PACKAGE_DIR,)
+
+
+def _note_frameworks() -> None:
+    """Add the folders of the frameworks imported so far to what is not the user's code (their code
+    objects can exist only once they are imported, so the cache in _code_is_ours stays right)."""
+    global _not_users
+    folders = {os.path.dirname(getattr(sys.modules[name], "__file__", None) or "") + os.sep
+               for name in _FRAMEWORKS if name in sys.modules}
+    _not_users = tuple(sorted({PACKAGE_DIR, *folders} - {os.sep}))
 _APPLY_CODE = Function.apply.__func__.__code__
 
 
@@ -273,7 +287,7 @@ def _where(nested_possible: bool):
         if where is None:
             ours = _code_is_ours.get(code)
             if ours is None:
-                ours = _code_is_ours[code] = code.co_filename.startswith(PACKAGE_DIR)
+                ours = _code_is_ours[code] = code.co_filename.startswith(_not_users)
             if not ours:
                 where = (code.co_filename, frame.f_lineno)
                 if not nested_possible:
