@@ -212,6 +212,7 @@ def test_the_frameworks_that_run_a_widget_s_callbacks_are_not_the_user_s_code():
     ipywidgets' or ipykernel's line must not be shown as if it were."""
     import importlib
     import os
+    import threading
 
     import traitlets
 
@@ -220,6 +221,7 @@ def test_the_frameworks_that_run_a_widget_s_callbacks_are_not_the_user_s_code():
     with gl.lab.record():
         pass
     assert os.path.dirname(traitlets.__file__) + os.sep in recording_module._not_users
+    assert threading.__file__ in recording_module._not_users  # the file itself: not the whole standard library
     assert recording_module.PACKAGE_DIR in recording_module._not_users
     assert not any(folder == os.sep or __file__.startswith(folder) for folder in recording_module._not_users)
 

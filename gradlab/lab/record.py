@@ -256,18 +256,24 @@ def _descendant_name(parent, child) -> str | None:
 
 _code_is_ours: dict = {}
 # Code that runs the user's code but is not theirs: a forward started by a click in a widget (the
-# comm's callback) has only these below gradlab, and then no line of the user's is shown.
-_FRAMEWORKS = ("ipywidgets", "ipykernel", "comm", "traitlets", "anywidget", "tornado", "asyncio")
+# comm's callback, on the kernel's thread) has only these below gradlab, and then no line is shown.
+_FRAMEWORKS = ("ipywidgets", "ipykernel", "comm", "traitlets", "anywidget", "tornado", "asyncio", "threading",
+               "concurrent")
 _not_users = (PACKAGE_DIR,)
 
 
 def _note_frameworks() -> None:
-    """Add the folders of the frameworks imported so far to what is not the user's code (their code
-    objects can exist only once they are imported, so the cache in _code_is_ours stays right)."""
+    """Add the frameworks imported so far to what is not the user's code: a package's folder, a
+    single-file module's file (their code objects exist only once imported: _code_is_ours stays right)."""
     global _not_users
-    folders = {os.path.dirname(getattr(sys.modules[name], "__file__", None) or "") + os.sep
-               for name in _FRAMEWORKS if name in sys.modules}
-    _not_users = tuple(sorted({PACKAGE_DIR, *folders} - {os.sep}))
+    places = {PACKAGE_DIR}
+    for name in _FRAMEWORKS:
+        file = getattr(sys.modules.get(name), "__file__", None)
+        if file:
+            places.add(os.path.dirname(file) + os.sep if os.path.basename(file) == "__init__.py" else file)
+    _not_users = tuple(sorted(places))
+
+
 _APPLY_CODE = Function.apply.__func__.__code__
 
 
