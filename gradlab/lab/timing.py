@@ -394,7 +394,7 @@ def _add_speedups(table: DeviceTimes) -> None:
 
 def describe_call(fn, args, repeats) -> str:
     """'step(Sequential (4,738 parameters), Tensor 64×2 float32, Tensor 64 int64): median of 25 repeats'."""
-    name = getattr(fn, "__qualname__", None) or type(fn).__name__
+    name = (getattr(fn, "__qualname__", None) or type(fn).__name__).split("<locals>.")[-1]  # as the code names it
     return f"{name}({', '.join(describe(a) for a in args)}): median of up to {repeats} repeats, after warm-up"
 
 
