@@ -1,0 +1,392 @@
+"""gl.compile.make_step: a compiled training step computes what the eager step does.
+
+Two identical float64 models, one trained eagerly (``opt.zero_grad(); loss_fn(model(x), y).backward();
+opt.step()``), one through ``make_step``: after every step the loss, every ``.grad`` and every parameter
+agree to 1e-10. Then the cache, the fallback to eager (with one warning that says why), segments, and
+``gl.compile`` for forward only.
+"""
+
+from __future__ import annotations
+
+import copy
+import warnings
+
+import numpy as np
+import pytest
+from helpers import randn
+
+import gradlab as gl
+
+nn = gl.nn
+F = nn.functional
+TOL = dict(rtol=1e-10, atol=1e-10)
+
+
+def tensor(*shape, seed=0):
+    return gl.tensor(randn(*shape, seed=seed))
+
+
+def labels(n, classes, seed=0):
+    return gl.tensor(np.random.default_rng(seed).integers(0, classes, n))
+
+
+# --- the models: tiny, float64 -------------------------------------------------------------------------
+
+
+class LastStep(nn.Module):
+    """An LSTM over the sequence, then a Linear on its last step."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(3, 5, batch_first=True)
+        self.fc = nn.Linear(5, 2)
+
+    def forward(self, x):
+        out, _ = self.lstm(x)
+        return self.fc(out[:, -1])
+
+
+def mlp():
+    return nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 16), nn.ReLU(), nn.Linear(16, 4))
+
+
+def cnn():
+    return nn.Sequential(nn.Conv2d(1, 3, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                         nn.Linear(3 * 4 * 4, 4))
+
+
+def transformer():
+    return nn.TransformerEncoderLayer(16, 2, dim_feedforward=32, dropout=0.0, batch_first=True, norm_first=True)
+
+
+# name: (builder, batch maker(seed) -> (x, y), loss_fn)
+MODELS = {
+    "mlp": (mlp, lambda s: (tensor(8, 6, seed=s), labels(8, 4, seed=s)), F.cross_entropy),
+    "cnn": (cnn, lambda s: (tensor(4, 1, 8, 8, seed=s), labels(4, 4, seed=s)), F.cross_entropy),
+    "lstm": (LastStep, lambda s: (tensor(3, 4, 3, seed=s), tensor(3, 2, seed=100 + s)), F.mse_loss),
+    "transformer": (transformer, lambda s: (tensor(2, 3, 16, seed=s), tensor(2, 3, 16, seed=100 + s)), F.mse_loss),
+}
+
+OPTIMIZERS = {
+    "sgd": lambda params: gl.optim.SGD(params, lr=0.05),
+    "sgd-momentum": lambda params: gl.optim.SGD(params, lr=0.05, momentum=0.9, weight_decay=1e-3),
+    "adamw": lambda params: gl.optim.AdamW(params, lr=0.01, weight_decay=0.01),
+}
+
+
+def build(name):
+    gl.manual_seed(0)
+    make, batch, loss_fn = MODELS[name]
+    return make().double(), batch, loss_fn
+
+
+def values(t):
+    return t.detach().numpy()
+
+
+def assert_same_grads(compiled, eager):
+    for (name, p), q in zip(compiled.named_parameters(), eager.parameters()):
+        assert (p.grad is None) == (q.grad is None), name
+        if q.grad is not None:
+            np.testing.assert_allclose(values(p.grad), values(q.grad), **TOL, err_msg=f".grad of {name}")
+
+
+def assert_same_parameters(compiled, eager):
+    for (name, p), q in zip(compiled.named_parameters(), eager.parameters()):
+        np.testing.assert_allclose(values(p), values(q), **TOL, err_msg=name)
+
+
+# --- training: compiled equals eager, step by step ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("optimizer", list(OPTIMIZERS))
+@pytest.mark.parametrize("model_name", list(MODELS))
+def test_twenty_compiled_steps_follow_the_eager_trajectory(model_name, optimizer):
+    eager, batch, loss_fn = build(model_name)
+    compiled = copy.deepcopy(eager)
+    opt = OPTIMIZERS[optimizer](eager.parameters())
+    opt2 = OPTIMIZERS[optimizer](compiled.parameters())
+    step = gl.compile.make_step(compiled, loss_fn, optimizer=opt2)
+    for i in range(20):
+        x, y = batch(i)  # a fresh batch each step, of the same shape: one trace serves all 20
+        opt.zero_grad()
+        loss = loss_fn(eager(x), y)
+        loss.backward()
+        opt.step()
+        got = step(x, y)
+        assert got.grad_fn is None
+        np.testing.assert_allclose(values(got), values(loss), **TOL, err_msg=f"loss at step {i}")
+        assert_same_grads(compiled, eager)
+        assert_same_parameters(compiled, eager)
+    assert step.traces == 1
+    assert step.fallback is None
+
+
+def test_without_an_optimizer_the_step_fills_grad_as_backward_would_and_accumulates():
+    eager, batch, loss_fn = build("mlp")
+    compiled = copy.deepcopy(eager)
+    step = gl.compile.make_step(compiled, loss_fn)
+    (x, y), (x2, y2) = batch(0), batch(1)
+    loss = loss_fn(eager(x), y)
+    loss.backward()
+    got = step(x, y)
+    np.testing.assert_allclose(values(got), values(loss), **TOL)
+    assert_same_grads(compiled, eager)
+    assert_same_parameters(compiled, eager)  # no optimizer: nothing moved
+    # a second call adds to .grad, as a second backward does
+    loss_fn(eager(x2), y2).backward()
+    step(x2, y2)
+    assert_same_grads(compiled, eager)
+    # and after zero_grad it starts again from nothing
+    eager.zero_grad()
+    compiled.zero_grad()
+    loss_fn(eager(x2), y2).backward()
+    step(x2, y2)
+    assert_same_grads(compiled, eager)
+
+
+def test_the_loss_may_be_any_function_of_the_output():
+    eager, batch, _ = build("transformer")
+    compiled = copy.deepcopy(eager)
+    x, _ = batch(0)
+    weight = tensor(*x.shape, seed=5)
+
+    def loss_fn(out, y):
+        return (out * y).sum()
+
+    step = gl.compile.make_step(compiled, loss_fn)
+    loss_fn(eager(x), weight).backward()
+    step(x, weight)
+    assert_same_grads(compiled, eager)
+
+
+# --- the cache: one trace per input signature ------------------------------------------------------------
+
+
+def test_a_second_call_hits_the_cache_and_a_new_batch_size_traces_again():
+    model, _, loss_fn = build("mlp")
+    step = gl.compile.make_step(model, loss_fn, optimizer=gl.optim.SGD(model.parameters(), lr=0.01))
+    step(tensor(8, 6), labels(8, 4))
+    assert step.traces == 1
+    step(tensor(8, 6, seed=1), labels(8, 4, seed=1))
+    assert step.traces == 1 and len(step.cache) == 1
+    step(tensor(5, 6, seed=2), labels(5, 4, seed=2))
+    assert step.traces == 2 and len(step.cache) == 2
+    step(tensor(8, 6, seed=3), labels(8, 4, seed=3))  # the first signature is still there
+    step(tensor(5, 6, seed=4), labels(5, 4, seed=4))
+    assert step.traces == 2 and len(step.cache) == 2
+
+
+def test_a_new_batch_size_still_follows_eager():
+    eager, _, loss_fn = build("cnn")
+    compiled = copy.deepcopy(eager)
+    opt, opt2 = gl.optim.SGD(eager.parameters(), lr=0.05), gl.optim.SGD(compiled.parameters(), lr=0.05)
+    step = gl.compile.make_step(compiled, loss_fn, optimizer=opt2)
+    for i, n in enumerate([4, 4, 2, 4, 2]):
+        x, y = tensor(n, 1, 8, 8, seed=i), labels(n, 4, seed=i)
+        opt.zero_grad()
+        loss_fn(eager(x), y).backward()
+        opt.step()
+        step(x, y)
+        assert_same_grads(compiled, eager)
+        assert_same_parameters(compiled, eager)
+    assert step.traces == 2
+
+
+# --- what cannot be compiled runs eagerly, with one warning that says why ----------------------------------
+
+
+class ScaledByItem(nn.Module):
+    """Reads a number out of a tensor in the middle of forward: the tape cannot repeat what Python does with it."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(6, 4)
+
+    def forward(self, x):
+        scale = x.abs().max().item()
+        return self.fc(x) / scale
+
+
+class Branches(nn.Module):
+    """Data-dependent control flow: which branch runs depends on the values of x."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(6, 4)
+
+    def forward(self, x):
+        if x.sum() > 0:
+            return self.fc(x).relu()
+        return self.fc(x).tanh()
+
+
+class MaskedSelect(nn.Module):
+    """Boolean-mask indexing: the output's shape depends on the values, not on the input's shape."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(6, 4)
+
+    def forward(self, x):
+        h = self.fc(x)
+        return h[h > 0]
+
+
+def compile_warnings(caught):
+    return [w for w in caught if issubclass(w.category, gl.compile.CompileWarning)]
+
+
+def run_both(model_class, batches, loss_fn, reason):
+    """Train eagerly and through make_step; exactly one CompileWarning (matching reason), same numbers."""
+    gl.manual_seed(0)
+    eager = model_class().double()
+    compiled = copy.deepcopy(eager)
+    opt, opt2 = gl.optim.SGD(eager.parameters(), lr=0.05), gl.optim.SGD(compiled.parameters(), lr=0.05)
+    step = gl.compile.make_step(compiled, loss_fn, optimizer=opt2)
+    seen = []
+    for i, (x, y) in enumerate(batches):
+        opt.zero_grad()
+        loss = loss_fn(eager(x), y)
+        loss.backward()
+        opt.step()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")  # a warning repeated by the code (not hidden by Python's filter) shows
+            got = step(x, y)
+        seen.append(compile_warnings(caught))
+        np.testing.assert_allclose(values(got), values(loss), **TOL, err_msg=f"loss at step {i}")
+        assert_same_grads(compiled, eager)
+        assert_same_parameters(compiled, eager)
+    every = [w for ws in seen for w in ws]
+    assert len(every) == 1, [str(w.message) for w in every]
+    assert issubclass(gl.compile.CompileWarning, UserWarning)
+    message = str(every[0].message)
+    assert any(word in message for word in reason), message
+    assert step.fallback is not None and any(word in step.fallback for word in reason), step.fallback
+    return seen
+
+
+def test_item_inside_forward_falls_back_to_eager_with_one_warning():
+    batches = [(tensor(8, 6, seed=i), labels(8, 4, seed=i)) for i in range(4)]
+    seen = run_both(ScaledByItem, batches, F.cross_entropy, reason=("item",))
+    assert len(seen[0]) == 1  # said at once, on the call that found it
+    assert all(not ws for ws in seen[1:])
+
+
+def test_data_dependent_control_flow_falls_back_to_eager_with_one_warning():
+    # the sign of x.sum() changes from batch to batch, so both branches run
+    batches = [(tensor(8, 6, seed=i) * (1 if i % 2 else -1) + (0.5 if i % 2 else -0.5), labels(8, 4, seed=i))
+               for i in range(4)]
+    assert len({bool(x.sum() > 0) for x, _ in batches}) == 2
+    seen = run_both(Branches, batches, F.cross_entropy, reason=("bool", "control flow", "data-dependent"))
+    assert len(seen[0]) == 1
+    assert all(not ws for ws in seen[1:])
+
+
+def test_a_shape_that_changes_between_calls_falls_back_to_eager_with_one_warning():
+    batches = [(tensor(8, 6, seed=i), gl.tensor(1.5, dtype=gl.float64)) for i in range(4)]
+    gl.manual_seed(0)
+    probe = MaskedSelect().double()
+    with gl.no_grad():
+        sizes = [probe(x).shape[0] for x, _ in batches]
+    assert len(set(sizes)) > 1, sizes  # precondition: the mask keeps a different count each batch
+    run_both(MaskedSelect, batches, lambda out, y: (out * out).sum() * y, reason=("shape",))
+
+
+# --- segments ----------------------------------------------------------------------------------------------
+
+
+def six_layers():
+    gl.manual_seed(0)
+    return nn.Sequential(nn.Linear(6, 12), nn.ReLU(), nn.Linear(12, 12), nn.Tanh(), nn.Linear(12, 4),
+                         nn.Sigmoid()).double()
+
+
+@pytest.mark.parametrize("segments", [2, 3])
+def test_segments_give_the_same_gradients_as_one_program(segments):
+    one = six_layers()
+    split = copy.deepcopy(one)
+    eager = copy.deepcopy(one)
+    x, y = tensor(8, 6), tensor(8, 4, seed=1)
+    whole = gl.compile.make_step(one, F.mse_loss, segments=1)
+    pieces = gl.compile.make_step(split, F.mse_loss, segments=segments)
+    loss_one = whole(x, y)
+    loss_split = pieces(x, y)
+    F.mse_loss(eager(x), y).backward()
+    np.testing.assert_allclose(values(loss_split), values(loss_one), **TOL)
+    assert_same_grads(split, one)
+    assert_same_grads(split, eager)
+
+
+def test_segments_with_an_optimizer_follow_the_eager_trajectory():
+    eager = six_layers()
+    compiled = copy.deepcopy(eager)
+    opt = gl.optim.SGD(eager.parameters(), lr=0.1, momentum=0.9)
+    step = gl.compile.make_step(compiled, F.mse_loss, optimizer=gl.optim.SGD(compiled.parameters(), lr=0.1, momentum=0.9),
+                                segments=2)
+    for i in range(5):
+        x, y = tensor(8, 6, seed=i), tensor(8, 4, seed=50 + i)
+        opt.zero_grad()
+        F.mse_loss(eager(x), y).backward()
+        opt.step()
+        step(x, y)
+        assert_same_parameters(compiled, eager)
+
+
+def test_automatic_segments_choose_a_count_and_keep_the_gradients():
+    model = six_layers()
+    eager = copy.deepcopy(model)
+    step = gl.compile.make_step(model, F.mse_loss, segments="auto")
+    for i in range(4):
+        x, y = tensor(8, 6, seed=i), tensor(8, 4, seed=50 + i)
+        model.zero_grad()
+        eager.zero_grad()
+        step(x, y)
+        F.mse_loss(eager(x), y).backward()
+        assert_same_grads(model, eager)
+    assert isinstance(step.segments, int) and 1 <= step.segments <= len(model)
+
+
+def test_segments_on_a_model_that_is_not_a_sequential_is_an_error():
+    gl.manual_seed(0)
+    model = LastStep().double()
+    with pytest.raises(ValueError, match="Sequential"):
+        step = gl.compile.make_step(model, F.mse_loss, segments=2)
+        step(tensor(3, 4, 3), tensor(3, 2))
+
+
+def test_memory_reports_the_peak_of_the_planned_buffers():
+    for segments in (1, 2):
+        model = six_layers()
+        step = gl.compile.make_step(model, F.mse_loss, segments=segments)
+        step(tensor(8, 6), tensor(8, 4, seed=1))
+        peak = step.memory()["peak_bytes"]
+        assert isinstance(peak, int) and peak > 0
+
+
+# --- gl.compile: forward only --------------------------------------------------------------------------------
+
+
+def test_compile_of_a_module_runs_its_forward_without_a_graph():
+    model, batch, _ = build("cnn")
+    fast = gl.compile(model)
+    for i in range(3):
+        x, _ = batch(i)
+        out = fast(x)
+        assert out.grad_fn is None and not out.requires_grad
+        np.testing.assert_allclose(values(out), values(model(x)), **TOL)
+    assert fast.traces == 1
+    fast(tensor(2, 1, 8, 8))
+    assert fast.traces == 2
+    assert all(p.grad is None for p in model.parameters())
+
+
+def test_compile_of_a_function_reads_the_parameters_as_they_are_now():
+    model, batch, _ = build("mlp")
+    fast = gl.compile(lambda x: model(x).softmax(-1))
+    x, _ = batch(0)
+    fast(x)
+    with gl.no_grad():
+        for p in model.parameters():
+            p.mul_(0.5)
+    np.testing.assert_allclose(values(fast(x)), values(model(x).softmax(-1)), **TOL)
