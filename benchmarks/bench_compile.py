@@ -1,0 +1,238 @@
+"""The compiled step (gl.compile.make_step) against eager gradlab and eager PyTorch CPU, in one run.
+
+1. MLP 784-256-256-10 (ReLU), cross-entropy, SGD step, batch 128           target: compiled ≤ 0.85× torch
+2. CNN (2 convs, pools, linear; bench_training's), SGD step, 64×1×28×28     target: ≤ 1.1×
+3. pre-norm transformer block (bench_training's), forward + backward        target: ≤ 1.0×
+   (make_step without an optimizer, loss = out.sum())
+4. a chain of 100 adds of 16-element float32 tensors, forward + backward,
+   in µs per op (a Module whose forward is x + w + w + ..., loss (out * y).sum())  target: ≤ 1.0 µs/op
+5. peak memory of a deep MLP (16 × Linear(512, 512) + ReLU, batch 256, SGD step) with segments=1, 2, 4
+   (``step.memory()["peak_bytes"]``) against eager's peak (tracemalloc, which sees numpy's allocations)
+
+The models and weights are bench_training's (copied from the PyTorch model, so all compute the same
+numbers). Without PyTorch it still runs and reports compiled against eager gradlab.
+Run: python benchmarks/bench_compile.py
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import sys
+import time
+import tracemalloc
+import warnings
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.dirname(__file__))
+
+import gradlab as gl  # noqa: E402
+from _timing import interleaved, try_import_torch  # noqa: E402
+from bench_engine import CHAIN, SIZE  # noqa: E402
+from bench_engine import chain as eager_chain  # noqa: E402
+from bench_training import cnn, copy_weights, forward_backward, mlp, training_step, transformer  # noqa: E402
+
+
+def build_pair(build, torch):
+    """The gradlab model, with the PyTorch model's weights when torch is here (None in its place otherwise)."""
+    if torch is None:
+        gl.manual_seed(0)
+        return build(gl), None
+    torch.manual_seed(0)
+    torch_model = build(torch)
+    gradlab_model = build(gl)
+    copy_weights(torch_model, gradlab_model)
+    return gradlab_model, torch_model
+
+
+def compiled_training_step(model, x, y, lr=0.01):
+    step = gl.compile.make_step(model, gl.nn.functional.cross_entropy, optimizer=gl.optim.SGD(model.parameters(), lr=lr))
+    return step, lambda: step(x, y)
+
+
+def summed(out, y):
+    return out.sum()
+
+
+def compiled_forward_backward(model, x):
+    step = gl.compile.make_step(model, summed)
+    dummy = gl.zeros(1)
+
+    def run():
+        model.zero_grad()  # as the eager loop does: every call starts from no .grad
+        step(x, dummy)
+
+    return step, run
+
+
+class AddChain(gl.nn.Module):
+    """x + w + w + ... (CHAIN adds): bench_engine's chain as a model, so that make_step can compile it."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = gl.nn.Parameter(gl.ones(SIZE))
+
+    def forward(self, x):
+        y = x
+        for _ in range(CHAIN):
+            y = y + self.w
+        return y
+
+
+def weighted_sum(out, y):
+    return (out * y).sum()
+
+
+def timing_cases(torch, rng):
+    """Each case: title, target, {candidate: fn}, the compiled steps (to report a fallback)."""
+    cases = []
+    train = {
+        "MLP 784-256-256-10 SGD step, batch 128": (mlp, (128, 784), 10, "≤ 0.85× torch"),
+        "CNN SGD step, 64x1x28x28": (cnn, (64, 1, 28, 28), 10, "≤ 1.1× torch"),
+    }
+    for title, (build, shape, classes, target) in train.items():
+        x_np, y_np = rng.standard_normal(shape), rng.integers(0, classes, shape[0])
+        xg, yg = gl.tensor(x_np, dtype=gl.float32), gl.tensor(y_np)
+        eager_model, torch_model = build_pair(build, torch)
+        compiled_model, _ = build_pair(build, torch)
+        step, compiled = compiled_training_step(compiled_model, xg, yg)
+        candidates = {"compiled": compiled, "eager": training_step(gl, eager_model, xg, yg)}
+        if torch is not None:
+            candidates["torch"] = training_step(torch, torch_model, torch.tensor(x_np, dtype=torch.float32),
+                                                torch.tensor(y_np))
+        cases.append((title, target, candidates, [step]))
+
+    x_np = rng.standard_normal((16, 64, 128))
+    xg = gl.tensor(x_np, dtype=gl.float32)
+    eager_model, torch_model = build_pair(transformer, torch)
+    compiled_model, _ = build_pair(transformer, torch)
+    step, compiled = compiled_forward_backward(compiled_model, xg)
+    candidates = {"compiled": compiled, "eager": forward_backward(eager_model, xg)}
+    if torch is not None:
+        candidates["torch"] = forward_backward(torch_model, torch.tensor(x_np, dtype=torch.float32))
+    cases.append(("pre-norm transformer block fwd+bwd, 16x64x128", "≤ 1.0× torch", candidates, [step]))
+
+    model = AddChain()
+    x, seed = gl.ones(SIZE), gl.ones(SIZE)
+    step = gl.compile.make_step(model, weighted_sum)
+
+    def compiled_chain():
+        step(x, seed)
+        model.w.grad = None  # as bench_engine's chain does after each backward
+
+    candidates = {"compiled": compiled_chain, "eager": eager_chain(gl)}
+    if torch is not None:
+        candidates["torch"] = eager_chain(torch)
+    cases.append((f"chain of {CHAIN} adds, {SIZE}-element float32, fwd+bwd", "≤ 1.0 µs/op compiled", candidates, [step]))
+    return cases
+
+
+# --- peak memory ------------------------------------------------------------------------------------------
+
+
+def deep_mlp(depth=16, width=512):
+    gl.manual_seed(0)
+    layers = []
+    for _ in range(depth):
+        layers += [gl.nn.Linear(width, width), gl.nn.ReLU()]
+    return gl.nn.Sequential(*layers)
+
+
+def eager_peak(model, x, y) -> int:
+    """Bytes allocated at the peak of one eager SGD step, above what was held before it (tracemalloc)."""
+    opt = gl.optim.SGD(model.parameters(), lr=0.01)
+
+    def step():
+        opt.zero_grad()
+        gl.nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+
+    step()  # warm: whatever is made once (optimizer state, caches) is not the step's own
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        step()
+        return tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+
+
+def memory_rows(rng, batch=256, width=512):
+    x = gl.tensor(rng.standard_normal((batch, width)), dtype=gl.float32)
+    y = gl.tensor(rng.integers(0, width, batch))
+    rows = [("eager (tracemalloc)", eager_peak(deep_mlp(), x, y), None, None)]
+    candidates, steps = {}, {}
+    for segments in (1, 2, 4, "auto"):
+        model = deep_mlp()
+        step = gl.compile.make_step(model, gl.nn.functional.cross_entropy,
+                                    optimizer=gl.optim.SGD(model.parameters(), lr=0.01), segments=segments)
+        for _ in range(4):  # "auto" probes on the first batches
+            step(x, y)
+        steps[segments] = step
+        candidates[segments] = (lambda s: lambda: s(x, y))(step)
+    times = interleaved(candidates, rounds=3, repeats=5, warmup=1)
+    for segments, step in steps.items():
+        label = f"segments={segments}" + (f" (chose {step.segments})" if segments == "auto" else "")
+        rows.append((label, step.memory()["peak_bytes"], times[segments], step.fallback))
+    return rows
+
+
+# --- report ---------------------------------------------------------------------------------------------
+
+
+def main():
+    torch = try_import_torch()
+    print(f"numpy {np.__version__}, torch {torch.__version__ if torch else 'not installed'}, "
+          f"{os.cpu_count()} cpus" + (f", torch threads {torch.get_num_threads()}" if torch else ""))
+    if torch is None:
+        print("PyTorch is not installed: compiled is compared with eager gradlab only (pip install torch==2.13.0)")
+    rng = np.random.default_rng(0)
+    started = time.perf_counter()
+    rows = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", gl.compile.CompileWarning)
+        for title, target, candidates, steps in timing_cases(torch, rng):
+            times = interleaved(candidates, rounds=5, repeats=10, warmup=2)
+            fallback = next((s.fallback for s in steps if s.fallback), None)
+            rows.append((title, target, times, fallback))
+        memory = memory_rows(rng)
+    for w in caught:
+        print(f"warning: {w.category.__name__}: {w.message}")
+
+    print("\ntime per step; ratios to PyTorch CPU eager measured in this run")
+    header = f"{'case':52s} {'torch':>9s} {'eager':>9s} {'compiled':>9s} {'eager/torch':>11s} {'comp/torch':>10s} " \
+             f"{'comp/eager':>10s}  target"
+    print(header)
+    print("-" * len(header))
+    for title, target, times, fallback in rows:
+        per_op = "adds" in title
+        scale, unit = (1e6 / CHAIN, "µs/op") if per_op else (1e3, "ms")
+
+        def shown(name):
+            return f"{times[name] * scale:7.2f}" if name in times else "      —"
+
+        def ratio(a, b):
+            return f"{times[a] / times[b]:.2f}x" if a in times and b in times else "—"
+
+        print(f"{title:52s} {shown('torch'):>9s} {shown('eager'):>9s} {shown('compiled'):>9s} "
+              f"{ratio('eager', 'torch'):>11s} {ratio('compiled', 'torch'):>10s} {ratio('compiled', 'eager'):>10s}"
+              f"  {target} ({unit})")
+        if fallback:
+            print(f"   compiled fell back to eager: {fallback}")
+
+    print("\npeak memory, deep MLP 16 x Linear(512, 512) + ReLU, batch 256, float32, SGD step")
+    eager_bytes = memory[0][1]
+    one_program = memory[1][1]
+    print(f"{'':24s} {'peak MiB':>9s} {'/ eager':>8s} {'/ segments=1':>12s} {'ms/step':>8s}")
+    for label, peak, seconds, fallback in memory:
+        print(f"{label:24s} {peak / 2**20:9.2f} {peak / eager_bytes:7.2f}x {peak / one_program:11.2f}x "
+              f"{seconds * 1e3 if seconds is not None else float('nan'):8.2f}" + (f"  fell back: {fallback}" if fallback else ""))
+    print(f"\n({time.perf_counter() - started:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()
