@@ -236,13 +236,13 @@ def test_replay_returns_what_the_function_returned():
 
 def test_replay_with_another_signature_says_which_input_and_what_was_expected():
     tape = gl.jit.trace(mlp(), tensor(5, 4))
-    with pytest.raises(ValueError, match=r"5, 4(.|\n)*6, 4") as info:
+    with pytest.raises(ValueError, match="input 0") as info:
         tape.replay(tensor(6, 4))
-    assert "input" in str(info.value).lower()
+    assert "(5, 4)" in str(info.value) and "(6, 4)" in str(info.value)  # what it was traced with, what it got
     with pytest.raises(ValueError, match="float32"):
         tape.replay(gl.tensor(randn(5, 4), dtype=gl.float32))
-    with pytest.raises(ValueError):
-        tape.replay(tensor(5, 4), tensor(5, 4))  # one input too many
+    with pytest.raises((TypeError, ValueError), match="1 input"):
+        tape.replay(tensor(5, 4), tensor(5, 4))  # one input too many: a call error, as in Python
 
 
 # --- save and load ------------------------------------------------------------------------------------
