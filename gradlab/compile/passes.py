@@ -5,9 +5,7 @@
   memory holds only what is still to be used (as eager backward frees what each node saved).
 - ``assign_buffers``: an instruction that can write into given memory (``out=``) gets a buffer
   of its own, allocated once and reused every run; two slots whose lifetimes do not overlap
-  share one (interval colouring by shape and dtype).
-- ``fuse_elementwise``: a chain of elementwise ufuncs, each read only by the next, runs in place
-  in the first one's buffer.
+  share one, and a chain of elementwise instructions runs in place in one buffer.
 """
 
 from __future__ import annotations
@@ -20,8 +18,7 @@ from ..dtypes import NATIVE_TO_DTYPE
 def run_all(program, fuse: bool = True) -> None:
     drop_dead(program)
     if fuse:
-        fuse_elementwise(program)
-    assign_buffers(program)
+        assign_buffers(program)
 
 
 def _kept(program) -> set:
@@ -40,7 +37,13 @@ def drop_dead(program) -> None:
 
 
 def lifetimes(program) -> dict:
-    """slot -> index of the last instruction that reads it (slots never read are let go where made)."""
+    """slot -> index of the last instruction after which nothing needs its memory.
+
+    That is its last reader — or later, when an instruction that may return a view of it (one
+    not ``fresh``: a reshape, an op run as it is, whose ctx keeps its inputs for backward) made a
+    value that lives on. Slots needed after the run (results, inputs, parameters) are not listed.
+    """
+    end = len(program.instrs)
     last = {}
     for n, ins in enumerate(program.instrs):
         for o in ins.outs:
@@ -49,53 +52,49 @@ def lifetimes(program) -> dict:
             if i is not None:
                 last[i] = n
     for slot in _kept(program) | set(program.constants):
-        last.pop(slot, None)
-    return last
+        last[slot] = end
+    for ins in reversed(program.instrs):
+        if not ins.fresh:
+            reach = max(last.get(o, -1) for o in ins.outs)
+            for i in ins.ins:
+                if i is not None and last.get(i, -1) < reach:
+                    last[i] = reach
+    return {slot: n for slot, n in last.items() if n < end}
 
 
 def assign_buffers(program) -> None:
-    """Give each ``out=``-capable instruction's output a reusable buffer, shared across disjoint lifetimes."""
-    backend = program_backend(program)
-    if backend is None:
+    """Give each ``out=``-capable instruction's output a buffer, allocated once and reused every run.
+
+    Slots whose lifetimes do not overlap share a buffer (interval colouring by shape and dtype).
+    An elementwise instruction may write over an input it reads for the last time, so its dying
+    inputs' buffers are freed *before* its output takes one: a chain ``relu(x @ w + b) * 2`` then
+    runs in one piece of memory, in place — what a fusing compiler would do, through numpy's ``out=``.
+    """
+    if program.backend.name not in OUT_BACKENDS:
         return
     last = lifetimes(program)
-    free: dict = {}  # (shape, dtype) -> buffers whose slot is dead
-    releases: dict = {}  # instruction index -> buffers freed after it
-    owner: dict = {}  # id(buffer) -> slot now using it
+    free: dict = {}  # (shape, dtype) -> buffers no live slot uses
+    held: dict = {}  # slot -> (key, buffer) it writes into
     for n, ins in enumerate(program.instrs):
-        if ins.ufunc is not None and len(ins.outs) == 1 and ins.outs[0] in last:
+        dying = [i for i in dict.fromkeys(ins.ins) if i is not None and last.get(i) == n and i in held]
+        if ins.ufunc is not None:  # elementwise: may reuse what it reads for the last time
+            for i in dying:
+                key, buffer = held.pop(i)
+                free.setdefault(key, []).append(buffer)
+        if ins.ufunc is not None and not ins.many and ins.outs[0] in last:
             slot = program.slots[ins.outs[0]]
             key = (slot.shape, slot.dtype)
             pool = free.get(key)
-            buffer = pool.pop() if pool else backend.empty(slot.shape, NATIVE_TO_DTYPE[slot.dtype])
+            buffer = pool.pop() if pool else program.backend.empty(slot.shape, NATIVE_TO_DTYPE[slot.dtype])
             program.buffers[ins.outs[0]] = buffer
-            owner[id(buffer)] = ins.outs[0]
-            releases.setdefault(last[ins.outs[0]], []).append((key, buffer))
-        for key, buffer in releases.pop(n, ()):
-            free.setdefault(key, []).append(buffer)
+            held[ins.outs[0]] = (key, buffer)
+        if ins.ufunc is None:
+            for i in dying:
+                key, buffer = held.pop(i)
+                free.setdefault(key, []).append(buffer)
 
 
-def program_backend(program):
-    return program.backend
-
-
-def fuse_elementwise(program) -> None:
-    """Chains of single-use elementwise ufuncs: each link writes into the chain's first buffer.
-
-    ``a = x + w; b = a * 2; c = relu(b)``: a, b and c become one piece of memory, written three
-    times — numpy's ``out=`` doing by hand what a fusing compiler does with one loop.
-    """
-    reads: dict = {}
-    for ins in program.instrs:
-        for i in ins.ins:
-            if i is not None:
-                reads[i] = reads.get(i, 0) + 1
-    kept = _kept(program)
-    for prev, ins in zip(program.instrs, program.instrs[1:]):
-        if (prev.ufunc is not None and ins.ufunc is not None and len(prev.outs) == 1 and reads.get(prev.outs[0]) == 1
-                and prev.outs[0] in ins.ins and prev.outs[0] not in kept
-                and program.slots[prev.outs[0]] == program.slots[ins.outs[0]]._replace(name=program.slots[prev.outs[0]].name)):
-            ins.ufunc = ("in place", prev.outs[0])
+OUT_BACKENDS = ("numpy", "numba")  # backends whose arrays are numpy's: ``out=`` writes into them
 
 
 def peak_bytes(program) -> int:

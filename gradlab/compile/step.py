@@ -77,7 +77,7 @@ class CompiledStep:
                     leaf.grad.add_(leaf._wrap(g))
         if self.optimizer is not None:
             self.optimizer.step()
-        return like._wrap(loss)
+        return like._wrap(like.device.backend.copy(loss))  # its slot may be a buffer the next run rewrites
 
     # --- tracing, and the eager way -------------------------------------------------------------------
 
