@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..autograd.grad_mode import no_grad
+from .mlx_runner import runner
 
 
 class Compiled:
@@ -13,6 +14,7 @@ class Compiled:
         self.leaves = [(tape.externals[int(name[5:])], slot) for name, slot in program.results.items()
                        if name.startswith("grad:")]
         self.fresh = fresh_slots(program)
+        self._run = runner(program)
 
     def run(self, arrays):
         """(loss array, [(leaf, gradient array, whether that array is the program's own)])."""
@@ -21,7 +23,7 @@ class Compiled:
         for slot, a in zip(program.inputs, arrays):
             env[slot] = a
         with no_grad():
-            program.run(env)
+            self._run(env)
         slot = program.results.get("input_grad")
         self.input_grad = env[slot] if slot is not None else None  # a piece's gradient for the piece before it
         return env[program.results["loss"]], [(leaf, env[slot], slot in self.fresh) for leaf, slot in self.leaves]

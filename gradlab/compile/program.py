@@ -111,6 +111,10 @@ class Program:
     def run(self, env: list) -> list:
         for slot, tensor in self.externals.items():
             env[slot] = tensor.array
+        return self.run_steps(env)
+
+    def run_steps(self, env: list) -> list:
+        """The instructions alone, on an environment whose inputs and parameters are filled in."""
         if self._steps is None:
             self.compile_steps()
         for step, frees in self._steps:
