@@ -55,14 +55,20 @@ def plan_step(step, tape, inputs):
     candidates = {1: one}
     candidates.update({n: Pieces(step, inputs, n) for n in counts if n > 1})
     arrays = [t.array for t in inputs]
+    params = [p for p in step.model.parameters()]
+    kept = [p.grad for p in params]  # probing fills .grad: each probe starts from None, and they are put back after
     times = {}
-    for n, compiled in candidates.items():  # the gradients are thrown away: probing changes nothing
+    for n, compiled in candidates.items():
+        for p in params:
+            p.grad = None
         compiled.run(arrays)
         start = time.perf_counter()
         for _ in range(2):
             compiled.run(arrays)
             backend.synchronize()
         times[n] = time.perf_counter() - start
+    for p, g in zip(params, kept):
+        p.grad = g
     best = min(times, key=times.get)
     step.segments = best
     step.probe_seconds = times
@@ -98,13 +104,12 @@ class Pieces:
                 env[forward.program.inputs[0]] = kept[-1]
                 forward.program.run(env)
                 kept.append(env[next(iter(forward.program.results.values()))])
-        loss, grads = self.last.run([kept[-1]] + list(targets))
+        loss = self.last.run([kept[-1]] + list(targets))
         g = self.last.input_grad
         for backward, h in zip(reversed(self.backwards), reversed(kept[:-1])):
-            _, more = backward.run([h, g])
-            grads.extend(more)
+            backward.run([h, g])
             g = backward.input_grad
-        return loss, grads
+        return loss
 
     def programs(self):
         return [c.program for c in self.forwards + self.backwards + [self.last]]

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import warnings
 
-from ..autograd.grad_mode import no_grad
 from ..jit.tracer import Tracer
 from .generic import ShapeChanged
 from .segments import check_segments, plan_step
@@ -56,28 +55,16 @@ class CompiledStep:
         compiled = self.cache.get(key)
         if compiled is None:
             return self._trace(key, inputs)
+        if self.optimizer is not None:
+            self.optimizer.zero_grad(set_to_none=True)
         try:
-            loss, grads = compiled.run([t.array for t in inputs])
+            loss = compiled.run([t.array for t in inputs])
         except ShapeChanged as error:
             self._give_up(f"an op's output shape changed between calls with the same input shapes ({error})")
             return self._eager(inputs)
-        return self._finish(loss, grads, inputs[0])
-
-    # --- the compiled path --------------------------------------------------------------------------
-
-    def _finish(self, loss, grads, like):
-        """Write each gradient to its ``.grad`` (as backward does: the first one kept, later ones added), then step."""
-        if self.optimizer is not None:
-            self.optimizer.zero_grad(set_to_none=True)
-        with no_grad():
-            for leaf, g, own in grads:
-                if leaf.grad is None:
-                    leaf.grad = leaf._wrap(g if own else leaf.device.backend.copy(g))
-                else:
-                    leaf.grad.add_(leaf._wrap(g))
         if self.optimizer is not None:
             self.optimizer.step()
-        return like._wrap(like.device.backend.copy(loss))  # its slot may be a buffer the next run rewrites
+        return inputs[0]._wrap(loss)
 
     # --- tracing, and the eager way -------------------------------------------------------------------
 

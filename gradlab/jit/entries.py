@@ -36,6 +36,7 @@ class TapeOp(NamedTuple):
     dtypes: tuple
     device: str
     module: str
+    views: tuple = ()  # positions of the outputs that were views of an input's memory when traced
 
     @property
     def name(self) -> str:

@@ -80,7 +80,8 @@ class Tracer:
             in_shapes=tuple(tuple(a.shape) for a in _tensors(record.inputs)),
             out_shapes=tuple(tuple(o.shape) if isinstance(o, TrackedTensor) else None for o in record.outputs),
             dtypes=tuple(dtype_name(o) if isinstance(o, TrackedTensor) else None for o in record.outputs),
-            device=str(_first_device(record)), module=self._stack[-1] if self._stack else ""))
+            device=str(_first_device(record)), module=self._stack[-1] if self._stack else "",
+            views=tuple(i for i, o in enumerate(record.outputs) if getattr(o, "_base", None) is not None)))
 
     # --- values ------------------------------------------------------------------------------------
 
