@@ -19,6 +19,7 @@ class Compiled:
         self.leaves = [(tape.externals[int(name[5:])], slot) for name, slot in program.results.items()
                        if name.startswith("grad:")]
         self._run = runner(program)
+        self.updates = any(ins.phase == "update" for ins in program.instrs)  # the program moves the parameters
 
     def run(self, arrays):
         """Run the program on the input arrays; returns the loss array."""

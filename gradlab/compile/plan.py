@@ -18,13 +18,15 @@ from .program import Builder, Instr, Program
 
 
 def plan(tape, backend, wrap, *, backward: bool = True, fuse: bool = True, input_grad: bool = False,
-         seed_input: bool = False) -> Program:
+         seed_input: bool = False, optimizer=None) -> Program:
     """Lower ``tape`` into a Program. With ``backward``, its output must be a scalar loss; the program
     then also computes the gradient of every leaf that requires one (results ``grad:<value id>``).
 
     A piece of a model (a segment) also gives its input's gradient (``input_grad``: result
     ``input_grad``) for the piece before it, and, unless it is the last, takes its output's gradient
-    as a second input (``seed_input``) instead of starting from a scalar loss."""
+    as a second input (``seed_input``) instead of starting from a scalar loss. With an ``optimizer``
+    (one that moves each parameter on its own: ``Optimizer._update``), each parameter is moved by an
+    instruction right after its ``.grad`` is final."""
     b = Builder(backend)
     slot_of: dict = {}  # tape value id -> slot
     inputs = []
@@ -93,19 +95,34 @@ def plan(tape, backend, wrap, *, backward: bool = True, fuse: bool = True, input
     if backend.name == "mlx":  # mx.compile runs a pure function: the gradients come back as its results
         results.update({f"grad:{vid}": grad_of[vid] for vid in leaves if vid in grad_of})
     else:
-        _accumulate_where_final(b, {leaf: grad_of[vid] for vid, leaf in leaves.items() if vid in grad_of})
+        _accumulate_where_final(b, {leaf: grad_of[vid] for vid, leaf in leaves.items() if vid in grad_of}, optimizer)
     if input_grad:
         results["input_grad"] = grad_of.get(tape.inputs[0])
     return _finish(b, inputs, externals, results, fuse)
 
 
-def _accumulate_where_final(b, grads) -> None:
+def _accumulate_where_final(b, grads, optimizer=None) -> None:
     """``leaf.grad += g`` as an instruction right after the one that makes g final, as the engine's
-    AccumulateGrad runs as soon as a leaf's gradient is complete: it need not be held to the end."""
+    AccumulateGrad runs as soon as a leaf's gradient is complete: it need not be held to the end.
+    Then, with an optimizer, the parameter's update: nothing later in the program reads it."""
     made_at = {o: n for n, ins in enumerate(b.instrs) for o in ins.outs}
+    groups = {id(p): group for group in optimizer.param_groups for p in group["params"]} if optimizer else {}
     for leaf, g in sorted(grads.items(), key=lambda item: -made_at.get(item[1], -1)):
         at = made_at.get(g, len(b.instrs) - 1) + 1
-        b.instrs.insert(at, Instr(Accumulate(leaf), (g,), (), f"accumulate into .grad", pure=False, phase="backward"))
+        if id(leaf) in groups:
+            b.instrs.insert(at, Instr(Update(optimizer, leaf, groups[id(leaf)]), (), (), f"{type(optimizer).__name__} "
+                                      "update", pure=False, phase="update"))
+        b.instrs.insert(at, Instr(Accumulate(leaf), (g,), (), "accumulate into .grad", pure=False, phase="backward"))
+
+
+class Update:
+    """One parameter's optimizer step (``Optimizer._update``), run as soon as its gradient is final."""
+
+    def __init__(self, optimizer, param, group):
+        self.optimizer, self.param, self.group = optimizer, param, group
+
+    def __call__(self):
+        self.optimizer._update(self.param, self.group)
 
 
 class Accumulate:

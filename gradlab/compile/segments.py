@@ -40,10 +40,20 @@ def check_segments(model, segments):
     return segments
 
 
+def updates_in_program(optimizer, backend):
+    """The optimizer, when the program can move each parameter itself (``Optimizer._update``), else None:
+    an optimizer with a ``step`` of its own (LBFGS), or a pure MLX program, takes its step after the run."""
+    from ..optim.optimizer import Optimizer
+
+    if optimizer is None or type(optimizer).step is not Optimizer.step or backend.name == "mlx":
+        return None
+    return optimizer
+
+
 def plan_step(step, tape, inputs):
     """The compiled form of one signature: one program, or pieces (``step.segments``), or the fastest of a few."""
     backend, wrap = inputs[0].device.backend, inputs[0]._wrap
-    one = Compiled(tape, plan(tape, backend, wrap))
+    one = Compiled(tape, plan(tape, backend, wrap, optimizer=updates_in_program(step.optimizer, backend)))
     if step.segments == 1:
         return one
     if step.segments != "auto":
@@ -52,7 +62,7 @@ def plan_step(step, tape, inputs):
 
     counts = [n for n in AUTO_COUNTS if n == 1 or (isinstance(step.model, Sequential) and n <= len(step.model)
                                                      and not (step.model.training and any(True for _ in step.model.buffers())))]
-    candidates = {1: one}
+    candidates = {1: Compiled(tape, plan(tape, backend, wrap)) if one.updates else one}  # probes move no parameter
     candidates.update({n: Pieces(step, inputs, n) for n in counts if n > 1})
     arrays = [t.array for t in inputs]
     params = [p for p in step.model.parameters()]
@@ -72,7 +82,7 @@ def plan_step(step, tape, inputs):
     best = min(times, key=times.get)
     step.segments = best
     step.probe_seconds = times
-    return candidates[best]
+    return one if best == 1 else candidates[best]
 
 
 class Pieces:
@@ -110,6 +120,8 @@ class Pieces:
             backward.run([h, g])
             g = backward.input_grad
         return loss
+
+    updates = False  # the optimizer steps after the run: a parameter shared by two pieces must not move early
 
     def programs(self):
         return [c.program for c in self.forwards + self.backwards + [self.last]]

@@ -63,7 +63,10 @@ class CompiledStep:
             self._give_up(f"an op's output shape changed between calls with the same input shapes ({error})")
             return self._eager(inputs)
         if self.optimizer is not None:
-            self.optimizer.step()
+            if compiled.updates:
+                self.optimizer._materialize()
+            else:
+                self.optimizer.step()
         return inputs[0]._wrap(loss)
 
     # --- tracing, and the eager way -------------------------------------------------------------------
