@@ -124,6 +124,9 @@ def _why_not(tracer, inputs) -> str | None:
         if what == "random":
             return (f"the forward draws random numbers outside an operation{place} (dropout's mask, gl.randn): "
                     "a program would reuse one draw every step")
+        if what == "a tensor used as an index" or what.startswith("an array passed to"):
+            return (f"the forward indexes with a tensor{place} (x[mask], x[idx], masked_select: {what}): its values "
+                    "become part of the op, and a program would keep the first batch's")
         return (f"the forward reads a tensor's value with {what}{place}, so what it does next may depend on the data "
                 "(data-dependent control flow); a program would freeze the branch taken once")
     for i, x in enumerate(inputs):

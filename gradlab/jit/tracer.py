@@ -69,6 +69,8 @@ class Tracer:
         if record.node is None and _nested(4):  # (above _nested, _on_op, notify and this op's own apply)
             return  # inside another op's forward: that op is the entry
         args = tuple(self._argument(a) for a in record.inputs)
+        if any(_is_array(a) for a in _constants(args)):  # a mask or index made from a tensor's values, most likely
+            self.escapes.append((f"an array passed to {record.function.__name__}", self._stack[-1] if self._stack else ""))
         outputs = []
         for out in record.outputs:
             if isinstance(out, TrackedTensor):
@@ -128,6 +130,19 @@ def _tensors(inputs):
             yield a
         elif isinstance(a, (tuple, list)):
             yield from _tensors(a)
+
+
+def _constants(args):
+    for a in args:
+        if isinstance(a, (tuple, list)):
+            yield from _constants(a)
+        elif a.__class__ is not Ref:
+            yield a
+
+
+def _is_array(a) -> bool:
+    """A backend array (numpy's, MLX's, a device array) rather than a Python constant."""
+    return hasattr(a, "shape") and hasattr(a, "dtype") and not isinstance(a, (int, float, bool, complex))
 
 
 def _first_device(record):
