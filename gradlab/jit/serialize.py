@@ -30,7 +30,7 @@ def save_tape(tape, path) -> None:
             "device": op.device, "module": op.module, "views": list(op.views)} for op in tape.ops]
     doc = {"format": FORMAT, "ops": ops, "inputs": tape.inputs, "output": _encode(tape.output, None, arrays),
            "values": [[v.id, v.kind, list(v.shape), v.dtype, v.name] for v in tape.values.values()],
-           "externals": [[vid, str(t.device)] for vid, t in tape.externals.items()], "escapes": [list(e) for e in tape.escapes]}
+           "externals": [[vid, str(t.device)] for vid, t in tape.externals.items()], "escapes": [list(e) for e in tape.escapes], "modules": tape.modules}
     arrays["tape.json"] = np.frombuffer(json.dumps(doc).encode(), dtype=np.uint8)
     with open(path, "wb") as f:
         np.savez(f, **arrays)
@@ -50,7 +50,8 @@ def load_parts(path) -> tuple:
                   tuple(tuple(s) for s in o["in_shapes"]),
                   tuple(tuple(s) if s is not None else None for s in o["out_shapes"]), tuple(o["dtypes"]),
                   o["device"], o["module"], tuple(o.get("views", ()))) for i, o in enumerate(doc["ops"])]
-    return ops, values, doc["inputs"], _decode(doc["output"], arrays), externals, tuple(tuple(e) for e in doc["escapes"])
+    escapes = tuple(tuple(e) for e in doc["escapes"])
+    return ops, values, doc["inputs"], _decode(doc["output"], arrays), externals, escapes, doc.get("modules", {})
 
 
 # --- constants -------------------------------------------------------------------------------------

@@ -31,6 +31,7 @@ class Tracer:
         self._ids: dict = {}  # id(tensor) -> value id of its current version
         self._alive: list = []  # every tensor met, kept alive so that no id() is reused while tracing
         self._stack: list = []  # dotted paths of the modules running now
+        self.modules: dict = {}  # dotted path -> class name of each module that ran
         self._module_names = {id(m): name for name, m in root.named_modules()} if hasattr(root, "named_modules") else {}
         self._param_names = {}
         if hasattr(root, "named_parameters"):
@@ -55,7 +56,9 @@ class Tracer:
 
     def _on_enter(self, module, args):
         name = self._module_names.get(id(module))
-        self._stack.append(name if name is not None else type(module).__name__)
+        name = name if name is not None else type(module).__name__
+        self.modules.setdefault(name, type(module).__name__)
+        self._stack.append(name)
 
     def _on_exit(self, module, args, output):
         if self._stack:
@@ -121,7 +124,8 @@ class Tracer:
         return out
 
     def tape(self, out) -> Tape:
-        return Tape(self.ops, self.values, self.inputs, self.structure(out), self.externals, tuple(self.escapes))
+        return Tape(self.ops, self.values, self.inputs, self.structure(out), self.externals, tuple(self.escapes),
+                    self.modules)
 
 
 def _tensors(inputs):
