@@ -152,7 +152,10 @@ def _generic(op, b, slot_of, tape, needs, wrap):
     ctx = b.slot(None, None, f"ctx of {op.name}")
     outs = [b.slot(s, _native(d), f"{op.name} out") if s is not None else b.slot(None, None, "")
             for s, d in zip(op.out_shapes, op.dtypes)]
-    b.emit(GenericForward(op, args, needs, wrap), ins, [ctx] + outs, op.name, op=op, pure=False, fresh=False, many=True,
+    # pure (dropped when nobody reads it) unless it changes a tensor in place, draws random numbers, or runs
+    # Tensor operations of its own (a user's Function may do anything)
+    pure = op.function._forward_is_primitive and not op.inplace and not op.random
+    b.emit(GenericForward(op, args, needs, wrap), ins, [ctx] + outs, op.name, op=op, pure=pure, fresh=False, many=True,
            holders=[ctx] + [outs[i] for i in op.views])  # ctx keeps what forward saved; a view keeps its base
 
     def emit_backward(grads_out):

@@ -147,6 +147,9 @@ def _shape(shape) -> str:
 def _show(a, names) -> str:
     if a.__class__ is Ref:
         return names.get(a.value, f"%{a.value}")
+    if isinstance(a, tuple) and hasattr(a, "_fields"):  # a named tuple (a convolution's geometry): its own repr
+        text = repr(a)
+        return text if len(text) <= 60 else text[:57] + "..."
     if isinstance(a, tuple):
         return "(" + ", ".join(_show(x, names) for x in a) + ("," if len(a) == 1 else "") + ")"
     if isinstance(a, list):

@@ -39,6 +39,7 @@ class Tracer:
             self._param_names.update({id(b): ("buffer", name) for name, b in root.named_buffers()})
         self.inputs = [self._new_value(t, "input", f"input {i}") for i, t in enumerate(inputs)]
         self._handles = []
+        self._random_in_op = False
 
     # --- listening ---------------------------------------------------------------------------------
 
@@ -67,6 +68,8 @@ class Tracer:
     def _on_escape(self, what: str):
         if not _nested(3):
             self.escapes.append((what, self._stack[-1] if self._stack else ""))
+        elif what == "random":
+            self._random_in_op = True  # inside an op: that op draws again whenever it runs
 
     def _on_op(self, record: observers.OpRecord):
         if record.node is None and _nested(4):  # (above _nested, _on_op, notify and this op's own apply)
@@ -86,7 +89,10 @@ class Tracer:
             out_shapes=tuple(tuple(o.shape) if isinstance(o, TrackedTensor) else None for o in record.outputs),
             dtypes=tuple(dtype_name(o) if isinstance(o, TrackedTensor) else None for o in record.outputs),
             device=str(_first_device(record)), module=self._stack[-1] if self._stack else "",
-            views=tuple(i for i, o in enumerate(record.outputs) if getattr(o, "_base", None) is not None)))
+            views=tuple(i for i, o in enumerate(record.outputs) if getattr(o, "_base", None) is not None),
+            inplace=tuple(i for i, o in enumerate(record.outputs) if any(o is a for a in record.inputs)),
+            random=self._random_in_op))
+        self._random_in_op = False
 
     # --- values ------------------------------------------------------------------------------------
 
