@@ -166,6 +166,21 @@ def _step(ins: Instr, buffer):
             return lambda env: env.__setitem__(o, fn(env[a], env[b]))
         return lambda env: env.__setitem__(o, fn(*[env[i] if i is not None else None for i in args]))
 
+    if len(outs) == 2 and None not in args:  # an op run as it is: (ctx, output), and a one-input backward
+        o0, o1 = outs
+        if len(args) == 1:
+            (a,) = args
+
+            def run_one(env):
+                env[o0], env[o1] = fn(env[a])
+            return run_one
+        if len(args) == 2:
+            a, b = args
+
+            def run_two(env):
+                env[o0], env[o1] = fn(env[a], env[b])
+            return run_two
+
     def run(env):
         results = fn(*[env[i] if i is not None else None for i in args])
         for o, r in zip(outs, results):
