@@ -15,6 +15,7 @@ from __future__ import annotations
 import warnings
 
 from ..jit.tracer import Tracer
+from ..ops import autocast
 from .generic import ShapeChanged
 from .segments import check_segments, plan_step
 
@@ -24,10 +25,14 @@ class CompileWarning(UserWarning):
 
 
 def signature(inputs, model=None) -> tuple:
-    """What a program is planned for: each input's shape, dtype and device, and the model's mode."""
+    """What a program is planned for: each input's shape, dtype and device, the model's mode, autocast's state."""
     sig = tuple((tuple(x.shape), str(x.dtype), str(x.device)) if hasattr(x, "shape") else (type(x).__name__, x)
                 for x in inputs)
-    return sig + ((("training", getattr(model, "training", None)),) if model is not None else ())
+    sig += ((("training", getattr(model, "training", None)),) if model is not None else ())
+    if autocast.state.active:  # the ops traced under autocast cast to its dtypes: another program
+        sig += (("autocast", tuple(sorted((k, str(autocast.state.dtype[k])) for k, on in autocast.state.enabled.items()
+                                          if on))),)
+    return sig
 
 
 class CompiledStep:
