@@ -46,12 +46,13 @@ def test_each_gradient_is_added_as_soon_as_it_is_final_and_the_update_follows_it
     x, y = batch()
     step(x, y)
     step(x, y)
-    phases = [ins.phase for ins in compiled_program(step).instrs]
-    names = [ins.name for ins in compiled_program(step).instrs]
+    instrs = compiled_program(step).instrs
+    phases = [ins.phase for ins in instrs]
     # the last layer's parameters are final first: their accumulate and update come before the first layer's backward
     first_update = phases.index("update")
-    assert names[first_update - 1] == "accumulate into .grad"
-    assert "Linear.backward" in names[first_update + 1:]
+    assert instrs[first_update - 1].name == "accumulate into .grad"
+    first_layer = [n for n, ins in enumerate(instrs) if ins.phase == "backward" and ins.op is not None and ins.op.index == 0]
+    assert first_layer and min(first_layer) > first_update
     assert phases.count("update") == len(list(model.parameters()))
 
 
@@ -164,7 +165,7 @@ def test_the_listing_names_forward_backward_and_update_instructions():
     step = gl.compile.make_step(model, F.cross_entropy, optimizer=gl.optim.SGD(model.parameters(), lr=0.1))
     step(*batch())
     text = compiled_program(step).listing()
-    for word in ("Linear(", "Linear.backward(", "ClassIndexLoss(", "SGD update", "accumulate into .grad"):
+    for word in ("for  ", "bac  ", "upd  ", "Linear", "SGD update", "accumulate into .grad"):
         assert word in text
 
 

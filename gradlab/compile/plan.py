@@ -47,9 +47,12 @@ def plan(tape, backend, wrap, *, backward: bool = True, fuse: bool = True, input
         refs = op.refs()
         needs = tuple(_needs(a, needs_grad) for a in op.args)
         rule = rules.RULES.get(op.function)
+        start = len(b.instrs)
         lowered = rule(op, b, _slots(op.args, slot_of), needs, wrap) if rule is not None else None
         if lowered is None:
+            del b.instrs[start:]  # (a rule that declined may have begun)
             lowered = _generic(op, b, slot_of, tape, needs, wrap)
+        _mark(b.instrs[start:], op)
         outs, emit_backward = lowered
         for vid, slot in zip(op.outputs, outs):
             if vid is not None:
@@ -84,7 +87,9 @@ def plan(tape, backend, wrap, *, backward: bool = True, fuse: bool = True, input
         grads_out = [grad_of.get(vid) if vid is not None else None for vid in op.outputs]
         if all(g is None for g in grads_out):
             continue  # no path from this op to the loss: dead for backward
+        start = len(b.instrs)
         grads_in = emit_backward(grads_out)
+        _mark(b.instrs[start:], op)
         for arg, g in zip(op.args, grads_in):
             if g is not None and arg.__class__ is Ref and arg.value in needs_grad:
                 _add_gradient(b, grad_of, arg.value, g)
@@ -99,6 +104,13 @@ def plan(tape, backend, wrap, *, backward: bool = True, fuse: bool = True, input
     if input_grad:
         results["input_grad"] = grad_of.get(tape.inputs[0])
     return _finish(b, inputs, externals, results, fuse)
+
+
+def _mark(instrs, op) -> None:
+    """Each instruction remembers the tape op it came from (the listing and the lab show it)."""
+    for ins in instrs:
+        if ins.op is None:
+            ins.op = op
 
 
 def _accumulate_where_final(b, grads, optimizer=None) -> None:
