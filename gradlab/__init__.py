@@ -48,6 +48,7 @@ from .settings import (are_deterministic_algorithms_enabled, get_default_device,
 from . import cuda, linalg, special  # gradlab.special as torch.special
 from .autograd import functional as _functional  # built on Tensor, so after it
 from . import nn, optim, utils, data  # gradlab.nn, gradlab.optim, ... as in torch
+from . import jit, compile  # gradlab.jit.trace, gradlab.compile(fn) and gradlab.compile.make_step
 from .nn.functional.torch_level import *  # noqa: F401,F403  (gradlab.conv2d, gradlab.dropout, ... as in torch)
 from .io import load, save
 from . import amp, cpu  # mixed precision; gradlab.cpu.amp as in torch

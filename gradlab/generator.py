@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import dtypes as dt
+from .autograd import observers
 from .autograd.function import TrackedTensor
 from .backends.device import resolve_device
 
@@ -47,6 +48,8 @@ default_generator = Generator()
 
 def generator_rng(generator) -> np.random.Generator:
     """The numpy generator behind ``generator`` (the default one when None)."""
+    if observers.escape_watchers:
+        observers.escaped("random")
     return (generator or default_generator)._rng
 
 

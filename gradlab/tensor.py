@@ -13,7 +13,7 @@ import weakref
 import numpy as np
 
 from . import dtypes as dt
-from .autograd import engine, views
+from .autograd import engine, observers, views
 from .autograd.function import TrackedTensor
 from .autograd.grad_mode import grad_state
 from .autograd.hooks import RemovableHandle
@@ -218,11 +218,15 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
         """
         if self.requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
+        if observers.escape_watchers:
+            observers.escaped("numpy()")
         self.device.backend.synchronize()
         return self.device.backend.to_numpy(self.array)
 
     def item(self):
         """The single value of a one-element tensor as a Python number."""
+        if observers.escape_watchers:
+            observers.escaped("item()")
         if self.numel() != 1:
             raise RuntimeError(
                 f"item: a Tensor with {self.numel()} elements cannot be converted to a Python number; "
@@ -231,6 +235,8 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
         return self.device.backend.to_numpy(self.array).reshape(()).item()
 
     def tolist(self):
+        if observers.escape_watchers:
+            observers.escaped("tolist()")
         return self.device.backend.to_numpy(self.array).tolist()
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
@@ -279,6 +285,8 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
         return iter(self.unbind(0))
 
     def __bool__(self) -> bool:
+        if observers.escape_watchers:
+            observers.escaped("bool()")
         n = self.numel()
         if n != 1:
             how_many = "no values" if n == 0 else "more than one value"
@@ -289,6 +297,8 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
         return bool(self.item())
 
     def _python_number(self, kind: str):
+        if observers.escape_watchers:
+            observers.escaped(f"{kind}()")
         if self.numel() != 1:
             raise ValueError(
                 f"only one element tensors can be converted to Python scalars; {kind}() got a tensor of shape "

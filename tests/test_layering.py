@@ -28,7 +28,7 @@ LAYERS = (
                 "gradlab.dlpack")),
     ("nn/optim/data/io/training", ("gradlab.nn", "gradlab.optim", "gradlab.data", "gradlab.utils", "gradlab.io",
                                    "gradlab.amp", "gradlab.cpu", "gradlab.cuda.amp",
-                                   "gradlab.training", "gradlab.jit")),
+                                   "gradlab.training", "gradlab.jit", "gradlab.compile")),
     ("lab", ("gradlab.lab",)),
     ("package", ("gradlab",)),  # gradlab/__init__.py gathers the public names of every layer
 )

@@ -2,6 +2,10 @@
 
 This is the lab's window into the engine: graph capture, the tracer and the profiler subscribe
 here. With none attached, ``apply`` pays for one falsy check of ``active``.
+
+A second, rarer channel tells of *escapes*: a value leaving the world of operations (``.item()``,
+``bool(t)``, ``.numpy()``, a random draw outside an op). A tracer needs them, since what Python
+does with such a value (an ``if``, a fresh random mask) is invisible to a recording of operations.
 """
 
 from __future__ import annotations
@@ -42,3 +46,17 @@ def notify(function, inputs, outputs, node) -> None:
     record = OpRecord(function, inputs, outputs if isinstance(outputs, tuple) else (outputs,), node)
     for fn in tuple(active):
         fn(record)
+
+
+escape_watchers: list = []
+
+
+def watch_escapes(fn: Callable[[str], None]) -> RemovableHandle:
+    """Call ``fn(what)`` whenever a value escapes the operations (``"item()"``, ``"bool()"``, ``"random"``, ...)."""
+    escape_watchers.append(fn)
+    return RemovableHandle(escape_watchers, hook=fn)
+
+
+def escaped(what: str) -> None:
+    for fn in tuple(escape_watchers):
+        fn(what)

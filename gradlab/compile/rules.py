@@ -1,0 +1,22 @@
+"""Rules: hot ops lowered to array instructions of their own, instead of running as they are.
+
+``RULES[FunctionClass] = rule``. A rule is called as ``rule(op, b, args, needs, wrap)`` with the
+tape op, the program Builder, the op's arguments (``Ref(slot)`` for values, constants as they
+are) and which arguments need a gradient. It emits the forward instructions and returns
+``(output slots, emit_backward)``, where ``emit_backward(grad slots per output)`` emits the
+backward and returns one gradient slot per argument (None where none is needed), each already
+in its argument's shape. A rule may return None to leave the op to the generic path.
+"""
+
+from __future__ import annotations
+
+RULES: dict = {}
+
+
+def rule(*functions):
+    """Register the decorated function as the rule for these Function classes."""
+    def register(fn):
+        for f in functions:
+            RULES[f] = fn
+        return fn
+    return register

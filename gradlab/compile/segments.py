@@ -1,0 +1,130 @@
+"""Segments: a Sequential compiled as N pieces, each one's forward run again during backward.
+
+One program keeps every activation its backward needs until backward reaches it: peak memory
+grows with depth. Split into pieces, the forward keeps only each piece's *input*; backward then
+runs each piece again, last to first, as forward-and-backward with its output's gradient coming
+from the piece after it (gradient checkpointing, as ``torch.utils.checkpoint_sequential``).
+The price is one more forward of every piece but the last. ``"auto"`` times a few counts on
+the first batch and keeps the fastest.
+"""
+
+from __future__ import annotations
+
+import time
+
+from ..autograd.grad_mode import no_grad
+from ..jit.tracer import trace
+from .plan import plan
+from .compiled import Compiled
+
+AUTO_COUNTS = (1, 2, 4)
+
+
+def check_segments(model, segments):
+    """The segment count asked for, checked: 1, an int up to the Sequential's length, or "auto"."""
+    from ..nn.modules.container import Sequential
+
+    if segments == "auto":
+        return "auto"
+    if segments.__class__ is not int or segments < 1:
+        raise ValueError(f"compile.make_step: segments must be a positive int or 'auto', got {segments!r}")
+    if segments > 1:
+        if not isinstance(model, Sequential):
+            raise ValueError(f"compile.make_step: segments={segments} splits an nn.Sequential into pieces, but the model "
+                             f"is a {type(model).__name__}; use segments=1, or build the model as an nn.Sequential")
+        if segments > len(model):
+            raise ValueError(f"compile.make_step: segments={segments} is more than the Sequential's {len(model)} layers")
+        if model.training and any(True for _ in model.buffers()):
+            raise ValueError("compile.make_step: segments > 1 runs each piece's forward again during backward, which "
+                             "would update running statistics (BatchNorm) twice per step; use segments=1")
+    return segments
+
+
+def updates_in_program(optimizer, backend):
+    """The optimizer, when the program can move each parameter itself (``Optimizer._update``), else None:
+    an optimizer with a ``step`` of its own (LBFGS), or a pure MLX program, takes its step after the run."""
+    from ..optim.optimizer import Optimizer
+
+    if optimizer is None or type(optimizer).step is not Optimizer.step or backend.name == "mlx":
+        return None
+    return optimizer
+
+
+def plan_step(step, tape, inputs):
+    """The compiled form of one signature: one program, or pieces (``step.segments``), or the fastest of a few."""
+    backend, wrap = inputs[0].device.backend, inputs[0]._wrap
+    one = Compiled(tape, plan(tape, backend, wrap, optimizer=updates_in_program(step.optimizer, backend)))
+    if step.segments == 1:
+        return one
+    if step.segments != "auto":
+        return Pieces(step, inputs, step.segments)
+    from ..nn.modules.container import Sequential
+
+    counts = [n for n in AUTO_COUNTS if n == 1 or (isinstance(step.model, Sequential) and n <= len(step.model)
+                                                     and not (step.model.training and any(True for _ in step.model.buffers())))]
+    candidates = {1: Compiled(tape, plan(tape, backend, wrap)) if one.updates else one}  # probes move no parameter
+    candidates.update({n: Pieces(step, inputs, n) for n in counts if n > 1})
+    arrays = [t.array for t in inputs]
+    params = [p for p in step.model.parameters()]
+    kept = [p.grad for p in params]  # probing fills .grad: each probe starts from None, and they are put back after
+    times = {}
+    for n, compiled in candidates.items():
+        for p in params:
+            p.grad = None
+        compiled.run(arrays)
+        start = time.perf_counter()
+        for _ in range(2):
+            compiled.run(arrays)
+            backend.synchronize()
+        times[n] = time.perf_counter() - start
+    for p, g in zip(params, kept):
+        p.grad = g
+    best = min(times, key=times.get)
+    step.segments = best
+    step.probe_seconds = times
+    return one if best == 1 else candidates[best]
+
+
+class Pieces:
+    """A Sequential's step as N pieces: forward keeps each piece's input, backward reruns each piece."""
+
+    def __init__(self, step, inputs, n):
+        model = step.model
+        bounds = [round(i * len(model) / n) for i in range(n + 1)]
+        self.pieces = [model[a:b] for a, b in zip(bounds, bounds[1:])]
+        backend, wrap = inputs[0].device.backend, inputs[0]._wrap
+        self.forwards, self.backwards = [], []
+        h = inputs[0]
+        with no_grad():
+            for piece in self.pieces[:-1]:
+                tape = trace(piece, h)
+                self.forwards.append(Compiled(tape, plan(tape, backend, wrap, backward=False)))
+                self.backwards.append(Compiled(tape, plan(tape, backend, wrap, input_grad=True, seed_input=True)))
+                h = tape.replay(h)
+            last, loss_fn = self.pieces[-1], step.loss_fn
+            tape = trace(lambda h, *targets: loss_fn(last(h), *targets), h, *inputs[1:])
+        self.last = Compiled(tape, plan(tape, backend, wrap, input_grad=True))
+
+    def run(self, arrays):
+        x, targets = arrays[0], arrays[1:]
+        kept = [x]
+        with no_grad():
+            for forward in self.forwards:
+                env = forward.program.environment()
+                env[forward.program.inputs[0]] = kept[-1]
+                forward.program.run(env)
+                kept.append(env[next(iter(forward.program.results.values()))])
+        loss = self.last.run([kept[-1]] + list(targets))
+        g = self.last.input_grad
+        for backward, h in zip(reversed(self.backwards), reversed(kept[:-1])):
+            backward.run([h, g])
+            g = backward.input_grad
+        return loss
+
+    updates = False  # the optimizer steps after the run: a parameter shared by two pieces must not move early
+
+    def programs(self):
+        return [c.program for c in self.forwards + self.backwards + [self.last]]
+
+
+__all__ = ["check_segments", "plan_step", "Pieces"]

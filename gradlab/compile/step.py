@@ -1,0 +1,151 @@
+"""``make_step``: a training step traced once per input signature, then run as one planned program.
+
+The first call with new shapes runs the step eagerly while the tracer watches the forward and
+the loss; that tape is planned into a program of forward and backward (``plan.py``). Later calls
+with the same signature run the program: no graph is built, and the gradients it computes are
+written to every ``.grad`` as backward would, before the optimizer (if any) takes its step.
+
+What a tape cannot hold — a value that leaves the ops (``.item()``, an ``if`` on a tensor), a
+random draw outside an op, an op whose output shape changes between calls — makes the step run
+eagerly from then on, after one ``CompileWarning`` that says why.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+from ..jit.tracer import Tracer
+from ..ops import autocast
+from .generic import ShapeChanged
+from .segments import check_segments, plan_step
+
+
+class CompileWarning(UserWarning):
+    """The compiled step (or function) could not be compiled and runs eagerly instead; the message says why."""
+
+
+def signature(inputs, model=None) -> tuple:
+    """What a program is planned for: each input's shape, dtype and device, the model's mode, autocast's state."""
+    sig = tuple((tuple(x.shape), str(x.dtype), str(x.device)) if hasattr(x, "shape") else (type(x).__name__, x)
+                for x in inputs)
+    sig += ((("training", getattr(model, "training", None)),) if model is not None else ())
+    if autocast.state.active:  # the ops traced under autocast cast to its dtypes: another program
+        sig += (("autocast", tuple(sorted((k, str(autocast.state.dtype[k])) for k, on in autocast.state.enabled.items()
+                                          if on))),)
+    return sig
+
+
+class CompiledStep:
+    """``loss = step(x, y)``: ``loss_fn(model(x), y)``, its backward, and (with an optimizer) the update."""
+
+    def __init__(self, model, loss_fn, optimizer=None, segments=1):
+        if not callable(model):
+            raise TypeError(f"compile.make_step: model must be a Module or callable, got {type(model).__name__}")
+        if not callable(loss_fn):
+            raise TypeError(f"compile.make_step: loss_fn must be callable as loss_fn(output, target), "
+                            f"got {type(loss_fn).__name__}")
+        if optimizer is not None and not (hasattr(optimizer, "step") and hasattr(optimizer, "zero_grad")):
+            raise TypeError(f"compile.make_step: optimizer must be a gradlab optimizer, got {type(optimizer).__name__}")
+        self.model, self.loss_fn, self.optimizer = model, loss_fn, optimizer
+        self.segments = check_segments(model, segments)
+        self.cache: dict = {}
+        self.traces = 0
+        self.fallback = None  # the reason this step runs eagerly, once it does
+
+    def __call__(self, x, *targets):
+        inputs = (x,) + targets
+        if self.fallback is not None:
+            return self._eager(inputs)
+        key = signature(inputs, self.model)
+        compiled = self.cache.get(key)
+        if compiled is None:
+            return self._trace(key, inputs)
+        if self.optimizer is not None:
+            self.optimizer.zero_grad(set_to_none=True)
+        try:
+            loss = compiled.run([t.array for t in inputs])
+        except ShapeChanged as error:
+            self._give_up(f"an op's output shape changed between calls with the same input shapes ({error})")
+            return self._eager(inputs)
+        if self.optimizer is not None:
+            if compiled.updates:
+                self.optimizer._materialize()
+            else:
+                self.optimizer.step()
+        return inputs[0]._wrap(loss)
+
+    # --- tracing, and the eager way -------------------------------------------------------------------
+
+    def _trace(self, key, inputs):
+        """Run this step eagerly while tracing it, then plan a program for its signature."""
+        if self.optimizer is not None:
+            self.optimizer.zero_grad(set_to_none=True)
+        tracer = Tracer(self.model, inputs)
+        with tracer:
+            loss = self.loss_fn(self.model(inputs[0]), *inputs[1:])
+        loss.backward()
+        if self.optimizer is not None:
+            self.optimizer.step()
+        self.traces += 1
+        reason = _why_not(tracer, inputs)
+        if reason is not None:
+            self._give_up(reason)
+            return loss.detach()
+        tape = tracer.tape(loss)
+        self.cache[key] = plan_step(self, tape, inputs)
+        return loss.detach()
+
+    def _eager(self, inputs):
+        if self.optimizer is not None:
+            self.optimizer.zero_grad(set_to_none=True)
+        loss = self.loss_fn(self.model(inputs[0]), *inputs[1:])
+        loss.backward()
+        if self.optimizer is not None:
+            self.optimizer.step()
+        return loss.detach()
+
+    def _give_up(self, reason: str) -> None:
+        self.fallback = reason
+        self.cache.clear()
+        warnings.warn(f"compile.make_step: running this step eagerly: {reason}", CompileWarning, stacklevel=3)
+
+    def memory(self) -> dict:
+        """Peak bytes of the planned intermediate values (parameters and inputs not counted), per signature."""
+        from .passes import peak_bytes
+
+        peaks = [max(peak_bytes(p) for p in compiled.programs()) for compiled in self.cache.values()]
+        return {"peak_bytes": max(peaks, default=0), "segments": self.segments}
+
+    def __repr__(self):
+        state = f"eager ({self.fallback})" if self.fallback else f"{len(self.cache)} signature(s) compiled"
+        return f"<gradlab.compile step: {state}, traced {self.traces}×>"
+
+
+def _why_not(tracer, inputs) -> str | None:
+    """Why this trace cannot become a program, or None when it can."""
+    if tracer.escapes:
+        what, where = tracer.escapes[0]
+        place = f" in module '{where}'" if where else ""
+        if what == "random":
+            return (f"the forward draws random numbers outside an operation{place} (dropout's mask, gl.randn): "
+                    "a program would reuse one draw every step")
+        if what == "a tensor used as an index" or what.startswith("an array passed to"):
+            return (f"the forward indexes with a tensor{place} (x[mask], x[idx], masked_select: {what}): its values "
+                    "become part of the op, and a program would keep the first batch's")
+        return (f"the forward reads a tensor's value with {what}{place}, so what it does next may depend on the data "
+                "(data-dependent control flow); a program would freeze the branch taken once")
+    for i, x in enumerate(inputs):
+        if getattr(x, "requires_grad", False):
+            return f"input {i} requires grad; compiled steps fill the parameters' .grad only"
+    return None
+
+
+def make_step(model, loss_fn, optimizer=None, segments=1) -> CompiledStep:
+    """Compile ``loss_fn(model(x), y)``, its backward and the optimizer's update into one step.
+
+    ``step = gl.compile.make_step(model, loss_fn, optimizer=opt)`` then ``loss = step(x, y)``.
+    Without an optimizer the step only fills every ``.grad``, as ``loss.backward()`` would.
+    ``segments=N`` splits an ``nn.Sequential`` into N pieces whose forward is run again during
+    backward (less memory, more time); ``"auto"`` tries a few and keeps the fastest.
+    """
+    return CompiledStep(model, loss_fn, optimizer, segments)
