@@ -160,6 +160,96 @@ def test_the_loss_may_be_any_function_of_the_output():
     assert_same_grads(compiled, eager)
 
 
+class InPlace(nn.Module):
+    """In-place ops on values made inside forward: h.mul_, h += 1, relu_."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(6, 4)
+        self.fc2 = nn.Linear(4, 4)
+
+    def forward(self, x):
+        h = self.fc(x)
+        h.mul_(2.0)
+        h += 1.0
+        return self.fc2(h.relu_())
+
+
+class Counter(nn.Module):
+    """A buffer that forward changes in place on every call (as BatchNorm's num_batches_tracked)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(6, 4)
+        self.register_buffer("calls", gl.zeros(()))
+
+    def forward(self, x):
+        self.calls.add_(1.0)
+        return self.fc(x) * self.calls
+
+
+def batch_norm_mlp():
+    return nn.Sequential(nn.Linear(6, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 4))
+
+
+def train_side_by_side(make, steps=4):
+    """SGD with momentum, eager and compiled (or fallen back: then eagerly); same numbers after each step."""
+    gl.manual_seed(0)
+    eager = make().double()
+    compiled = copy.deepcopy(eager)
+    opt = gl.optim.SGD(eager.parameters(), lr=0.05, momentum=0.9)
+    step = gl.compile.make_step(compiled, F.cross_entropy, optimizer=gl.optim.SGD(compiled.parameters(), lr=0.05,
+                                                                                  momentum=0.9))
+    for i in range(steps):
+        x, y = tensor(8, 6, seed=i), labels(8, 4, seed=i)
+        opt.zero_grad()
+        loss = F.cross_entropy(eager(x), y)
+        loss.backward()
+        opt.step()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", gl.compile.CompileWarning)  # compiling it, or falling back, are both right
+            got = step(x, y)
+        np.testing.assert_allclose(values(got), values(loss), **TOL, err_msg=f"loss at step {i}")
+        assert_same_grads(compiled, eager)
+        assert_same_parameters(compiled, eager)
+        for (name, b), c in zip(compiled.named_buffers(), eager.buffers()):
+            np.testing.assert_allclose(values(b), values(c), **TOL, err_msg=f"buffer {name} at step {i}")
+    return step
+
+
+def test_in_place_ops_on_intermediate_values_follow_eager():
+    train_side_by_side(InPlace)
+
+
+def test_a_buffer_changed_in_place_inside_forward_follows_eager():
+    train_side_by_side(Counter)
+
+
+def test_batch_norm_in_training_follows_eager_with_its_buffers():
+    train_side_by_side(batch_norm_mlp)
+
+
+def test_switching_to_eval_mode_is_a_new_program():
+    # BatchNorm normalises by the batch's statistics in training and by the running ones in evaluation
+    gl.manual_seed(0)
+    eager = batch_norm_mlp().double()
+    compiled = copy.deepcopy(eager)
+    opt = gl.optim.SGD(eager.parameters(), lr=0.05)
+    step = gl.compile.make_step(compiled, F.cross_entropy, optimizer=gl.optim.SGD(compiled.parameters(), lr=0.05))
+    for i in range(4):
+        if i == 2:
+            eager.eval()
+            compiled.eval()
+        x, y = tensor(8, 6, seed=i), labels(8, 4, seed=i)
+        opt.zero_grad()
+        loss = F.cross_entropy(eager(x), y)
+        loss.backward()
+        opt.step()
+        np.testing.assert_allclose(values(step(x, y)), values(loss), **TOL, err_msg=f"loss at step {i}")
+        assert_same_parameters(compiled, eager)
+    assert step.traces == 2
+
+
 # --- the cache: one trace per input signature ------------------------------------------------------------
 
 
@@ -283,14 +373,52 @@ def test_data_dependent_control_flow_falls_back_to_eager_with_one_warning():
     assert all(not ws for ws in seen[1:])
 
 
-def test_a_shape_that_changes_between_calls_falls_back_to_eager_with_one_warning():
+def test_indexing_with_a_boolean_mask_falls_back_to_eager_with_one_warning():
     batches = [(tensor(8, 6, seed=i), gl.tensor(1.5, dtype=gl.float64)) for i in range(4)]
     gl.manual_seed(0)
     probe = MaskedSelect().double()
     with gl.no_grad():
         sizes = [probe(x).shape[0] for x, _ in batches]
     assert len(set(sizes)) > 1, sizes  # precondition: the mask keeps a different count each batch
-    run_both(MaskedSelect, batches, lambda out, y: (out * out).sum() * y, reason=("shape",))
+    run_both(MaskedSelect, batches, lambda out, y: (out * out).sum() * y, reason=("index", "mask", "shape"))
+
+
+class Positive(gl.autograd.Function):
+    """The positive entries of x, flattened: a user's op whose output shape depends on the values."""
+
+    @staticmethod
+    def forward(ctx, x):
+        mask = x > 0
+        ctx.save_for_backward(mask)
+        ctx.shape = tuple(x.shape)
+        return x[mask]
+
+    @staticmethod
+    def backward(ctx, grad):
+        (mask,) = ctx.saved_tensors
+        full = grad.new_zeros(ctx.shape)
+        full[mask] = grad
+        return full
+
+
+class PositivePart(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(6, 4)
+
+    def forward(self, x):
+        return Positive.apply(self.fc(x))
+
+
+def test_an_op_whose_output_shape_changes_between_calls_falls_back_to_eager_with_one_warning():
+    batches = [(tensor(8, 6, seed=i), gl.tensor(1.5, dtype=gl.float64)) for i in range(4)]
+    gl.manual_seed(0)
+    probe = PositivePart().double()
+    with gl.no_grad():
+        sizes = [probe(x).shape[0] for x, _ in batches]
+    assert sizes[0] != sizes[1], sizes  # precondition: the second call sees another shape
+    seen = run_both(PositivePart, batches, lambda out, y: (out * out).sum() * y, reason=("shape",))
+    assert not seen[0] and len(seen[1]) == 1  # the first call traced fine; the second found the change
 
 
 # --- segments ----------------------------------------------------------------------------------------------

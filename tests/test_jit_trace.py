@@ -211,6 +211,21 @@ def test_replay_reads_the_parameters_as_they_are_now():
     assert not np.allclose(as_numpy(after), before)
 
 
+def test_replay_follows_in_place_ops_inside_forward():
+    w = gl.tensor(randn(3), requires_grad=True)
+
+    def f(x):
+        h = x * w
+        h.mul_(2.0)  # written into h's memory: what comes next reads the doubled values
+        h += 1.0
+        return h.relu_() * 3.0
+
+    x = tensor(3)
+    tape = gl.jit.trace(f, x)
+    x2 = tensor(3, seed=4)
+    assert_same(tape.replay(x2), f(x2))
+
+
 def test_replay_builds_no_graph():
     model = mlp()
     x = gl.tensor(randn(5, 4), requires_grad=True)
