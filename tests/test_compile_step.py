@@ -120,6 +120,20 @@ def test_twenty_compiled_steps_follow_the_eager_trajectory(model_name, optimizer
         assert_same_parameters(compiled, eager)
     assert step.traces == 1
     assert step.fallback is None
+    assert_same_optimizer_state(opt2, opt)
+
+
+def assert_same_optimizer_state(compiled, eager):
+    """Momentum buffers, Adam's moments and step counts: the optimizer's own trajectory."""
+    ours, theirs = compiled.state_dict()["state"], eager.state_dict()["state"]
+    assert ours.keys() == theirs.keys()
+    for index, state in theirs.items():
+        assert ours[index].keys() == state.keys(), index
+        for key, value in state.items():
+            got = ours[index][key]
+            np.testing.assert_allclose(np.asarray(values(got) if isinstance(got, gl.Tensor) else got),
+                                       np.asarray(values(value) if isinstance(value, gl.Tensor) else value),
+                                       **TOL, err_msg=f"optimizer state {index}.{key}")
 
 
 def test_without_an_optimizer_the_step_fills_grad_as_backward_would_and_accumulates():
@@ -248,6 +262,27 @@ def test_switching_to_eval_mode_is_a_new_program():
         np.testing.assert_allclose(values(step(x, y)), values(loss), **TOL, err_msg=f"loss at step {i}")
         assert_same_parameters(compiled, eager)
     assert step.traces == 2
+
+
+def test_dropout_in_training_draws_what_eager_draws():
+    gl.manual_seed(0)
+    eager = nn.Sequential(nn.Linear(6, 8), nn.Dropout(0.5), nn.ReLU(), nn.Linear(8, 4)).double()
+    compiled = copy.deepcopy(eager)
+    opt = gl.optim.SGD(eager.parameters(), lr=0.05)
+    step = gl.compile.make_step(compiled, F.cross_entropy, optimizer=gl.optim.SGD(compiled.parameters(), lr=0.05))
+    for i in range(4):
+        x, y = tensor(8, 6, seed=i), labels(8, 4, seed=i)
+        gl.manual_seed(100 + i)
+        opt.zero_grad()
+        loss = F.cross_entropy(eager(x), y)
+        loss.backward()
+        opt.step()
+        gl.manual_seed(100 + i)  # the same random stream: compiled (or fallen back) draws the same mask
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", gl.compile.CompileWarning)
+            got = step(x, y)
+        np.testing.assert_allclose(values(got), values(loss), **TOL, err_msg=f"loss at step {i}")
+        assert_same_parameters(compiled, eager)
 
 
 # --- the cache: one trace per input signature ------------------------------------------------------------
