@@ -19,7 +19,7 @@ from .colors import category
 from .graph import Graph, GraphNode, Group
 from .record import PACKAGE_DIR, Recording, short_filename
 from .summary import summarize
-from .tape_graph import from_tape, is_tape
+from .tape_graph import is_tape, tape_to_graph
 
 
 class CaptureError(TypeError):
@@ -46,6 +46,12 @@ def capture(obj, names: dict | None = None, fused=None) -> Graph:
     if isinstance(obj, Graph):
         return obj
     raise CaptureError(f"gl.lab: cannot draw an object of type {type(obj).__name__}; give it {WHAT_WORKS}")
+
+
+def from_tape(tape, fused=None) -> Graph:
+    """A ``gl.jit.Tape`` as a graph (tape_graph.py): ``fused`` lists groups of op indices drawn as
+    super-nodes; None draws the chains ``gl.compile.fusion_groups(tape)`` says the compiler fuses."""
+    return tape_to_graph(tape, fused, rule_of)
 
 
 # --- the rule of an operation, from its Function ---------------------------------------------------

@@ -11,6 +11,7 @@ the chains the compiler fuses drawn as super-nodes that open like a module.
   group, drawn closed as "fused: Mul · Add · Relu", inside the module that holds all its ops.
 
 A tape keeps no tensor values and no gradients, so the graph offers only the "kind" colouring.
+``capture.from_tape(tape, fused)`` is the entry point (it hands this module the rule reader).
 """
 
 from __future__ import annotations
@@ -34,10 +35,9 @@ def is_tape(obj) -> bool:
     return type(obj).__name__ == "Tape" and hasattr(obj, "ops") and hasattr(obj, "values")
 
 
-def from_tape(tape, fused=None) -> Graph:
-    """The tape drawn as a graph; ``fused`` lists groups of op indices (default: what the compiler fuses)."""
-    from .capture import rule_of  # (capture imports this module)
-
+def tape_to_graph(tape, fused, rule_of) -> Graph:
+    """The tape drawn as a graph; ``fused`` lists groups of op indices (None: what the compiler fuses);
+    ``rule_of(function)`` gives an op's (words, math), as capture.py reads them for every graph."""
     groups_of_ops = _fused_groups(tape, fused)
     graph = Graph(source="tape", modes=("kind",))
     call_of = _module_calls(tape, graph)  # op index -> group id of the module call it ran in (or None)
