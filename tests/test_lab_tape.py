@@ -151,6 +151,8 @@ def test_a_tape_is_coloured_by_kind_only_and_a_check_says_why_not():
     assert "kind" in view.colors and [name for name, _ in view.legends["kind"]["items"]] == ["input", "matmul", ...][:0] or True
     with pytest.raises(ValueError, match="it has 'kind'"):
         gl.lab.GraphView(tape, color="grad")
+    with pytest.raises(CaptureError, match=r"cannot draw an object of type dict.*a tape \(gl.jit.trace\(model, x\)\)"):
+        gl.lab.GraphView({"not": "a tape"})
     result = view.check(ops_of(view.graph)[0].id)
     assert result["ok"] is None and "a tape keeps no tensor values" in result["message"]
     svg = view.to_svg()
@@ -231,6 +233,10 @@ def test_a_step_that_falls_back_says_so_in_its_row():
     assert row.timed and "item()" in row.fallback
     assert row.status.startswith("not compiled, ran eagerly:") and "item()" in row.status
     assert not table["cpu", "eager"].fallback
+    from gradlab.lab import timing_chart
+
+    svg = timing_chart.to_svg(table)
+    assert svg.count('class="gl-dt-fallback"') == 1 and "not compiled, ran eagerly: " in svg and "· ran eagerly" in svg
 
 
 def test_compare_compiled_forward_and_bad_arguments():
