@@ -71,6 +71,8 @@ def test_a_tape_is_a_graph_of_its_ops_leaves_and_modules():
         assert leaves[name].kind == "param" and leaves[name].group == module
     assert {g.id: g.parent for g in graph.groups.values()} == {
         "0": None, "1": None, "2": None, "2.fc": "2", "2.norm": "2", "3": None}
+    assert [graph.groups[g].label for g in ("0", "1", "2", "2.fc", "2.norm")] == [
+        "0 (Linear)", "1 (ReLU)", "2 (Block)", "fc (Linear)", "norm (LayerNorm)"]
     # edges: each op from what it reads; the block's add also reads the block's input (op 1's output)
     into = {n.id: sorted(graph.nodes[s].label for s, t in graph.edges if t == n.id) for n in ops}
     add = ops[5]

@@ -77,7 +77,7 @@ def _module_calls(tape, graph) -> dict:
     open_calls: dict = {}  # path -> group id of its open call
     calls_seen: dict = {}  # path -> how many calls so far
     call_of = {}
-    types = getattr(tape, "modules", None) or {}  # path -> the module's class name, where the tape keeps it
+    types = getattr(tape, "modules", None) or {}
     for op in tape.ops:
         paths = _prefixes(op.module)
         for path in list(open_calls):  # leaving a module closes its call
@@ -90,7 +90,7 @@ def _module_calls(tape, graph) -> dict:
                 n = calls_seen[path]
                 gid = path if n == 1 else f"{path}#{n}"
                 name = path[len(parent_path(path)) + 1:] if parent_path(path) else path
-                kind = types.get(path)
+                kind = types.get(path)  # tape.modules: path -> class name
                 label = f"{name} ({kind})" if kind and kind != name else name
                 graph.groups[gid] = Group(gid, label + (f" · call {n}" if n > 1 else ""), parent)
                 open_calls[path] = gid
