@@ -67,5 +67,5 @@ def test_lab06_tape_graph_opens_its_fused_node_and_times_eager_and_compiled(page
     assert bars["eager_bars"] == bars["compiled_bars"] == len(facts["devices"])
     assert "× eager" in bars["text"]
     n = len(facts["devices"])
-    assert chart.locator(".gl-status").inner_text() == f"{n} device{'s' if n != 1 else ''} timed (eager and compiled) · run 1"
-    screenshot(chart, "lab-06-eager-vs-compiled")
+    screenshot(chart, "lab-06-eager-vs-compiled")  # (scrolls it into view: off-screen cells have no inner text)
+    assert chart.locator(".gl-status").text_content() == f"{n} device{'s' if n != 1 else ''} timed (eager and compiled) · run 1"
