@@ -150,7 +150,8 @@ def test_a_tape_is_coloured_by_kind_only_and_a_check_says_why_not():
     model, x, tape = traced()
     view = gl.lab.GraphView(tape)
     assert set(view.color_labels) == {"kind"} and view.color_mode == "kind"
-    assert "kind" in view.colors and [name for name, _ in view.legends["kind"]["items"]] == ["input", "matmul", ...][:0] or True
+    kinds = {name for name, _ in view.legends["kind"]["items"]}  # Linear, LayerNorm, ×/+, ReLU; data, weights
+    assert kinds == {"matmul", "normalization", "arithmetic", "elementwise", "input", "param"}
     with pytest.raises(ValueError, match="it has 'kind'"):
         gl.lab.GraphView(tape, color="grad")
     with pytest.raises(CaptureError, match=r"cannot draw an object of type dict.*a tape \(gl.jit.trace\(model, x\)\)"):
@@ -264,7 +265,8 @@ def test_device_timings_draws_an_eager_and_a_compiled_bar_per_device():
                                                    devices=["cpu"], repeats=2, warmup=0, budget_s=0.3)
     assert [(r["device"], r["variant"]) for r in widget.rows] == [("cpu", "eager"), ("cpu", "compiled")]
     svg = widget.svg
-    assert svg.count('class="gl-dt-bar gl-dt-bar-eager"') == 1 and svg.count('class="gl-dt-bar gl-dt-bar-compiled"') == 1
+    assert svg.count('class="gl-dt-bar gl-dt-bar-eager"') == 1
+    assert svg.count('class="gl-dt-bar gl-dt-bar-compiled"') == 1
     assert re.search(r"· [0-9.]+× eager</text>", svg)
     assert 'data-variant="compiled"' in svg and widget.runs == 1
     widget.run()

@@ -65,7 +65,8 @@ def to_svg(table: DeviceTimes, pending: frozenset = frozenset(), run: int = 0) -
     grid = "".join(f'<line class="gl-dt-grid" x1="{x_of(t):.1f}" x2="{x_of(t):.1f}" y1="{head_y - 8}" y2="{axis_y}"/>'
                    f'<text class="gl-dt-axis" x="{x_of(t):.1f}" y="{axis_y + 12}" text-anchor="middle">{_ms(t)}</text>'
                    for t in _ticks(low, high)) if timed else ""
-    notes = [*(VARIANT_NOTES if table.has_variants else NOTES), *(line for note in table.notes() for line in textwrap.wrap(note, 125))]
+    notes = [*(VARIANT_NOTES if table.has_variants else NOTES),
+             *(line for note in table.notes() for line in textwrap.wrap(note, 125))]
     height = axis_y + 22 + LINE_H * len(notes) + 6
     head = "".join(f'<tspan x="8" dy="{0 if i == 0 else LINE_H}">{escape(line)}</tspan>'
                    for i, line in enumerate(measured))

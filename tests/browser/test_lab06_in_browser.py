@@ -68,4 +68,5 @@ def test_lab06_tape_graph_opens_its_fused_node_and_times_eager_and_compiled(page
     assert "× eager" in bars["text"]
     n = len(facts["devices"])
     screenshot(chart, "lab-06-eager-vs-compiled")  # (scrolls it into view: off-screen cells have no inner text)
-    assert chart.locator(".gl-status").text_content() == f"{n} device{'s' if n != 1 else ''} timed (eager and compiled) · run 1"
+    status = chart.locator(".gl-status").text_content()
+    assert status == f"{n} device{'s' if n != 1 else ''} timed (eager and compiled) · run 1"
