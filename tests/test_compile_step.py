@@ -518,6 +518,29 @@ def test_segments_on_a_model_that_is_not_a_sequential_is_an_error():
         step(tensor(3, 4, 3), tensor(3, 2))
 
 
+@pytest.mark.parametrize("segments", [0, -1, 2.0, "fast", 7])
+def test_a_segment_count_that_makes_no_sense_is_an_error(segments):
+    with pytest.raises(ValueError, match="segments"):  # 7: more pieces than the Sequential has layers
+        step = gl.compile.make_step(six_layers(), F.mse_loss, segments=segments)
+        step(tensor(8, 6), tensor(8, 4, seed=1))
+
+
+def test_segments_of_a_cnn_with_adamw_follow_eager_and_trace_again_on_a_new_shape():
+    eager, batch, loss_fn = build("cnn")
+    compiled = copy.deepcopy(eager)
+    opt = gl.optim.AdamW(eager.parameters(), lr=0.01)
+    step = gl.compile.make_step(compiled, loss_fn, optimizer=gl.optim.AdamW(compiled.parameters(), lr=0.01), segments=3)
+    for i, n in enumerate([4, 4, 2]):
+        x, y = tensor(n, 1, 8, 8, seed=i), labels(n, 4, seed=i)
+        opt.zero_grad()
+        loss_fn(eager(x), y).backward()
+        opt.step()
+        step(x, y)
+        assert_same_grads(compiled, eager)
+        assert_same_parameters(compiled, eager)
+    assert step.traces == 2
+
+
 def test_memory_reports_the_peak_of_the_planned_buffers():
     for segments in (1, 2):
         model = six_layers()
