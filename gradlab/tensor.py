@@ -565,6 +565,8 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
             )
         before = self._wrap(self.device.backend.copy(self.array))
         before.requires_grad, before.grad_fn, before._output_nr = self.requires_grad, self.grad_fn, self._output_nr
+        if observers.write_watchers:
+            observers.wrote(before, self)  # a copy: it holds what self holds now
         result = compute(before, *args)
         if result.grad_fn is None and result.requires_grad:
             result = result.clone()  # the result is a leaf (copy_ from a leaf): give the tensor a node of its own
@@ -604,6 +606,8 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
                 "performing the operation."
             ) from error
         self._version[0] += 1
+        if observers.write_watchers:
+            observers.wrote(self, result)
         return result
 
     def add_(self, other, *, alpha=1):

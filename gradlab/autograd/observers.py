@@ -3,7 +3,8 @@
 This is the lab's window into the engine: graph capture, the tracer and the profiler subscribe
 here. With none attached, ``apply`` pays for one falsy check of ``active``.
 
-A second, rarer channel tells of *escapes*: a value leaving the world of operations (``.item()``,
+Two rarer channels tell of *writes* (an in-place op copies its result into a tensor's memory)
+and of *escapes*: a value leaving the world of operations (``.item()``,
 ``bool(t)``, ``.numpy()``, a random draw outside an op). A tracer needs them, since what Python
 does with such a value (an ``if``, a fresh random mask) is invisible to a recording of operations.
 """
@@ -49,6 +50,19 @@ def notify(function, inputs, outputs, node) -> None:
 
 
 escape_watchers: list = []
+write_watchers: list = []
+
+
+def watch_writes(fn: Callable) -> RemovableHandle:
+    """Call ``fn(target, source)`` whenever a tensor's memory is overwritten with another tensor's values
+    outside any op (an in-place operation's last step: ``x.mul_(2)`` computes ``x * 2``, then writes it in)."""
+    write_watchers.append(fn)
+    return RemovableHandle(write_watchers, hook=fn)
+
+
+def wrote(target, source) -> None:
+    for fn in tuple(write_watchers):
+        fn(target, source)
 
 
 def watch_escapes(fn: Callable[[str], None]) -> RemovableHandle:

@@ -36,7 +36,7 @@ def plan(tape, backend, wrap, *, backward: bool = True, fuse: bool = True, input
         inputs.append(slot_of[vid])
     externals = {}
     for vid, t in tape.externals.items():
-        slot_of[vid] = b.slot(tuple(t.shape), t.array.dtype, tape.values[vid].name)
+        slot_of[vid] = b.slot(tuple(t.shape), _native(tape.values[vid].dtype), tape.values[vid].name)
         externals[slot_of[vid]] = t
     leaves = _leaves(tape) if backward else {}
     needs_grad = _needs_grad(tape, set(leaves) | (set(tape.inputs[:1]) if input_grad else set())) if backward else set()

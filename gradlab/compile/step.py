@@ -26,9 +26,9 @@ class CompileWarning(UserWarning):
 
 def signature(inputs, model=None) -> tuple:
     """What a program is planned for: each input's shape, dtype and device, the model's mode, autocast's state."""
-    sig = tuple((tuple(x.shape), str(x.dtype), str(x.device)) if hasattr(x, "shape") else (type(x).__name__, x)
-                for x in inputs)
-    sig += ((("training", getattr(model, "training", None)),) if model is not None else ())
+    sig = tuple([(x.array.shape, x.array.dtype, x.device) for x in inputs])
+    if model is not None:
+        sig += (getattr(model, "training", None),)
     if autocast.state.active:  # the ops traced under autocast cast to its dtypes: another program
         sig += (("autocast", tuple(sorted((k, str(autocast.state.dtype[k])) for k, on in autocast.state.enabled.items()
                                           if on))),)
@@ -56,7 +56,13 @@ class CompiledStep:
         inputs = (x,) + targets
         if self.fallback is not None:
             return self._eager(inputs)
-        key = signature(inputs, self.model)
+        try:
+            key = signature(inputs, self.model)
+        except AttributeError:
+            bad = next(i for i, t in enumerate(inputs) if not hasattr(t, "array"))
+            raise TypeError(f"compile.make_step: step(x, *targets) takes tensors, but argument {bad} is a "
+                            f"{type(inputs[bad]).__name__}; pass it as a tensor (gl.tensor(...)), or bind it into "
+                            "loss_fn (functools.partial)") from None
         compiled = self.cache.get(key)
         if compiled is None:
             return self._trace(key, inputs)

@@ -16,6 +16,7 @@ from ..autograd.function import Function, TrackedTensor
 from ..nn.modules import module as module_hooks
 from .entries import Ref, TapeOp, Value, dtype_name
 from .tape import Tape, _rebuild
+from .write_back import WriteBack
 
 _APPLY_CODE = Function.apply.__func__.__code__
 
@@ -40,11 +41,13 @@ class Tracer:
         self.inputs = [self._new_value(t, "input", f"input {i}") for i, t in enumerate(inputs)]
         self._handles = []
         self._random_in_op = False
+        self._viewed: set = set()  # ids of tensors some op made a view of: a write into one reaches the views
 
     # --- listening ---------------------------------------------------------------------------------
 
     def __enter__(self):
         self._handles = [observers.subscribe(self._on_op), observers.watch_escapes(self._on_escape),
+                         observers.watch_writes(self._on_write),
                          module_hooks.register_module_forward_pre_hook(self._on_enter),
                          module_hooks.register_module_forward_hook(self._on_exit)]
         return self
@@ -71,14 +74,31 @@ class Tracer:
         elif what == "random":
             self._random_in_op = True  # inside an op: that op draws again whenever it runs
 
-    def _on_op(self, record: observers.OpRecord):
-        if record.node is None and _nested(4):  # (above _nested, _on_op, notify and this op's own apply)
+    def _on_write(self, target, source):
+        """An in-place op wrote ``source``'s values into ``target``: from now on target *is* that value."""
+        if _nested(3):
+            return  # inside an op's forward: that op is the entry
+        vid = self._ids.get(id(target))
+        if target._base is not None or id(target) in self._viewed:
+            self.escapes.append(("an in-place write into a tensor that has views", self._stack[-1] if self._stack else ""))
+        ref = self._argument(source)
+        if vid is not None and self.values[vid].kind in ("input", "parameter", "buffer", "constant"):
+            # it outlives the call: the write happens again at every replay, as an op of its own
+            record = observers.OpRecord(WriteBack, (target, source), (target,), None)
+            self._on_op(record, args=(Ref(vid), ref))
+        else:
+            self._ids[id(target)] = ref.value
+
+    def _on_op(self, record: observers.OpRecord, args=None):
+        if args is None and record.node is None and _nested(4):  # (above _nested, _on_op, notify and this op's apply)
             return  # inside another op's forward: that op is the entry
-        args = tuple(self._argument(a) for a in record.inputs)
+        args = args or tuple(self._argument(a) for a in record.inputs)
         if any(_is_array(a) for a in _constants(args)):  # a mask or index made from a tensor's values, most likely
             self.escapes.append((f"an array passed to {record.function.__name__}", self._stack[-1] if self._stack else ""))
         outputs = []
         for out in record.outputs:
+            if getattr(out, "_base", None) is not None:
+                self._viewed.add(id(out._base))
             if isinstance(out, TrackedTensor):
                 outputs.append(self._new_value(out, "op", f"%{len(self.values)}"))
             else:
