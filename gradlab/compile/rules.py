@@ -20,3 +20,7 @@ def rule(*functions):
             RULES[f] = fn
         return fn
     return register
+
+
+from . import rules_elementwise  # noqa: E402,F401  (each rules_*.py registers its rules on import)
+from . import rules_conv, rules_linear, rules_loss, rules_pool  # noqa: E402,F401
