@@ -23,4 +23,4 @@ def rule(*functions):
 
 
 from . import rules_elementwise  # noqa: E402,F401  (each rules_*.py registers its rules on import)
-from . import rules_conv, rules_linear, rules_loss, rules_pool  # noqa: E402,F401
+from . import rules_conv, rules_linear, rules_loss, rules_norm  # noqa: E402,F401

@@ -2,7 +2,7 @@
 
 On numpy's arrays each instruction is a ufunc that also takes ``out=``, so the buffer pass runs a
 chain of them in place. Add's gradient is the incoming gradient itself: no instruction at all.
-GELU's erf is the costly part: where numba is installed its compiled kernels do it (numpy otherwise).
+GELU is the backend's fused kernel pair, its saved Φ(x) passed from one instruction to the other.
 """
 
 from __future__ import annotations
@@ -143,25 +143,14 @@ def relu(op, b, args, needs, wrap):
     return (out,), emit_backward
 
 
-@functools.cache
-def numba_backend():
-    """numba's backend object (its compiled GELU kernels work on numpy arrays), or None without numba."""
-    try:
-        from ..backends.numba_backend import NumbaBackend
-    except ImportError:
-        return None
-    return NumbaBackend()
-
-
 @rule(Gelu)
 def gelu(op, b, args, needs, wrap):
-    """gelu(x) = x · Φ(x), forward keeping Φ(x); backward g · (Φ(x) + x · φ(x)). numba's kernels where installed."""
+    """gelu(x) = x · Φ(x), forward keeping Φ(x); backward g · (Φ(x) + x · φ(x))."""
     dtype = float_operands(b, op, args[:1])
     if dtype is None or args[1] not in ("none", "tanh"):
         return None
     x, approximate = args[0].value, args[1]
-    kernels = numba_backend() if b.backend.name == "numpy" else None
-    kernels = kernels or b.backend
+    kernels = b.backend  # (numba's parallel GELU fights BLAS's threads for 2 cores: the backend's own kernel)
     shape = op.out_shapes[0]
     saved = b.slot(None, None, "Φ(x) saved by Gelu")
     out = b.slot(shape, dtype, "Gelu")
