@@ -22,5 +22,12 @@ def rule(*functions):
     return register
 
 
-from . import rules_elementwise  # noqa: E402,F401  (each rules_*.py registers its rules on import)
-from . import rules_conv, rules_linear, rules_loss, rules_norm  # noqa: E402,F401
+def _gather():
+    """The built-in rules: each rules_*.py keeps a table of its own; they are merged here."""
+    from . import rules_conv, rules_elementwise, rules_linear, rules_loss, rules_norm
+
+    for module in (rules_elementwise, rules_linear, rules_loss, rules_conv, rules_norm):
+        RULES.update(module.RULES)
+
+
+_gather()

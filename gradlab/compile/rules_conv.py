@@ -16,8 +16,10 @@ import numpy as np
 from ..jit.tape import Ref
 from ..nn.functional.conv import ConvNd
 from .passes import OUT_BACKENDS
-from .rules import rule
-from .rules_elementwise import FLOATS
+from .rules_elementwise import FLOATS, registrar
+
+RULES: dict = {}
+rule = registrar(RULES)
 
 
 @rule(ConvNd)

@@ -10,8 +10,10 @@ from __future__ import annotations
 from ..dtypes import NATIVE_TO_DTYPE
 from ..jit.tape import Ref
 from ..nn.functional.linear import Linear
-from .rules import rule
-from .rules_elementwise import FLOATS
+from .rules_elementwise import FLOATS, registrar
+
+RULES: dict = {}
+rule = registrar(RULES)
 
 
 @rule(Linear)

@@ -8,8 +8,10 @@ from __future__ import annotations
 from ..dtypes import NATIVE_TO_DTYPE
 from ..jit.tape import Ref
 from ..nn.functional.loss import ClassIndexLoss, _check_class_range
-from .rules import rule
-from .rules_elementwise import FLOATS
+from .rules_elementwise import FLOATS, registrar
+
+RULES: dict = {}
+rule = registrar(RULES)
 
 
 @rule(ClassIndexLoss)

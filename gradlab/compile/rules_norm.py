@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from ..jit.tape import Ref
 from ..nn.functional.normalization import Normalize
-from .rules import rule
-from .rules_elementwise import FLOATS
+from .rules_elementwise import FLOATS, registrar
+
+RULES: dict = {}
+rule = registrar(RULES)
 
 
 @rule(Normalize)
