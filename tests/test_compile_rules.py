@@ -60,6 +60,14 @@ def _compare(model, x, y, loss_fn, calls=2):
     return step
 
 
+def _has_numba():
+    try:
+        import numba  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def _sum_of_squares(out, y):
     return (out * out).sum()
 
@@ -193,8 +201,11 @@ def test_a_chain_of_adds_has_no_backward_instruction_of_its_own():
     step = _compare(Chain(), _t((16,)), None, _sum_of_squares)
     (compiled,) = step.cache.values()
     names = [ins.name for ins in compiled.program.instrs]
-    assert Add not in _generic_ops(step)
-    assert names.count("Add") == 20 and names.count("Add.backward") == 0
+    assert Add not in _generic_ops(step) and not any("Add.backward" in name for name in names)
+    if _has_numba():  # the 20 adds run as one fused kernel, and the 20 gradients of w as another
+        assert len(names) <= 4 and any("Add ×20" in name for name in names), names
+    else:
+        assert names.count("Add") == 20
 
 
 def test_a_python_number_operand_is_left_to_the_generic_path():
