@@ -16,10 +16,13 @@ import numpy as np
 from ..jit.tape import Ref
 from ..nn.functional.conv import ConvNd
 from .passes import OUT_BACKENDS
-from .rules_elementwise import FLOATS, registrar
+from .rules_elementwise import is_float, registrar
 
 RULES: dict = {}
 rule = registrar(RULES)
+
+
+WEIGHT_GRAD_PIECE = 8192  # columns per product in ∂W (see Geometry.weight_grad)
 
 
 @rule(ConvNd)
@@ -28,7 +31,7 @@ def conv(op, b, args, needs, wrap):
     if b.backend.name not in OUT_BACKENDS or x.__class__ is not Ref or w.__class__ is not Ref:
         return None
     xs, ws = b.slots[x.value], b.slots[w.value]
-    if xs.dtype not in FLOATS or ws.dtype != xs.dtype or geo.groups != 1 or len(xs.shape) != len(ws.shape):
+    if not is_float(xs.dtype) or not is_float(ws.dtype) or ws.dtype != xs.dtype or geo.groups != 1 or len(xs.shape) != len(ws.shape):
         return None
     if any(lo < 0 or hi < 0 for lo, hi in geo.padding) or (bias is not None and bias.__class__ is not Ref):
         return None
@@ -102,7 +105,13 @@ class Geometry:
         return gt.reshape(self.o, self.n * self.L)
 
     def weight_grad(self, gt, cols):
-        return np.matmul(gt, cols.T).reshape((self.o, self.c) + self.kernel)
+        """g·colsᵀ, its long inner dimension (N·L) cut into pieces whose products are added: one product
+        with a tiny result and a huge inner size stalls BLAS's threads when another process holds a core."""
+        total = None
+        for start in range(0, gt.shape[1], WEIGHT_GRAD_PIECE):
+            piece = np.matmul(gt[:, start:start + WEIGHT_GRAD_PIECE], cols[:, start:start + WEIGHT_GRAD_PIECE].T)
+            total = piece if total is None else np.add(total, piece, out=total)
+        return total.reshape((self.o, self.c) + self.kernel)
 
     def bias_grad(self, gt):
         return np.add.reduce(gt, axis=1)

@@ -20,6 +20,12 @@ from ..ops.arithmetic import Add, Div, Mul, Sub
 FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
+def is_float(dtype) -> bool:
+    """Whether a slot's dtype is numpy's float32 or float64 (not None: np.dtype(None) is float64, so
+    ``None in FLOATS`` is True; not another library's dtype object)."""
+    return isinstance(dtype, np.dtype) and dtype in FLOATS
+
+
 def registrar(table: dict):
     """A ``@rule(FunctionClass, ...)`` decorator writing into ``table`` (each rules_*.py has its own;
     rules.py merges them into RULES, so that no rules file imports rules.py)."""
@@ -50,7 +56,7 @@ def float_operands(b, op, args):
         return None
     dtypes = {b.slots[a.value].dtype for a in args}
     (dtype,) = dtypes if len(dtypes) == 1 else (None,)
-    if dtype not in FLOATS or op.dtypes[0] != dtype.name:
+    if not is_float(dtype) or op.dtypes[0] != dtype.name:
         return None
     return dtype
 

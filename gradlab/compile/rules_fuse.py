@@ -42,9 +42,10 @@ def _fusable(program, ins):
     if ins.many or len(ins.outs) != 1 or not ins.pure or _formula(program, ins) is None:
         return False
     out = program.slots[ins.outs[0]]
-    if out.dtype not in _FLOATS or out.shape is None:
+    if not isinstance(out.dtype, np.dtype) or out.dtype not in _FLOATS or out.shape is None:
         return False
-    return all(i is not None and program.slots[i].shape == out.shape and program.slots[i].dtype == out.dtype
+    return all(i is not None and program.slots[i].shape == out.shape and isinstance(program.slots[i].dtype, np.dtype)
+               and program.slots[i].dtype == out.dtype
                for i in ins.ins)
 
 

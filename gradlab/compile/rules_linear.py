@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..dtypes import NATIVE_TO_DTYPE
 from ..jit.tape import Ref
 from ..nn.functional.linear import Linear
-from .rules_elementwise import FLOATS, registrar
+from .rules_elementwise import is_float, registrar
 
 RULES: dict = {}
 rule = registrar(RULES)
@@ -24,9 +24,9 @@ def linear(op, b, args, needs, wrap):
     be = b.backend
     xs, ws = b.slots[x.value], b.slots[w.value]
     dtype = xs.dtype
-    if dtype not in FLOATS or ws.dtype != dtype or len(ws.shape) != 2 or not xs.shape:
+    if not is_float(dtype) or not is_float(ws.dtype) or ws.dtype != dtype or len(ws.shape) != 2 or not xs.shape:
         return None
-    if bias is not None and (b.slots[bias.value].dtype != dtype or b.slots[bias.value].shape != (ws.shape[0],)):
+    if bias is not None and (not is_float(b.slots[bias.value].dtype) or b.slots[bias.value].dtype != dtype or b.slots[bias.value].shape != (ws.shape[0],)):
         return None
     x_shape, out_shape = xs.shape, op.out_shapes[0]
     rows_x = (-1, x_shape[-1])

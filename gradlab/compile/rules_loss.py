@@ -5,10 +5,12 @@ indices, no class weights, no label smoothing, reduction 'mean'). Other cases ru
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..dtypes import NATIVE_TO_DTYPE
 from ..jit.tape import Ref
 from ..nn.functional.loss import ClassIndexLoss, _check_class_range
-from .rules_elementwise import FLOATS, registrar
+from .rules_elementwise import is_float, registrar
 
 RULES: dict = {}
 rule = registrar(RULES)
@@ -21,7 +23,8 @@ def cross_entropy(op, b, args, needs, wrap):
             or reduction != "mean" or from_logits is not True):
         return None
     xs, ts = b.slots[x.value], b.slots[target.value]
-    if xs.dtype not in FLOATS or len(xs.shape) != 2 or ts.shape != xs.shape[:1] or ts.dtype.kind not in "iu":
+    if (not is_float(xs.dtype) or len(xs.shape) != 2 or ts.shape != xs.shape[:1]
+            or not isinstance(ts.dtype, np.dtype) or ts.dtype.kind not in "iu"):
         return None
     be = b.backend
     n_classes = xs.shape[1]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..jit.tape import Ref
 from ..nn.functional.normalization import Normalize
-from .rules_elementwise import FLOATS, registrar
+from .rules_elementwise import is_float, registrar
 
 RULES: dict = {}
 rule = registrar(RULES)
@@ -22,10 +22,11 @@ def layer_norm(op, b, args, needs, wrap):
         return None
     xs = b.slots[x.value]
     n = len(axes)
-    if xs.dtype not in FLOATS or tuple(axes) != tuple(range(len(xs.shape) - n, len(xs.shape))) or n == 0:
+    if not is_float(xs.dtype) or tuple(axes) != tuple(range(len(xs.shape) - n, len(xs.shape))) or n == 0:
         return None
     params = [a for a in (weight, bias) if a is not None]
-    if any(a.__class__ is not Ref or b.slots[a.value].dtype != xs.dtype for a in params):
+    if any(a.__class__ is not Ref or not is_float(b.slots[a.value].dtype) or b.slots[a.value].dtype != xs.dtype
+           for a in params):
         return None
     kernels = b.backend
     has_w, has_b = weight is not None, bias is not None

@@ -8,7 +8,7 @@ import math
 
 from ..jit.tape import Ref
 from ..ops.reductions import Mean, Sum
-from .rules_elementwise import FLOATS, registrar
+from .rules_elementwise import is_float, registrar
 
 RULES: dict = {}
 rule = registrar(RULES)
@@ -32,7 +32,7 @@ def _reduction(mean):
             return None
         xs = b.slots[x.value]
         axes = _axes(dim, len(xs.shape))
-        if xs.dtype not in FLOATS or axes is None or op.dtypes[0] != xs.dtype.name:
+        if not is_float(xs.dtype) or axes is None or op.dtypes[0] != xs.dtype.name:
             return None
         be, shape = b.backend, xs.shape
         count = math.prod(shape[a] for a in axes)
