@@ -181,8 +181,28 @@ def gelu(op, b, args, needs, wrap):
         return y, keep
     b.emit(forward, (x,), (out, saved), "Gelu", many=True)
 
+    serial = _numba_gelu_backward() if approximate == "none" and b.backend.name == "numpy" else None
+
+    def backward(g, a, s):
+        if serial is not None:  # one compiled pass instead of numpy's several (the same formula, as numba's backend)
+            out = np.empty(a.shape, dtype)
+            serial(np.ascontiguousarray(g).reshape(-1), np.ascontiguousarray(a).reshape(-1),
+                   np.ascontiguousarray(s[0]).reshape(-1), out.reshape(-1))
+            return out
+        return kernels.gelu_backward(g, a, s, approximate)
+
     def emit_backward(grads):
         (g,) = grads
-        return [b.emit1(lambda g, a, s: kernels.gelu_backward(g, a, s, approximate), (g, x, saved), shape, dtype,
-                        "Gelu.backward")]
+        return [b.emit1(backward, (g, x, saved), shape, dtype, "Gelu.backward")]
     return (out,), emit_backward
+
+
+@functools.cache
+def _numba_gelu_backward():
+    """numba's serial GELU-backward kernel (g · (Φ + x·φ)), or None without numba. Serial: a parallel
+    loop here fights BLAS's threads for the cores and loses more than it gains."""
+    try:
+        from ..backends import numba_kernels
+    except ImportError:
+        return None
+    return numba_kernels.gelu_erf_backward_serial
