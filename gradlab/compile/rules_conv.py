@@ -90,13 +90,24 @@ class Geometry:
         return a
 
     def columns(self, x):
-        """x (N, C, *size) → columns (C·K, N·L): [(c, taps), (n, positions)], one copy per tap."""
+        """x (N, C, *size) → columns (C·K, N·L): [(c, taps), (n, positions)], one copy of a strided view."""
         xp = self.buffer("padded", (self.n, self.c) + self.padded, zero=True)  # the border stays 0
         np.copyto(xp[(slice(None), slice(None)) + self.inner], x)
-        cols = self.buffer("cols", (self.c, self.K, self.n) + self.out)
-        for k, (tap, index) in enumerate(self.taps):
-            np.copyto(cols[:, k], xp[(slice(None), slice(None)) + index].swapaxes(0, 1))
+        shape, strides = [self.n, self.c], [xp.strides[0], xp.strides[1]]
+        shape += self.out
+        strides += [xp.strides[2 + a] * s for a, s in enumerate(self.stride)]
+        shape += self.kernel
+        strides += [xp.strides[2 + a] * d for a, d in enumerate(self.dilation)]
+        windows = np.lib.stride_tricks.as_strided(xp, tuple(shape), tuple(strides), writeable=False)
+        nd = self.nd
+        order = (1,) + tuple(range(2 + nd, 2 + 2 * nd)) + (0,) + tuple(range(2, 2 + nd))  # (C, *k, N, *out)
+        cols = self.buffer("cols", (self.c,) + self.kernel + (self.n,) + self.out)
+        np.copyto(cols, windows.transpose(order))
         return cols.reshape(self.c * self.K, self.n * self.L)
+
+    def product_as_output(self, yo):
+        """The product (O, N·L) as y's (N, O, *out) (a view: the caller copies it out)."""
+        return yo.reshape((self.o, self.n) + self.out).transpose((1, 0) + tuple(range(2, 2 + self.nd)))
 
     def transposed_grad(self, gy):
         """∂y (N, O, *out) as (O, N·L), in a kept buffer (for ∂W and ∂b)."""
@@ -142,12 +153,13 @@ class Forward:
     def __call__(self, x, w, bias=None):
         g = self.g
         cols = g.columns(x)
-        yo = g.buffer("y_t", (g.o, g.L * g.n))
+        yo = g.buffer("y_t", (g.o, cols.shape[1]))
         np.matmul(w.reshape(g.o, -1), cols, out=yo)
         y = np.empty((g.n, g.o) + g.out, g.dtype)
-        flat, source = y.reshape(g.n, g.o, g.L), yo.reshape(g.o, g.n, g.L).transpose(1, 0, 2)
+        source = g.product_as_output(yo)
         if bias is None:
-            np.copyto(flat, source)
+            np.copyto(y, source)
         else:
-            np.add(source, bias.reshape(g.o, 1), out=flat)
+            np.add(source, bias.reshape((g.o,) + (1,) * g.nd), out=y)
         return (y, cols) if self.keep else y
+
