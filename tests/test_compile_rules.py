@@ -18,6 +18,7 @@ from gradlab.nn.functional.conv import ConvNd
 from gradlab.nn.functional.linear import Linear
 from gradlab.nn.functional.loss import ClassIndexLoss
 from gradlab.nn.functional.normalization import Normalize
+from gradlab.nn.functional.pooling import MaxPoolNd
 from gradlab.ops.activations import Gelu, Relu
 from gradlab.ops.arithmetic import Add, Div, Mul, Sub
 
@@ -159,6 +160,39 @@ def test_conv1d_and_conv3d_rules_match_eager():
     assert ConvNd not in _generic_ops(step)
 
 
+@pytest.mark.parametrize("kernel", [2, (3, 2), 1])
+def test_max_pool_rule_matches_eager_with_ties_and_nan(kernel):
+    x = _t((2, 3, 6, 6))
+    x.array[0, 0, :2, :2] = 1.5  # a window of ties: the first tap wins
+    x.array[0, 1, 2:4, 2] = -0.5
+    x.array[1, 2, 0, 0:2] = 4.0
+    model = nn.Sequential(nn.Conv2d(3, 3, 1), nn.MaxPool2d(kernel), nn.Flatten())
+    with gl.no_grad():
+        model[0].weight.zero_()
+        model[0].weight[:, :, 0, 0] = gl.eye(3)
+        model[0].bias.zero_()
+    step = _compare(model, x, None, _sum_of_squares)
+    assert MaxPoolNd not in _generic_ops(step)
+    x.array[1, 1, 1, 1] = np.nan  # NaN wins its window (eager's scan decides, inside the rule)
+    model = model.double()
+    eager = copy.deepcopy(model)
+    eager.zero_grad()
+    _sum_of_squares(eager(x), x).backward()
+    twin = copy.deepcopy(model)
+    s = gl.compile.make_step(twin, _sum_of_squares)
+    s(x, x)
+    twin.zero_grad()
+    s(x, x)
+    for p, q in zip(eager.parameters(), twin.parameters()):
+        np.testing.assert_array_equal(q.grad.numpy(), p.grad.numpy())
+
+
+def test_max_pool_rule_declines_what_does_not_tile():
+    step = _compare(nn.Sequential(nn.Conv2d(1, 1, 1), nn.MaxPool2d(3, stride=2)), _t((2, 1, 7, 7)), None,
+                    _sum_of_squares)
+    assert MaxPoolNd in _generic_ops(step)
+
+
 def test_conv_rule_declines_groups():
     step = _compare(nn.Sequential(nn.Conv2d(2, 4, 3, groups=2), nn.Flatten()), _t((2, 2, 5, 5)), None,
                     _sum_of_squares)
@@ -230,4 +264,4 @@ def test_an_optimizer_trajectory_through_the_rules_matches_eager():
 
 
 def test_every_rule_is_registered():
-    assert {Add, Sub, Mul, Div, Relu, Gelu, Linear, ClassIndexLoss, ConvNd, Normalize} <= set(rules.RULES)
+    assert {Add, Sub, Mul, Div, Relu, Gelu, Linear, ClassIndexLoss, ConvNd, MaxPoolNd, Normalize} <= set(rules.RULES)

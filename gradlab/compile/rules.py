@@ -24,9 +24,9 @@ def rule(*functions):
 
 def _gather():
     """The built-in rules: each rules_*.py keeps a table of its own; they are merged here."""
-    from . import rules_conv, rules_elementwise, rules_linear, rules_loss, rules_norm, rules_reduce
+    from . import rules_conv, rules_elementwise, rules_linear, rules_loss, rules_norm, rules_pool, rules_reduce
 
-    for module in (rules_elementwise, rules_reduce, rules_linear, rules_loss, rules_conv, rules_norm):
+    for module in (rules_elementwise, rules_reduce, rules_linear, rules_loss, rules_conv, rules_pool, rules_norm):
         RULES.update(module.RULES)
 
 
