@@ -49,8 +49,8 @@ def conv(op, b, args, needs, wrap):
         (gy,) = grads
         gt = b.slot(None, None, "∂y as (O, N·L)")
         b.emit(g.transposed_grad, (gy,), (gt,), "ConvNd.backward (∂y to (O, N·L))", fresh=False)
-        gx = b.emit1(g.input_grad, (gy, w.value), xs.shape, xs.dtype, "ConvNd.backward (∂x = col2im(Wᵀ·g))") \
-            if needs[0] else None
+        gx = b.emit1(g.input_grad, (gy, w.value), xs.shape, xs.dtype, "ConvNd.backward (∂x = col2im(Wᵀ·g))",
+                     fresh=False) if needs[0] else None  # (∂x is a kept buffer: a .grad made of it is copied)
         gw = b.emit1(g.weight_grad, (gt, cols), ws.shape, xs.dtype, "ConvNd.backward (∂W = g·colsᵀ)") \
             if needs[1] else None
         gb = b.emit1(g.bias_grad, (gt,), (g.o,), xs.dtype, "ConvNd.backward (∂b = Σ g)") \
@@ -139,7 +139,7 @@ class Geometry:
         acc.fill(0)
         for k, (tap, index) in enumerate(self.taps):
             acc[(slice(None),) + index] += gc[:, k]
-        out = np.empty((self.n, self.c) + self.size, self.dtype)
+        out = self.buffer("grad_x", (self.n, self.c) + self.size)  # kept: the instruction is not fresh
         np.copyto(out, acc[(slice(None),) + self.inner].transpose((self.nd + 1, 0) + self.spatial))
         return out
 

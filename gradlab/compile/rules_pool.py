@@ -53,13 +53,16 @@ def max_pool(op, b, args, needs, wrap):
 
     def emit_backward(grads):
         (g,) = grads
+        kept = {}
 
         def backward(g, a, best):
             if np.isnan(best).any():  # NaN wins (the last one): eager's scan decides
                 _, winners = Tiles.find(backend, a, (kh, kw))
                 return winners.scatter(backend, g)
             t = a.reshape(tiled)
-            out = np.empty(tiled, a.dtype)
+            out = kept.get("out")
+            if out is None:
+                out = kept["out"] = np.empty(tiled, a.dtype)
             taken = None
             for n, (i, j) in enumerate(taps):
                 if n == len(taps) - 1:
@@ -71,7 +74,8 @@ def max_pool(op, b, args, needs, wrap):
                     taken = won.copy() if taken is None else np.logical_or(taken, won, out=taken)
                 np.multiply(g, won, out=tap(out, i, j))
             return out.reshape(a.shape)
-        return [b.emit1(backward, (g, x.value, y), xs.shape, xs.dtype, "MaxPoolNd.backward (tap views)"),
-                None, None, None, None]
+        # fresh=False: the result is a buffer kept from run to run (a fresh 3 MB array costs page faults)
+        return [b.emit1(backward, (g, x.value, y), xs.shape, xs.dtype, "MaxPoolNd.backward (tap views)",
+                        fresh=False), None, None, None, None]
     return (y,), emit_backward
 
