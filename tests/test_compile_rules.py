@@ -265,3 +265,28 @@ def test_an_optimizer_trajectory_through_the_rules_matches_eager():
 
 def test_every_rule_is_registered():
     assert {Add, Sub, Mul, Div, Relu, Gelu, Linear, ClassIndexLoss, ConvNd, MaxPoolNd, Normalize} <= set(rules.RULES)
+
+
+def test_gradients_accumulate_across_calls_without_aliasing_a_kept_buffer():
+    """Without zero_grad, .grad accumulates; a gradient taken from a buffer the rules keep must have been copied."""
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.image = nn.Parameter(_t((2, 1, 6, 6)))  # a leaf fed to the conv: its ∂x is a kept buffer
+            self.conv = nn.Conv2d(1, 2, 3, padding=1)
+            self.fc = nn.Linear(2 * 9, 3)
+
+        def forward(self, x):
+            h = F.max_pool2d(F.relu(self.conv(self.image)) * x, 2)
+            return self.fc(h.flatten(1))
+    model = Net().double()
+    twin = copy.deepcopy(model)
+    step = gl.compile.make_step(twin, F.cross_entropy)
+    rng = _rng()
+    y = gl.tensor([0, 2])
+    for _ in range(3):
+        x = _t((2, 1, 6, 6), rng)
+        F.cross_entropy(model(x), y).backward()
+        step(x, y)
+    for (name, p), q in zip(model.named_parameters(), twin.parameters()):
+        np.testing.assert_allclose(q.grad.numpy(), p.grad.numpy(), rtol=0, atol=TOL, err_msg=name)
