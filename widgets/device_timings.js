@@ -25,10 +25,14 @@ function render({ model, el }) {
   function showStatus() {
     const running = model.get("running");
     const rows = model.get("rows") || [];
-    const timed = rows.filter((r) => r.median_s !== null).length;
+    // compare_compiled's table has an eager and a compiled row per device: count devices, not rows
+    const devices = (list) => new Set(list.map((r) => r.device)).size;
+    const both = rows.some((r) => r.variant);
+    const timed = devices(rows.filter((r) => r.median_s !== null && (!both || r.variant === "compiled")));
+    const what = both ? " (eager and compiled)" : "";
     button.disabled = running;
-    status.textContent = running ? `timing… ${timed} of ${rows.filter((r) => r.available).length} devices done`
-      : `${timed} device${timed === 1 ? "" : "s"} timed · run ${model.get("runs")}`;
+    status.textContent = running ? `timing… ${timed} of ${devices(rows.filter((r) => r.available))} devices done`
+      : `${timed} device${timed === 1 ? "" : "s"} timed${what} · run ${model.get("runs")}`;
     notice.textContent = model.get("notice") || "";
   }
 

@@ -92,6 +92,7 @@ export function renderInspector(container, model, node, onCheck) {
         `${row.name}: backward ${num(row.analytic)} · finite difference ${num(row.numeric)} · error ${num(row.error)}`));
     }
   }
+  const tape = (node.source || "").startsWith("tape ");  // a node of GraphView(tape): forward ops, no values
   container.append(h("div", { class: "gl-inspector" },
     h("div", { class: "gl-inspector-title" }, node.label, h("span", { class: "gl-op" }, node.op)),
     node.group ? h("div", { class: "gl-fact" }, "module: ", h("code", {}, node.group)) : null,
@@ -101,9 +102,11 @@ export function renderInspector(container, model, node, onCheck) {
     h("h4", {}, "local derivative"),
     ruleBlock(node.words, node.math),
     h("h4", {}, node.kind === "op" ? "value (output)" : "value"),
-    summaryBlock(node.value, "not kept by the autograd graph: record the forward (gl.lab.record()) to see values"),
+    summaryBlock(node.value, tape ? "a tape keeps no values: replay it on a batch (tape.replay(x)), or record the forward (gl.lab.record())"
+      : "not kept by the autograd graph: record the forward (gl.lab.record()) to see values"),
     h("h4", {}, node.kind === "op" ? "gradient ∂L/∂output" : "gradient (.grad)"),
-    summaryBlock(node.grad, "not known yet: run backward (or step) to see it"),
+    summaryBlock(node.grad, tape ? "a tape has no gradients: it is the forward only (gl.compile.make_step compiles its backward)"
+      : "not known yet: run backward (or step) to see it"),
     node.saved && node.saved.length ? h("h4", {}, "saved for backward") : null,
     (node.saved || []).map((t) => h("div", { class: "gl-saved" },
       h("b", {}, t.name), t.freed ? " — freed by backward()" : ` ${shapeText(t.shape)} · min ${num(t.min)} · max ${num(t.max)}`)),

@@ -11,9 +11,10 @@ import sys
 import types
 
 from .forward import CompiledFunction, compile
+from .groups import fusion_groups
 from .step import CompiledStep, CompileWarning, make_step
 
-__all__ = ["CompileWarning", "CompiledFunction", "CompiledStep", "compile", "make_step"]
+__all__ = ["CompileWarning", "CompiledFunction", "CompiledStep", "compile", "fusion_groups", "make_step"]
 
 
 class _CallableModule(types.ModuleType):

@@ -1,35 +1,47 @@
-"""One input signature, compiled: its tape and program, and how a run hands back the loss and gradients."""
+"""One input signature, compiled: its tape and program, and how a run hands back the loss.
+
+The program itself adds each gradient into its ``.grad`` as soon as it is final (as backward
+does); on MLX, where the program is one pure function, the gradients come back as results and
+are written here.
+"""
 
 from __future__ import annotations
 
 from ..autograd.grad_mode import no_grad
+from .mlx_runner import runner
 
 
 class Compiled:
-    """One traced signature planned as one program: ``run`` gives the loss and each leaf's gradient."""
+    """One traced signature planned as one program: ``run`` fills the ``.grad``s and gives the loss."""
 
     def __init__(self, tape, program):
         self.tape, self.program = tape, program
         self.leaves = [(tape.externals[int(name[5:])], slot) for name, slot in program.results.items()
                        if name.startswith("grad:")]
-        self.fresh = fresh_slots(program)
+        self._run = runner(program)
+        self.updates = any(ins.phase == "update" for ins in program.instrs)  # the program moves the parameters
 
     def run(self, arrays):
-        """(loss array, [(leaf, gradient array, whether that array is the program's own)])."""
+        """Run the program on the input arrays; returns the loss array."""
         program = self.program
         env = program.environment()
         for slot, a in zip(program.inputs, arrays):
             env[slot] = a
         with no_grad():
-            program.run(env)
+            self._run(env)
         slot = program.results.get("input_grad")
         self.input_grad = env[slot] if slot is not None else None  # a piece's gradient for the piece before it
-        return env[program.results["loss"]], [(leaf, env[slot], slot in self.fresh) for leaf, slot in self.leaves]
+        for leaf, slot in self.leaves:
+            accumulate(leaf, env[slot])
+        return env[program.results["loss"]]
 
     def programs(self):
         return [self.program]
 
 
-def fresh_slots(program) -> set:
-    """Slots made by instructions that return memory of their own: their arrays can become a .grad as they are."""
-    return {o for ins in program.instrs if ins.fresh and ins.ufunc is None for o in ins.outs}
+def accumulate(leaf, g) -> None:
+    """``leaf.grad += g`` (the first gradient kept as it is: a result of a pure function is the caller's)."""
+    if leaf.grad is None:
+        leaf.grad = leaf._wrap(g)
+    else:
+        leaf.grad.add_(leaf._wrap(g))

@@ -14,6 +14,7 @@ from ..autograd.grad_mode import no_grad
 from ..jit.tape import _fill_one
 from ..jit.tracer import Tracer
 from .generic import ShapeChanged
+from .mlx_runner import runner
 from .plan import plan
 from .step import CompileWarning, signature
 
@@ -67,7 +68,7 @@ class CompiledFunction:
             return out
         tape = tracer.tape(out)
         program = plan(tape, inputs[0].device.backend, inputs[0]._wrap, backward=False)
-        self.cache[key] = (tape, program, _runner(program))
+        self.cache[key] = (tape, program, runner(program))
         return out
 
     def _eager(self, inputs):
@@ -81,16 +82,6 @@ class CompiledFunction:
 
     def __repr__(self):
         return f"<gradlab.compile of {getattr(self.fn, '__name__', type(self.fn).__name__)}: {len(self.cache)} signature(s)>"
-
-
-def _runner(program):
-    """How the program runs: as it is, or (on MLX) as one function handed to ``mx.compile``."""
-    backend = program.backend
-    if getattr(backend, "name", "") == "mlx":
-        from .mlx import compiled_runner
-
-        return compiled_runner(program)
-    return program.run
 
 
 def compile(fn) -> CompiledFunction:

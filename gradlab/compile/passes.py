@@ -23,6 +23,22 @@ def run_all(program, fuse: bool = True) -> None:
 
             fuse_chains(program)
         assign_buffers(program)
+    hand_over(program)
+
+
+def hand_over(program) -> None:
+    """A gradient the program made in memory of its own, read by nothing else, becomes the ``.grad`` as it is."""
+    made_by = {o: ins for ins in program.instrs for o in ins.outs}
+    reads: dict = {}
+    for ins in program.instrs:
+        for i in ins.ins:
+            reads[i] = reads.get(i, 0) + 1
+    for ins in program.instrs:
+        if hasattr(ins.fn, "own") and ins.ins:
+            g = ins.ins[0]
+            maker = made_by.get(g)
+            ins.fn.own = (maker is not None and maker.fresh and g not in program.buffers and reads.get(g) == 1
+                          and g not in program.constants)
 
 
 def _kept(program) -> set:
@@ -40,12 +56,14 @@ def drop_dead(program) -> None:
     program.instrs = kept[::-1]
 
 
-def lifetimes(program) -> dict:
+def lifetimes(program, views: bool = True) -> dict:
     """slot -> index of the last instruction after which nothing needs its memory.
 
-    That is its last reader — or later, when an instruction that may return a view of it (one
-    not ``fresh``: a reshape, an op run as it is, whose ctx keeps its inputs for backward) made a
-    value that lives on. Slots needed after the run (results, inputs, parameters) are not listed.
+    That is its last reader — or, with ``views``, later, when an instruction that may return a view
+    of it (one not ``fresh``: a reshape, an op run as it is, whose ctx keeps its inputs for
+    backward) made a value that lives on: its *buffer* must not be reused before. (The run itself
+    lets go of a slot at its last reader: a view or ctx holds the array by its own reference.)
+    Slots needed after the run (results, inputs, parameters) are not listed.
     """
     end = len(program.instrs)
     last = {}
@@ -57,10 +75,10 @@ def lifetimes(program) -> dict:
                 last[i] = n
     for slot in _kept(program) | set(program.constants):
         last[slot] = end
-    for ins in reversed(program.instrs):
+    for ins in reversed(program.instrs if views else ()):
         if not ins.fresh:
-            reach = max(last.get(o, -1) for o in ins.outs)
-            for i in ins.ins:
+            reach = max(last.get(o, -1) for o in (ins.outs if ins.holders is None else ins.holders))
+            for i in (ins.ins if ins.aliases is None else [ins.ins[k] for k in ins.aliases]):
                 if i is not None and last.get(i, -1) < reach:
                     last[i] = reach
     return {slot: n for slot, n in last.items() if n < end}

@@ -14,17 +14,19 @@ from ..dtypes import NATIVE_TO_DTYPE
 from ..jit.tape import Ref
 from . import passes, rules
 from .generic import GenericBackward, GenericForward, Live
-from .program import Builder, Program
+from .program import Builder, Instr, Program
 
 
 def plan(tape, backend, wrap, *, backward: bool = True, fuse: bool = True, input_grad: bool = False,
-         seed_input: bool = False) -> Program:
+         seed_input: bool = False, optimizer=None) -> Program:
     """Lower ``tape`` into a Program. With ``backward``, its output must be a scalar loss; the program
     then also computes the gradient of every leaf that requires one (results ``grad:<value id>``).
 
     A piece of a model (a segment) also gives its input's gradient (``input_grad``: result
     ``input_grad``) for the piece before it, and, unless it is the last, takes its output's gradient
-    as a second input (``seed_input``) instead of starting from a scalar loss."""
+    as a second input (``seed_input``) instead of starting from a scalar loss. With an ``optimizer``
+    (one that moves each parameter on its own: ``Optimizer._update``), each parameter is moved by an
+    instruction right after its ``.grad`` is final."""
     b = Builder(backend)
     slot_of: dict = {}  # tape value id -> slot
     inputs = []
@@ -45,9 +47,12 @@ def plan(tape, backend, wrap, *, backward: bool = True, fuse: bool = True, input
         refs = op.refs()
         needs = tuple(_needs(a, needs_grad) for a in op.args)
         rule = rules.RULES.get(op.function)
+        start = len(b.instrs)
         lowered = rule(op, b, _slots(op.args, slot_of), needs, wrap) if rule is not None else None
         if lowered is None:
+            del b.instrs[start:]  # (a rule that declined may have begun)
             lowered = _generic(op, b, slot_of, tape, needs, wrap)
+        _mark(b.instrs[start:], op)
         outs, emit_backward = lowered
         for vid, slot in zip(op.outputs, outs):
             if vid is not None:
@@ -82,7 +87,9 @@ def plan(tape, backend, wrap, *, backward: bool = True, fuse: bool = True, input
         grads_out = [grad_of.get(vid) if vid is not None else None for vid in op.outputs]
         if all(g is None for g in grads_out):
             continue  # no path from this op to the loss: dead for backward
+        start = len(b.instrs)
         grads_in = emit_backward(grads_out)
+        _mark(b.instrs[start:], op)
         for arg, g in zip(op.args, grads_in):
             if g is not None and arg.__class__ is Ref and arg.value in needs_grad:
                 _add_gradient(b, grad_of, arg.value, g)
@@ -90,12 +97,59 @@ def plan(tape, backend, wrap, *, backward: bool = True, fuse: bool = True, input
                 for vid, gi in zip(_flat_refs(arg), g):
                     if gi is not None and vid in needs_grad:
                         _add_gradient(b, grad_of, vid, gi)
-    for vid in leaves:
-        if vid in grad_of:
-            results[f"grad:{vid}"] = grad_of[vid]
+    if backend.name == "mlx":  # mx.compile runs a pure function: the gradients come back as its results
+        results.update({f"grad:{vid}": grad_of[vid] for vid in leaves if vid in grad_of})
+    else:
+        _accumulate_where_final(b, {leaf: grad_of[vid] for vid, leaf in leaves.items() if vid in grad_of}, optimizer)
     if input_grad:
         results["input_grad"] = grad_of.get(tape.inputs[0])
     return _finish(b, inputs, externals, results, fuse)
+
+
+def _mark(instrs, op) -> None:
+    """Each instruction remembers the tape op it came from (the listing and the lab show it)."""
+    for ins in instrs:
+        if ins.op is None:
+            ins.op = op
+
+
+def _accumulate_where_final(b, grads, optimizer=None) -> None:
+    """``leaf.grad += g`` as an instruction right after the one that makes g final, as the engine's
+    AccumulateGrad runs as soon as a leaf's gradient is complete: it need not be held to the end.
+    Then, with an optimizer, the parameter's update: nothing later in the program reads it."""
+    made_at = {o: n for n, ins in enumerate(b.instrs) for o in ins.outs}
+    groups = {id(p): group for group in optimizer.param_groups for p in group["params"]} if optimizer else {}
+    for leaf, g in sorted(grads.items(), key=lambda item: -made_at.get(item[1], -1)):
+        at = made_at.get(g, len(b.instrs) - 1) + 1
+        if id(leaf) in groups:
+            b.instrs.insert(at, Instr(Update(optimizer, leaf, groups[id(leaf)]), (), (), f"{type(optimizer).__name__} "
+                                      "update", pure=False, phase="update"))
+        b.instrs.insert(at, Instr(Accumulate(leaf), (g,), (), "accumulate into .grad", pure=False, phase="backward"))
+
+
+class Update:
+    """One parameter's optimizer step (``Optimizer._update``), run as soon as its gradient is final."""
+
+    def __init__(self, optimizer, param, group):
+        self.optimizer, self.param, self.group = optimizer, param, group
+
+    def __call__(self):
+        self.optimizer._update(self.param, self.group)
+
+
+class Accumulate:
+    """Add a gradient into ``leaf.grad`` as backward does: the first is kept (copied unless the program
+    made it for this alone: ``own``, set once buffers are assigned), later ones are added in place."""
+
+    def __init__(self, leaf):
+        self.leaf, self.own = leaf, False
+
+    def __call__(self, g):
+        leaf = self.leaf
+        if leaf.grad is None:
+            leaf.grad = leaf._wrap(g if self.own else leaf.device.backend.copy(g))
+        else:
+            leaf.grad.add_(leaf._wrap(g))
 
 
 def _finish(b, inputs, externals, results, fuse) -> Program:
@@ -110,7 +164,11 @@ def _generic(op, b, slot_of, tape, needs, wrap):
     ctx = b.slot(None, None, f"ctx of {op.name}")
     outs = [b.slot(s, _native(d), f"{op.name} out") if s is not None else b.slot(None, None, "")
             for s, d in zip(op.out_shapes, op.dtypes)]
-    b.emit(GenericForward(op, args, needs, wrap), ins, [ctx] + outs, op.name, op=op, pure=False, fresh=False, many=True)
+    # pure (dropped when nobody reads it) unless it changes a tensor in place, draws random numbers, or runs
+    # Tensor operations of its own (a user's Function may do anything)
+    pure = op.function._forward_is_primitive and not op.inplace and not op.random
+    b.emit(GenericForward(op, args, needs, wrap), ins, [ctx] + outs, op.name, op=op, pure=pure, fresh=False, many=True,
+           holders=[ctx] + [outs[i] for i in op.views])  # ctx keeps what forward saved; a view keeps its base
 
     def emit_backward(grads_out):
         targets = [_target(a, tape) for a in op.args]
@@ -119,7 +177,7 @@ def _generic(op, b, slot_of, tape, needs, wrap):
                    for w, t in zip(wanted, targets)]
         b.emit(GenericBackward(op, wanted, [t or (None, None) for t in targets], wrap), [ctx] + list(grads_out),
                [r if r is not None else b.slot(None, None, "") for r in results], f"{op.name}.backward", op=op,
-               pure=True, fresh=False, many=True)
+               pure=True, fresh=False, many=True, aliases=range(1, 1 + len(grads_out)))  # a gradient may pass through
         return results
 
     return outs, emit_backward

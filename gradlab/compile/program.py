@@ -23,14 +23,18 @@ class Slot(NamedTuple):
 class Instr:
     """``outs = fn(*ins)``. ``pure`` instructions may be dropped when nobody reads their outputs;
     ``fresh`` ones return new memory of their own (never a view of an input), so their output may
-    be handed to the user (a ``.grad``) without a copy. ``ufunc`` marks one elementwise numpy ufunc,
+    be handed to the user (a ``.grad``) without a copy; a not-fresh one may return a view of its
+    inputs or an object that keeps them (``holders`` of the inputs at positions ``aliases``). ``ufunc`` marks one elementwise numpy ufunc,
     which the fusion pass may run in place into a buffer (``fn`` then also accepts ``out=``)."""
 
-    __slots__ = ("fn", "ins", "outs", "name", "op", "pure", "fresh", "ufunc", "phase", "many")
+    __slots__ = ("fn", "ins", "outs", "name", "op", "pure", "fresh", "ufunc", "phase", "many", "aliases", "holders")
 
-    def __init__(self, fn, ins, outs, name, op=None, pure=True, fresh=True, ufunc=None, phase="forward", many=None):
+    def __init__(self, fn, ins, outs, name, op=None, pure=True, fresh=True, ufunc=None, phase="forward", many=None,
+                 aliases=None, holders=None):
         self.fn, self.ins, self.outs, self.name, self.op = fn, tuple(ins), tuple(outs), name, op
         self.pure, self.fresh, self.ufunc, self.phase = pure, fresh, ufunc, phase
+        self.aliases = aliases  # positions of the inputs a not-fresh output may hold or view (None: all)
+        self.holders = holders  # the outputs that may (a view, a ctx that saved them; None: all)
         self.many = len(self.outs) != 1 if many is None else many  # fn returns a sequence, one item per output
 
     def __repr__(self):
@@ -103,7 +107,7 @@ class Program:
         from .passes import lifetimes
 
         frees: dict = {}
-        for slot, n in lifetimes(self).items():
+        for slot, n in lifetimes(self, views=False).items():
             frees.setdefault(n, []).append(slot)
         self._steps = [(_step(ins, self.buffers.get(ins.outs[0]) if not ins.many else None),
                         tuple(frees.get(n, ()))) for n, ins in enumerate(self.instrs)]
@@ -111,6 +115,10 @@ class Program:
     def run(self, env: list) -> list:
         for slot, tensor in self.externals.items():
             env[slot] = tensor.array
+        return self.run_steps(env)
+
+    def run_steps(self, env: list) -> list:
+        """The instructions alone, on an environment whose inputs and parameters are filled in."""
         if self._steps is None:
             self.compile_steps()
         for step, frees in self._steps:
@@ -134,6 +142,11 @@ def _step(ins: Instr, buffer):
     """The closure that runs one instruction on the environment list."""
     fn, outs = ins.fn, ins.outs
     args = ins.ins
+    if not outs:  # an instruction for its effect (adding into a .grad)
+        if len(args) == 1:
+            (a,) = args
+            return lambda env: fn(env[a])
+        return lambda env: fn(*[env[i] for i in args])
     if buffer is not None:
         (o,) = outs
         if len(args) == 1:
@@ -152,6 +165,21 @@ def _step(ins: Instr, buffer):
             a, b = args
             return lambda env: env.__setitem__(o, fn(env[a], env[b]))
         return lambda env: env.__setitem__(o, fn(*[env[i] if i is not None else None for i in args]))
+
+    if len(outs) == 2 and None not in args:  # an op run as it is: (ctx, output), and a one-input backward
+        o0, o1 = outs
+        if len(args) == 1:
+            (a,) = args
+
+            def run_one(env):
+                env[o0], env[o1] = fn(env[a])
+            return run_one
+        if len(args) == 2:
+            a, b = args
+
+            def run_two(env):
+                env[o0], env[o1] = fn(env[a], env[b])
+            return run_two
 
     def run(env):
         results = fn(*[env[i] if i is not None else None for i in args])

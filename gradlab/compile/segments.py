@@ -40,10 +40,20 @@ def check_segments(model, segments):
     return segments
 
 
+def updates_in_program(optimizer, backend):
+    """The optimizer, when the program can move each parameter itself (``Optimizer._update``), else None:
+    an optimizer with a ``step`` of its own (LBFGS), or a pure MLX program, takes its step after the run."""
+    from ..optim.optimizer import Optimizer
+
+    if optimizer is None or type(optimizer).step is not Optimizer.step or backend.name == "mlx":
+        return None
+    return optimizer
+
+
 def plan_step(step, tape, inputs):
     """The compiled form of one signature: one program, or pieces (``step.segments``), or the fastest of a few."""
     backend, wrap = inputs[0].device.backend, inputs[0]._wrap
-    one = Compiled(tape, plan(tape, backend, wrap))
+    one = Compiled(tape, plan(tape, backend, wrap, optimizer=updates_in_program(step.optimizer, backend)))
     if step.segments == 1:
         return one
     if step.segments != "auto":
@@ -52,21 +62,27 @@ def plan_step(step, tape, inputs):
 
     counts = [n for n in AUTO_COUNTS if n == 1 or (isinstance(step.model, Sequential) and n <= len(step.model)
                                                      and not (step.model.training and any(True for _ in step.model.buffers())))]
-    candidates = {1: one}
+    candidates = {1: Compiled(tape, plan(tape, backend, wrap)) if one.updates else one}  # probes move no parameter
     candidates.update({n: Pieces(step, inputs, n) for n in counts if n > 1})
     arrays = [t.array for t in inputs]
+    params = [p for p in step.model.parameters()]
+    kept = [p.grad for p in params]  # probing fills .grad: each probe starts from None, and they are put back after
     times = {}
-    for n, compiled in candidates.items():  # the gradients are thrown away: probing changes nothing
+    for n, compiled in candidates.items():
+        for p in params:
+            p.grad = None
         compiled.run(arrays)
         start = time.perf_counter()
         for _ in range(2):
             compiled.run(arrays)
             backend.synchronize()
         times[n] = time.perf_counter() - start
+    for p, g in zip(params, kept):
+        p.grad = g
     best = min(times, key=times.get)
     step.segments = best
     step.probe_seconds = times
-    return candidates[best]
+    return one if best == 1 else candidates[best]
 
 
 class Pieces:
@@ -98,13 +114,14 @@ class Pieces:
                 env[forward.program.inputs[0]] = kept[-1]
                 forward.program.run(env)
                 kept.append(env[next(iter(forward.program.results.values()))])
-        loss, grads = self.last.run([kept[-1]] + list(targets))
+        loss = self.last.run([kept[-1]] + list(targets))
         g = self.last.input_grad
         for backward, h in zip(reversed(self.backwards), reversed(kept[:-1])):
-            _, more = backward.run([h, g])
-            grads.extend(more)
+            backward.run([h, g])
             g = backward.input_grad
-        return loss, grads
+        return loss
+
+    updates = False  # the optimizer steps after the run: a parameter shared by two pieces must not move early
 
     def programs(self):
         return [c.program for c in self.forwards + self.backwards + [self.last]]

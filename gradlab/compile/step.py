@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import warnings
 
-from ..autograd.grad_mode import no_grad
 from ..jit.tracer import Tracer
+from ..ops import autocast
 from .generic import ShapeChanged
 from .segments import check_segments, plan_step
 
@@ -25,10 +25,14 @@ class CompileWarning(UserWarning):
 
 
 def signature(inputs, model=None) -> tuple:
-    """What a program is planned for: each input's shape, dtype and device, and the model's mode."""
+    """What a program is planned for: each input's shape, dtype and device, the model's mode, autocast's state."""
     sig = tuple((tuple(x.shape), str(x.dtype), str(x.device)) if hasattr(x, "shape") else (type(x).__name__, x)
                 for x in inputs)
-    return sig + ((("training", getattr(model, "training", None)),) if model is not None else ())
+    sig += ((("training", getattr(model, "training", None)),) if model is not None else ())
+    if autocast.state.active:  # the ops traced under autocast cast to its dtypes: another program
+        sig += (("autocast", tuple(sorted((k, str(autocast.state.dtype[k])) for k, on in autocast.state.enabled.items()
+                                          if on))),)
+    return sig
 
 
 class CompiledStep:
@@ -56,28 +60,19 @@ class CompiledStep:
         compiled = self.cache.get(key)
         if compiled is None:
             return self._trace(key, inputs)
+        if self.optimizer is not None:
+            self.optimizer.zero_grad(set_to_none=True)
         try:
-            loss, grads = compiled.run([t.array for t in inputs])
+            loss = compiled.run([t.array for t in inputs])
         except ShapeChanged as error:
             self._give_up(f"an op's output shape changed between calls with the same input shapes ({error})")
             return self._eager(inputs)
-        return self._finish(loss, grads, inputs[0])
-
-    # --- the compiled path --------------------------------------------------------------------------
-
-    def _finish(self, loss, grads, like):
-        """Write each gradient to its ``.grad`` (as backward does: the first one kept, later ones added), then step."""
         if self.optimizer is not None:
-            self.optimizer.zero_grad(set_to_none=True)
-        with no_grad():
-            for leaf, g, own in grads:
-                if leaf.grad is None:
-                    leaf.grad = leaf._wrap(g if own else leaf.device.backend.copy(g))
-                else:
-                    leaf.grad.add_(leaf._wrap(g))
-        if self.optimizer is not None:
-            self.optimizer.step()
-        return like._wrap(like.device.backend.copy(loss))  # its slot may be a buffer the next run rewrites
+            if compiled.updates:
+                self.optimizer._materialize()
+            else:
+                self.optimizer.step()
+        return inputs[0]._wrap(loss)
 
     # --- tracing, and the eager way -------------------------------------------------------------------
 
@@ -134,6 +129,9 @@ def _why_not(tracer, inputs) -> str | None:
         if what == "random":
             return (f"the forward draws random numbers outside an operation{place} (dropout's mask, gl.randn): "
                     "a program would reuse one draw every step")
+        if what == "a tensor used as an index" or what.startswith("an array passed to"):
+            return (f"the forward indexes with a tensor{place} (x[mask], x[idx], masked_select: {what}): its values "
+                    "become part of the op, and a program would keep the first batch's")
         return (f"the forward reads a tensor's value with {what}{place}, so what it does next may depend on the data "
                 "(data-dependent control flow); a program would freeze the branch taken once")
     for i, x in enumerate(inputs):

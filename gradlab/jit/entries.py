@@ -36,6 +36,9 @@ class TapeOp(NamedTuple):
     dtypes: tuple
     device: str
     module: str
+    views: tuple = ()  # positions of the outputs that were views of an input's memory when traced
+    inplace: tuple = ()  # positions of the outputs that were inputs themselves, changed in place
+    random: bool = False  # whether it drew random numbers (a replay draws again)
 
     @property
     def name(self) -> str:

@@ -27,10 +27,11 @@ def save_tape(tape, path) -> None:
     ops = [{"function": _class_name(op.function, op), "args": [_encode(a, op, arrays) for a in op.args],
             "outputs": list(op.outputs), "in_shapes": [list(s) for s in op.in_shapes],
             "out_shapes": [list(s) if s is not None else None for s in op.out_shapes], "dtypes": list(op.dtypes),
-            "device": op.device, "module": op.module} for op in tape.ops]
+            "device": op.device, "module": op.module, "views": list(op.views),
+            "inplace": list(op.inplace), "random": op.random} for op in tape.ops]
     doc = {"format": FORMAT, "ops": ops, "inputs": tape.inputs, "output": _encode(tape.output, None, arrays),
            "values": [[v.id, v.kind, list(v.shape), v.dtype, v.name] for v in tape.values.values()],
-           "externals": [[vid, str(t.device)] for vid, t in tape.externals.items()], "escapes": [list(e) for e in tape.escapes]}
+           "externals": [[vid, str(t.device)] for vid, t in tape.externals.items()], "escapes": [list(e) for e in tape.escapes], "modules": tape.modules}
     arrays["tape.json"] = np.frombuffer(json.dumps(doc).encode(), dtype=np.uint8)
     with open(path, "wb") as f:
         np.savez(f, **arrays)
@@ -49,8 +50,10 @@ def load_parts(path) -> tuple:
     ops = [TapeOp(i, _find_class(o["function"]), tuple(_decode(a, arrays) for a in o["args"]), tuple(o["outputs"]),
                   tuple(tuple(s) for s in o["in_shapes"]),
                   tuple(tuple(s) if s is not None else None for s in o["out_shapes"]), tuple(o["dtypes"]),
-                  o["device"], o["module"]) for i, o in enumerate(doc["ops"])]
-    return ops, values, doc["inputs"], _decode(doc["output"], arrays), externals, tuple(tuple(e) for e in doc["escapes"])
+                  o["device"], o["module"], tuple(o.get("views", ())), tuple(o.get("inplace", ())),
+                  bool(o.get("random", False))) for i, o in enumerate(doc["ops"])]
+    escapes = tuple(tuple(e) for e in doc["escapes"])
+    return ops, values, doc["inputs"], _decode(doc["output"], arrays), externals, escapes, doc.get("modules", {})
 
 
 # --- constants -------------------------------------------------------------------------------------

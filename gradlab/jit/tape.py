@@ -16,13 +16,14 @@ from .entries import Ref, TapeOp, Value, dtype_name  # noqa: F401  (TapeOp, Valu
 class Tape:
     """What ``gl.jit.trace`` returns: ``len(tape)`` ops, ``count_ops()``, a listing, ``replay`` and ``save``."""
 
-    def __init__(self, ops, values, inputs, output, externals, escapes=()):
+    def __init__(self, ops, values, inputs, output, externals, escapes=(), modules=None):
         self.ops = list(ops)
         self.values = dict(values)
         self.inputs = list(inputs)
         self.output = output  # the function's result with Refs in place of tensors
         self.externals = dict(externals)  # value id -> the live tensor (parameters, buffers, constants)
         self.escapes = tuple(escapes)  # (what, module) of values that left the ops outside any op
+        self.modules = dict(modules or {})  # dotted path -> class name of each module that ran ("" is the root)
 
     # --- reading it ----------------------------------------------------------------------------------
 
@@ -146,6 +147,9 @@ def _shape(shape) -> str:
 def _show(a, names) -> str:
     if a.__class__ is Ref:
         return names.get(a.value, f"%{a.value}")
+    if isinstance(a, tuple) and hasattr(a, "_fields"):  # a named tuple (a convolution's geometry): its own repr
+        text = repr(a)
+        return text if len(text) <= 60 else text[:57] + "..."
     if isinstance(a, tuple):
         return "(" + ", ".join(_show(x, names) for x in a) + ("," if len(a) == 1 else "") + ")"
     if isinstance(a, list):

@@ -31,6 +31,7 @@ class Tracer:
         self._ids: dict = {}  # id(tensor) -> value id of its current version
         self._alive: list = []  # every tensor met, kept alive so that no id() is reused while tracing
         self._stack: list = []  # dotted paths of the modules running now
+        self.modules: dict = {}  # dotted path -> class name of each module that ran
         self._module_names = {id(m): name for name, m in root.named_modules()} if hasattr(root, "named_modules") else {}
         self._param_names = {}
         if hasattr(root, "named_parameters"):
@@ -38,6 +39,7 @@ class Tracer:
             self._param_names.update({id(b): ("buffer", name) for name, b in root.named_buffers()})
         self.inputs = [self._new_value(t, "input", f"input {i}") for i, t in enumerate(inputs)]
         self._handles = []
+        self._random_in_op = False
 
     # --- listening ---------------------------------------------------------------------------------
 
@@ -55,7 +57,9 @@ class Tracer:
 
     def _on_enter(self, module, args):
         name = self._module_names.get(id(module))
-        self._stack.append(name if name is not None else type(module).__name__)
+        name = name if name is not None else type(module).__name__
+        self.modules.setdefault(name, type(module).__name__)
+        self._stack.append(name)
 
     def _on_exit(self, module, args, output):
         if self._stack:
@@ -64,11 +68,15 @@ class Tracer:
     def _on_escape(self, what: str):
         if not _nested(3):
             self.escapes.append((what, self._stack[-1] if self._stack else ""))
+        elif what == "random":
+            self._random_in_op = True  # inside an op: that op draws again whenever it runs
 
     def _on_op(self, record: observers.OpRecord):
         if record.node is None and _nested(4):  # (above _nested, _on_op, notify and this op's own apply)
             return  # inside another op's forward: that op is the entry
         args = tuple(self._argument(a) for a in record.inputs)
+        if any(_is_array(a) for a in _constants(args)):  # a mask or index made from a tensor's values, most likely
+            self.escapes.append((f"an array passed to {record.function.__name__}", self._stack[-1] if self._stack else ""))
         outputs = []
         for out in record.outputs:
             if isinstance(out, TrackedTensor):
@@ -80,7 +88,11 @@ class Tracer:
             in_shapes=tuple(tuple(a.shape) for a in _tensors(record.inputs)),
             out_shapes=tuple(tuple(o.shape) if isinstance(o, TrackedTensor) else None for o in record.outputs),
             dtypes=tuple(dtype_name(o) if isinstance(o, TrackedTensor) else None for o in record.outputs),
-            device=str(_first_device(record)), module=self._stack[-1] if self._stack else ""))
+            device=str(_first_device(record)), module=self._stack[-1] if self._stack else "",
+            views=tuple(i for i, o in enumerate(record.outputs) if getattr(o, "_base", None) is not None),
+            inplace=tuple(i for i, o in enumerate(record.outputs) if any(o is a for a in record.inputs)),
+            random=self._random_in_op))
+        self._random_in_op = False
 
     # --- values ------------------------------------------------------------------------------------
 
@@ -118,7 +130,8 @@ class Tracer:
         return out
 
     def tape(self, out) -> Tape:
-        return Tape(self.ops, self.values, self.inputs, self.structure(out), self.externals, tuple(self.escapes))
+        return Tape(self.ops, self.values, self.inputs, self.structure(out), self.externals, tuple(self.escapes),
+                    self.modules)
 
 
 def _tensors(inputs):
@@ -127,6 +140,19 @@ def _tensors(inputs):
             yield a
         elif isinstance(a, (tuple, list)):
             yield from _tensors(a)
+
+
+def _constants(args):
+    for a in args:
+        if isinstance(a, (tuple, list)):
+            yield from _constants(a)
+        elif a.__class__ is not Ref:
+            yield a
+
+
+def _is_array(a) -> bool:
+    """A backend array (numpy's, MLX's, a device array) rather than a Python constant."""
+    return hasattr(a, "shape") and hasattr(a, "dtype") and not isinstance(a, (int, float, bool, complex))
 
 
 def _first_device(record):

@@ -3,7 +3,8 @@
 ``record()`` watches a forward pass; ``GraphView`` draws the graph of a tensor, a recording or a
 ``Scalar``; ``BackpropStepper`` walks the engine's real backward through it one node at a time;
 ``GradientFlow`` follows each layer's gradients over training; ``DeviceTimings`` and
-``compare_devices`` time the same work on every device. The widgets load ipywidgets and
+``compare_devices`` time the same work on every device (``compare_compiled``: eager against
+``gl.compile``); ``GraphView(tape)`` draws a ``gl.jit.trace`` tape. The widgets load ipywidgets and
 anywidget only when first used.
 """
 
@@ -11,12 +12,13 @@ from .capture import CaptureError, capture
 from .record import Recording, record
 
 __all__ = ["BackpropStepper", "CaptureError", "DeviceTimings", "GradientFlow", "GraphView", "Recording", "capture",
-           "Profile", "check_node", "compare_devices", "profile", "record"]
+           "Profile", "check_node", "compare_compiled", "compare_devices", "profile", "record"]
 
 # name -> the module that defines it, imported when the name is first used
 _LAZY = {
     "GraphView": "graph_view", "BackpropStepper": "backprop_stepper", "check_node": "check",
     "GradientFlow": "gradient_flow", "DeviceTimings": "device_timings", "compare_devices": "timing",
+    "compare_compiled": "timing",
     "profile": "profiling", "Profile": "profiling",
 }
 

@@ -5,6 +5,7 @@
 * ``from_recording(rec)`` builds the graph of a forward pass watched by ``gl.lab.record()``:
   the same operations, plus their values, module groups and source lines.
 * ``from_scalar(out)`` walks a ``Scalar`` expression, for the first lab.
+* ``from_tape(tape, fused)`` (``tape_graph.py``) draws a ``gl.jit.Tape``, fused chains as super-nodes.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from .colors import category
 from .graph import Graph, GraphNode, Group
 from .record import PACKAGE_DIR, Recording, short_filename
 from .summary import summarize
+from .tape_graph import is_tape, tape_to_graph
 
 
 class CaptureError(TypeError):
@@ -25,11 +27,16 @@ class CaptureError(TypeError):
 
 
 WHAT_WORKS = ("a tensor with a grad_fn (the result of operations on tensors with requires_grad=True), "
-              "a recording (with gl.lab.record() as rec: ...), or a gradlab.Scalar")
+              "a recording (with gl.lab.record() as rec: ...), a tape (gl.jit.trace(model, x)), or a gradlab.Scalar")
 
 
-def capture(obj, names: dict | None = None) -> Graph:
-    """The graph of a tensor, a ``Recording`` or a ``Scalar``; ``names`` maps tensors to labels."""
+def capture(obj, names: dict | None = None, fused=None) -> Graph:
+    """The graph of a tensor, a ``Recording``, a ``gl.jit.Tape`` or a ``Scalar``; ``names`` maps tensors to
+    labels; ``fused`` (a tape only) lists groups of op indices drawn as super-nodes (see tape_graph.py)."""
+    if is_tape(obj):
+        return from_tape(obj, fused)
+    if fused is not None:
+        raise CaptureError(f"gl.lab: fused= is for a tape (gl.jit.trace(model, x)), not a {type(obj).__name__}")
     if isinstance(obj, Recording):
         return from_recording(obj)
     if isinstance(obj, Scalar):
@@ -39,6 +46,12 @@ def capture(obj, names: dict | None = None) -> Graph:
     if isinstance(obj, Graph):
         return obj
     raise CaptureError(f"gl.lab: cannot draw an object of type {type(obj).__name__}; give it {WHAT_WORKS}")
+
+
+def from_tape(tape, fused=None) -> Graph:
+    """A ``gl.jit.Tape`` as a graph (tape_graph.py): ``fused`` lists groups of op indices drawn as
+    super-nodes; None draws the chains ``gl.compile.fusion_groups(tape)`` says the compiler fuses."""
+    return tape_to_graph(tape, fused, rule_of)
 
 
 # --- the rule of an operation, from its Function ---------------------------------------------------

@@ -35,6 +35,10 @@ def check_node(graph, node_id: str, seed: int = 0) -> dict:
         what = {"param": "a parameter", "leaf": "a leaf tensor", "input": "data (an input)"}.get(node.kind, node.kind)
         return _result(True, [], f"{node.label} is {what}: it has no backward of its own to check")
     call = graph.calls.get(node_id)
+    if call is None and graph.source == "tape":
+        raise CaptureError("check_node: a tape keeps no tensor values, so there are no inputs to check this op on. "
+                           "Record the forward to check its nodes: with gl.lab.record() as rec: out = model(x); "
+                           "gl.lab.GraphView(rec)")
     if call is None:
         raise CaptureError(
             "check_node: this graph was drawn from a tensor, which does not keep the inputs each operation got. "

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from . import timing_chart
 from .frontend import bundle, stylesheet
-from .timing import compare_devices
+from .timing import compare_compiled, compare_devices
 
 try:
     import anywidget
@@ -19,7 +19,9 @@ except ImportError as error:  # pragma: no cover - depends on the extra
 
 
 class DeviceTimings(anywidget.AnyWidget):
-    """``gl.lab.DeviceTimings(fn, *args)``: ``fn(*args)`` timed on each device (see ``compare_devices``).
+    """``gl.lab.DeviceTimings(fn, *args)``: ``fn(*args)`` timed on each device (see ``compare_devices``);
+    ``gl.lab.DeviceTimings.compare_compiled(model, loss_fn, x, y, optimizer=opt)``: a training step eager and
+    compiled on each device, two bars per device (see ``compare_compiled``).
 
     ``table`` is the latest ``compare_devices`` table; ``run()`` (or the "run again" button) times
     again; ``to_svg()`` and ``plot()`` give the static chart and a matplotlib Figure.
@@ -36,18 +38,34 @@ class DeviceTimings(anywidget.AnyWidget):
     _css = stylesheet()
 
     def __init__(self, fn, *args, devices=None, repeats: int = 25, warmup: int = 2, budget_s: float | None = 2.0):
+        self._start(compare_devices, (fn, *args), dict(devices=devices, repeats=repeats, warmup=warmup,
+                                                       budget_s=budget_s))
+
+    @classmethod
+    def compare_compiled(cls, model, loss_fn, *inputs, optimizer=None, segments=1, devices=None, repeats: int = 25,
+                         warmup: int = 2, budget_s: float | None = 2.0) -> "DeviceTimings":
+        """Eager and compiled side by side on each device: two bars per device, the compiled one with
+        "× eager" (see ``gl.lab.compare_compiled``): ``DeviceTimings.compare_compiled(model, loss_fn, x, y,
+        optimizer=opt)``, or ``(model, None, x)`` for a forward."""
+        widget = cls.__new__(cls)
+        widget._start(compare_compiled, (model, loss_fn, *inputs),
+                      dict(optimizer=optimizer, segments=segments, devices=devices, repeats=repeats, warmup=warmup,
+                           budget_s=budget_s))
+        return widget
+
+    def _start(self, timer, args, options) -> None:
         super().__init__()
-        self._call = (fn, args, dict(devices=devices, repeats=repeats, warmup=warmup, budget_s=budget_s))
+        self._call = (timer, args, options)
         self.table = None
         self.run()  # bad arguments raise here, before the widget is shown
         self.on_msg(self._on_front_end_message)
 
     def run(self):
         """Time every device again; the chart redraws as each device finishes. Returns the table."""
-        fn, args, options = self._call
+        timer, args, options = self._call
         self.running, self.notice = True, ""
         try:
-            self.table = compare_devices(fn, *args, on_update=self._show, **options)
+            self.table = timer(*args, on_update=self._show, **options)
         finally:
             self.running = False
         self.runs += 1
@@ -56,8 +74,8 @@ class DeviceTimings(anywidget.AnyWidget):
 
     def _show(self, table) -> None:
         self.table = table
-        pending = frozenset(r.device for r in table if r.available and not r.timed and not r.error) \
-            if self.running else frozenset()
+        pending = frozenset(r.device if not r.variant else (r.device, r.variant) for r in table
+                            if r.available and not r.timed and not r.error) if self.running else frozenset()
         with self.hold_sync():
             self.measured = table.measured
             self.rows = [row.to_dict() for row in table]

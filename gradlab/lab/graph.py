@@ -61,6 +61,7 @@ class Group:
     id: str  # the module path, with "#2" for a module's second call
     label: str  # "layers.0 (Linear)"
     parent: str | None
+    closed: bool = False  # drawn closed at first whatever its size (a tape's fused chain: a super-node)
 
     def to_json(self) -> dict:
         return {"id": self.id, "label": self.label, "parent": self.parent}
@@ -74,10 +75,11 @@ class Graph:
     edges: list = field(default_factory=list)  # [(source id, target id)]
     groups: dict = field(default_factory=dict)  # id -> Group
     outputs: list = field(default_factory=list)  # ids of the nodes whose values the user holds
-    source: str = "tensor"  # "tensor", "recording" or "scalar": where the graph came from
+    source: str = "tensor"  # "tensor", "recording", "scalar" or "tape": where the graph came from
     freed: bool = False  # backward already released what forward saved (retain_graph was not set)
     by_ref: dict = field(default_factory=dict)  # id(engine object) -> node id
     calls: dict = field(default_factory=dict)  # node id -> (Function, inputs) as forward ran, for "check this node"
+    modes: tuple = ("grad", "value", "kind")  # the colour modes it can offer (a tape has no values: only "kind")
 
     def add(self, node: GraphNode, *refs) -> GraphNode:
         self.nodes[node.id] = node

@@ -63,7 +63,7 @@ class GraphWidget(anywidget.AnyWidget):
         self.graph = graph
         self.scene = Scene(graph)
         self._added_modes = {}  # mode -> (sizes, title, missing text, text of a figure): colour modes a lab gave
-        labels = dict(MODE_LABELS)
+        labels = {mode: text for mode, text in MODE_LABELS.items() if mode in graph.modes}
         for mode, sizes, title, label, missing, text in modes:  # as add_color_mode's arguments: drawn from the start
             self._added_modes[mode] = (self._all_sizes(mode, sizes), title, missing, text)
             labels[mode] = label
@@ -310,14 +310,17 @@ class GraphView(GraphWidget):
 
     Pan by dragging, zoom with the wheel, double-click to fit; click a node for the inspector
     (values, gradient, saved tensors, its derivative rule, and "check this node"), click a module
-    to open or close it. ``color`` is "grad", "value" or "kind"; ``names`` labels leaf tensors
+    to open or close it. ``GraphView(tape)`` draws a ``gl.jit.trace`` tape, the chains the compiler
+    fuses (or ``fused=[[3, 4, 5], ...]``, op indices) as super-nodes that open like modules; a tape has
+    no values or gradients, so it is coloured by kind only.
+    ``color`` is "grad", "value" or "kind"; ``names`` labels leaf tensors
     (``dict(model.named_parameters())``) when drawing from a tensor. Where times are known (a
     ``gl.lab.profile`` result, a recording) ``color="time"`` colours by them, and ``"memory"`` by
     what each node saved for backward; the side panel then lists the top 10 nodes.
     """
 
-    def __init__(self, obj, *, names=None, color=None, height=460):
-        graph = obj.graph if isinstance(obj, Profile) else capture(obj, names)
+    def __init__(self, obj, *, names=None, color=None, height=460, fused=None):
+        graph = obj.graph if isinstance(obj, Profile) else capture(obj, names, fused)
         figures = node_figures(obj, graph)
         for node_id, node_figures_ in figures.items():
             graph.nodes[node_id].profile = node_figures_

@@ -62,7 +62,9 @@ class Scene:
             {GROUP_PREFIX + g.id: GROUP_PREFIX + g.parent if g.parent else None for g in graph.groups.values()},
             group_sizes=group_sizes, title_height=22.0, padding=10.0)
         self.expanded = self.default_expanded()
-        self.opened_collapsed = self.expanded != frozenset(self.members)
+        closed = frozenset(GROUP_PREFIX + g.id for g in graph.groups.values() if g.closed)
+        self.opened_collapsed = self.expanded | closed != frozenset(self.members)
+        self.expanded -= closed
         self._placements = {}
 
     @staticmethod

@@ -4,6 +4,12 @@
 ``fn`` once on its own (numba compiles or loads its kernels there), warms up, then times ``repeats``
 calls. Lazy and asynchronous devices (MLX records work and runs it later, CUDA queues kernels) are made
 to finish everything the call produced or changed before the clock stops, or the clock would stop early.
+
+``compare_compiled(model, loss_fn, x, y, optimizer=opt)`` times a training step twice on each device:
+eager (``loss_fn(model(x), y).backward()`` and ``opt.step()``) and ``gl.compile.make_step`` on its own
+copy of the model and optimizer; ``compare_compiled(model, None, x)`` times a forward, eager under
+``no_grad`` against ``gl.compile(model)``. Each compiled row says how many times faster than eager it is,
+and, when the step could not be compiled and ran eagerly, why.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ import dataclasses
 import math
 import statistics
 import time
+import warnings
 from html import escape
 
 from ..backends.device import Device, DeviceInfo, _load_backend, devices as known_devices, resolve_device
@@ -51,6 +58,9 @@ class DeviceRow:
     asked: int = 0  # how many were asked for (fewer ran when the time budget ran out)
     times: list = dataclasses.field(default_factory=list)
     note: str = ""
+    variant: str = ""  # "eager" or "compiled" in compare_compiled's table, "" in compare_devices'
+    vs_eager: float | None = None  # a compiled row: this device's eager median / this one
+    fallback: str = ""  # a compiled row that ran eagerly: why (the CompileWarning's reason)
 
     @property
     def label(self) -> str:
@@ -76,6 +86,8 @@ class DeviceRow:
             return self.reason
         if self.error:
             return self.error
+        if self.fallback:
+            return f"not compiled, ran eagerly: {self.fallback}"
         if not self.timed:
             return "waiting to be timed"
         if self.repeats < self.asked:
@@ -98,6 +110,13 @@ class DeviceTimes(list):
         self.measured = measured
 
     def __getitem__(self, key):
+        if isinstance(key, tuple) and len(key) == 2 and all(isinstance(k, str) for k in key):
+            device, variant = key  # table["cpu", "compiled"]
+            for row in self:
+                if (row.device == device or row.device.split(":")[0] == device) and row.variant == variant:
+                    return row
+            raise KeyError(f"no {variant!r} row for device {device!r}; the rows are "
+                           f"{', '.join(f'{r.device} {r.variant}'.strip() for r in self)}")
         if isinstance(key, str):
             for row in self:
                 if row.device == key or row.device.split(":")[0] == key:
@@ -106,19 +125,32 @@ class DeviceTimes(list):
         return super().__getitem__(key)
 
     def columns(self) -> list:
-        """Each row as the cells a table shows: device, median, spread, × numpy, compile, status."""
-        return [[row.label, _ms(row.median_s), _ms(row.spread_s), _ratio(row.speedup), _ms(row.compile_s),
-                 row.status] for row in self]
+        """Each row as the cells a table shows: device, median, spread, × numpy, compile, status (and,
+        comparing compiled with eager, the variant and × eager)."""
+        if not self.has_variants:
+            return [[row.label, _ms(row.median_s), _ms(row.spread_s), _ratio(row.speedup), _ms(row.compile_s),
+                     row.status] for row in self]
+        return [[row.label, row.variant, _ms(row.median_s), _ms(row.spread_s), _ratio(row.vs_eager),
+                 _ratio(row.speedup), _ms(row.compile_s), row.status] for row in self]
 
     HEAD = ("device", "median", "spread (IQR)", "× numpy", "compile", "")
+    VARIANT_HEAD = ("device", "", "median", "spread (IQR)", "× eager", "× numpy", "first call extra", "")
+
+    @property
+    def has_variants(self) -> bool:
+        return any(row.variant for row in self)
+
+    def head(self) -> tuple:
+        return self.VARIANT_HEAD if self.has_variants else self.HEAD
 
     def notes(self) -> list:
         """What is worth knowing about a device beyond its figures (MLX on the CPU, CUDA simulated)."""
-        return [f"{row.label}: {row.note}" for row in self if row.note and row.available]
+        return list(dict.fromkeys(f"{row.label}: {row.note}" for row in self if row.note and row.available))
 
     def __str__(self):
-        cells = [list(self.HEAD)] + self.columns()
-        widths = [max(len(line[i]) for line in cells) for i in range(len(self.HEAD) - 1)]
+        head = self.head()
+        cells = [list(head)] + self.columns()
+        widths = [max(len(line[i]) for line in cells) for i in range(len(head) - 1)]
         lines = ["  ".join(c.ljust(w) for c, w in zip(line[:-1], widths)) + "  " + line[-1] for line in cells]
         return "\n".join([self.measured, *lines, *self.notes()])
 
@@ -126,7 +158,7 @@ class DeviceTimes(list):
         return str(self)
 
     def _repr_html_(self):
-        head = "".join(f"<th>{escape(h)}</th>" for h in self.HEAD)
+        head = "".join(f"<th>{escape(h)}</th>" for h in self.head())
         body = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in line) + "</tr>" for line in self.columns())
         notes = "".join(f"<p>{escape(note)}</p>" for note in self.notes())
         return (f"<div class='gl-device-table'><p>{escape(self.measured)}</p>"
@@ -149,14 +181,137 @@ def compare_devices(fn, *args, devices=None, repeats: int = 25, warmup: int = 2,
                         f"{describe(fn)}; pass the function itself: compare_devices(step, model, x)")
     _check_count("repeats", repeats, 1)
     _check_count("warmup", warmup, 0)
-    if budget_s is not None and not (isinstance(budget_s, (int, float)) and budget_s > 0):
-        raise ValueError(f"compare_devices: budget_s must be a positive number of seconds (or None for no "
-                         f"budget), got {budget_s!r}")
+    _check_budget(budget_s)
     table = DeviceTimes(_rows_for(devices), describe_call(fn, args, repeats))
     if on_update is not None:
         on_update(table)
     _time_rows(table, fn, args, repeats, warmup, budget_s, on_update)
     return table
+
+
+def compare_compiled(model, loss_fn, *inputs, optimizer=None, segments=1, devices=None, repeats: int = 25,
+                     warmup: int = 2, budget_s: float | None = 2.0, on_update=None) -> DeviceTimes:
+    """Time a training step eager and compiled on each device: two rows per device, "eager" and "compiled".
+
+    ``compare_compiled(model, loss_fn, x, y, optimizer=opt)`` mirrors ``gl.compile.make_step``: the eager
+    row runs ``opt.zero_grad(); loss_fn(model(x), y).backward(); opt.step()``, the compiled row
+    ``make_step(model, loss_fn, optimizer=opt, segments=segments)(x, y)``, each on its own copy of the
+    model, the inputs and the optimizer (rebuilt as ``type(opt)(params, **opt.defaults)``, or
+    ``optimizer=lambda params: ...``); the caller's are never changed. Without an optimizer both fill
+    ``.grad`` only. ``loss_fn=None`` times a forward instead: ``model(*inputs)`` under ``no_grad``
+    against ``gl.compile(model)``.
+
+    A compiled row's ``vs_eager`` is the device's eager median over its own (2.0 = twice as fast);
+    its first call, which traces and plans, is ``first_s`` (its extra time is ``compile_s``). When the
+    step cannot be compiled (``.item()`` in forward...) it runs eagerly: the row's ``fallback`` says why,
+    and the ``CompileWarning`` is kept in the row instead of printed. The other options are
+    ``compare_devices``'.
+    """
+    if not callable(model):
+        raise TypeError(f"compare_compiled: the first argument must be the model (a Module or function), got "
+                        f"{describe(model)}")
+    if loss_fn is not None and not callable(loss_fn):
+        raise TypeError(f"compare_compiled: loss_fn must be callable as loss_fn(output, target) (or None to time "
+                        f"a forward), got {describe(loss_fn)}")
+    if loss_fn is None and (optimizer is not None or segments != 1):
+        raise ValueError("compare_compiled: optimizer and segments are for a training step; give loss_fn too")
+    if not inputs:
+        raise TypeError("compare_compiled: give the inputs of the step, e.g. compare_compiled(model, loss_fn, x, y)")
+    if optimizer is not None and not callable(optimizer) and not hasattr(optimizer, "defaults"):
+        raise TypeError(f"compare_compiled: optimizer must be a gradlab optimizer or a function params -> "
+                        f"optimizer, got {describe(optimizer)}")
+    _check_count("repeats", repeats, 1)
+    _check_count("warmup", warmup, 0)
+    _check_budget(budget_s)
+    rows = []
+    for row in _rows_for(devices):
+        if not row.available:
+            rows.append(row)
+            continue
+        for variant in ("eager", "compiled"):
+            rows.append(dataclasses.replace(row, variant=variant, times=[]))
+    what = (f"training step{' with ' + _optimizer_name(optimizer) if optimizer is not None else ''}"
+            if loss_fn is not None else "forward")
+    args = (model, *inputs)
+    compiled = "gl.compile.make_step" if loss_fn is not None else "gl.compile"
+    table = DeviceTimes(rows, f"{what} of {describe(model)} on {', '.join(describe(x) for x in inputs)}, eager vs "
+                              f"{compiled}: median of up to {repeats} repeats, after warm-up")
+    if on_update is not None:
+        on_update(table)
+    variants = {"eager": _eager_variant(loss_fn, optimizer),
+                "compiled": _compiled_variant(loss_fn, optimizer, segments)}
+    _time_rows(table, None, args, repeats, warmup, budget_s, on_update, prepare=lambda row: variants[row.variant])
+    return table
+
+
+def _optimizer_name(optimizer) -> str:
+    return type(optimizer).__name__ if hasattr(optimizer, "defaults") else "the optimizer made by the function given"
+
+
+def _new_optimizer(optimizer, model):
+    """An optimizer like the caller's, for this copy of the model (its state starts fresh)."""
+    if optimizer is None:
+        return None
+    if hasattr(optimizer, "defaults") and hasattr(optimizer, "step"):
+        return type(optimizer)(model.parameters(), **optimizer.defaults)
+    return optimizer(model.parameters())
+
+
+def _eager_variant(loss_fn, optimizer):
+    """prepare(copies) -> the eager step on them."""
+    from ..autograd.grad_mode import no_grad
+
+    def prepare(moved):
+        model = moved[0]
+        if loss_fn is None:
+            def forward(model, *inputs):
+                with no_grad():
+                    return model(*inputs)
+            return forward
+        opt = _new_optimizer(optimizer, model)
+
+        def step(model, x, *targets):
+            if opt is not None:
+                opt.zero_grad()
+            loss = loss_fn(model(x), *targets)
+            loss.backward()
+            if opt is not None:
+                opt.step()
+            return loss
+        return step
+    return prepare
+
+
+def _compiled_variant(loss_fn, optimizer, segments):
+    """prepare(copies) -> the compiled step (or forward) on them; it notes a fallback in its row."""
+    from .. import compile as gl_compile
+
+    def prepare(moved, row):
+        model = moved[0]
+        if loss_fn is None:
+            compiled = gl_compile.compile(model)
+        else:
+            compiled = gl_compile.make_step(model, loss_fn, optimizer=_new_optimizer(optimizer, model),
+                                            segments=segments)
+
+        def run(model, *inputs):
+            if row.fallback:  # already eager: it warns no more
+                return compiled(*inputs)
+            with warnings.catch_warnings():  # the row says it, once, instead
+                warnings.simplefilter("ignore", gl_compile.CompileWarning)
+                out = compiled(*inputs)
+            if compiled.fallback and not row.fallback:
+                row.fallback = compiled.fallback
+            return out
+        return run
+    prepare.wants_row = True
+    return prepare
+
+
+def _check_budget(budget_s):
+    if budget_s is not None and not (isinstance(budget_s, (int, float)) and budget_s > 0):
+        raise ValueError(f"compare_devices: budget_s must be a positive number of seconds (or None for no "
+                         f"budget), got {budget_s!r}")
 
 
 def _check_count(name, value, least):
@@ -292,12 +447,14 @@ class _DeviceClock:
 
     A failure anywhere (copying the arguments, the function itself) becomes the row's error."""
 
-    def __init__(self, row: DeviceRow, fn, args, budget_s):
+    def __init__(self, row: DeviceRow, fn, args, budget_s, prepare=None):
         self.row, self.fn, self.budget_s, self.spent = row, fn, budget_s, 0.0
         device = resolve_device(row.device)
         self.moved = copy_to_device(list(args), device)
         self.backend = device.backend
         self.changed = tensors_in(self.moved)
+        if prepare is not None:  # a variant (compare_compiled): the function to time, made from these copies
+            self.fn = prepare(self.moved, row) if getattr(prepare, "wants_row", False) else prepare(self.moved)
 
     def call(self) -> float:
         start = _clock()
@@ -325,7 +482,7 @@ class _DeviceClock:
             row.times.append(elapsed)
 
 
-def _time_rows(table, fn, args, repeats, warmup, budget_s, on_update) -> None:
+def _time_rows(table, fn, args, repeats, warmup, budget_s, on_update, prepare=None) -> None:
     """Each device in turn: the first call timed apart, warm-up, then its repeats; the table is
     summarised and shown after each device.
 
@@ -336,7 +493,7 @@ def _time_rows(table, fn, args, repeats, warmup, budget_s, on_update) -> None:
     for row in table:
         if not row.available:
             continue
-        clock = _start(row, fn, args, repeats, warmup, budget_s)
+        clock = _start(row, fn, args, repeats, warmup, budget_s, prepare(row) if prepare else None)
         if clock is not None:
             try:
                 clock.take(repeats)
@@ -348,12 +505,12 @@ def _time_rows(table, fn, args, repeats, warmup, budget_s, on_update) -> None:
             on_update(table)
 
 
-def _start(row, fn, args, repeats, warmup, budget_s):
+def _start(row, fn, args, repeats, warmup, budget_s, prepare=None):
     """Copy the arguments to the row's device, time the first call apart, warm up: the device's
     clock, or None when any of it failed (the row then carries the error)."""
     row.asked = repeats
     try:
-        clock = _DeviceClock(row, fn, args, budget_s)
+        clock = _DeviceClock(row, fn, args, budget_s, prepare)
         row.first_s = clock.call()
         clock.warm_up(warmup)
         return clock
@@ -384,10 +541,14 @@ def _summarize(table) -> None:
 
 
 def _add_speedups(table: DeviceTimes) -> None:
-    """× numpy = the numpy (cpu) median / this device's median, when the cpu row was timed."""
-    reference = next((r for r in table if r.device == "cpu" and r.timed), None)
+    """× numpy = the numpy (cpu) median / this device's median, when the cpu row was timed (comparing
+    variants, the cpu row of the same variant); × eager = this device's eager median / its compiled one."""
     for row in table:
+        reference = next((r for r in table if r.device == "cpu" and r.variant == row.variant and r.timed), None)
         row.speedup = reference.median_s / row.median_s if reference and row.timed and row.median_s > 0 else None
+        if row.variant == "compiled":
+            eager = next((r for r in table if r.device == row.device and r.variant == "eager" and r.timed), None)
+            row.vs_eager = eager.median_s / row.median_s if eager and row.timed and row.median_s > 0 else None
 
 
 # --- saying what was measured ----------------------------------------------------------------------

@@ -18,6 +18,7 @@ WIDTH, LABEL_W, BARS_W, COMPILE_W = 760, 120, 450, 170
 SPAN_W = 300  # the log axis; the rest of the bar column holds each bar's figures
 ROW_H, LINE_H, TOP, GAP = 32, 13, 44, 6
 BAR, COMPILE_INK, GREY, RED = "#6366f1", "#d97706", "#9ca3af", "#b91c1c"
+COMPILED_BAR = "#0d9488"  # compare_compiled: the compiled row's bar (eager keeps BAR)
 _ids = itertools.count()
 
 STYLE = """
@@ -30,11 +31,19 @@ STYLE = """
 .gl-dt-axis { font-size: 10px; fill: #6b7280; }
 .gl-dt-grid { stroke: #eef0f3; }
 .gl-dt-note { font-size: 10.5px; fill: #4b5563; }
+.gl-dt-variant { font-size: 10.5px; font-weight: 600; }
+.gl-dt-compiled .gl-dt-variant { fill: #0f766e; }
+.gl-dt-fallback { font-size: 10.5px; fill: #b91c1c; }
 """
 
 
 NOTES = ("bar: median (log scale) · whisker: interquartile range · × numpy: numpy's median / this one",
          "hatched: the first call's extra time (numba compiles or loads its kernels there)")
+
+
+VARIANT_NOTES = ("bar: median (log scale) · whisker: interquartile range · × eager: this device's eager median / "
+                 "the compiled one (above 1: compiled is faster)",
+                 "hatched: the first call's extra time (the compiled step traces and plans there; numba compiles)")
 
 
 def to_svg(table: DeviceTimes, pending: frozenset = frozenset(), run: int = 0) -> str:
@@ -48,15 +57,16 @@ def to_svg(table: DeviceTimes, pending: frozenset = frozenset(), run: int = 0) -
     head_y = TOP + LINE_H * (len(measured) - 1)  # where the first row starts
     y, rows_out = head_y, []
     for row in table:
-        lines, kind = _row_text(row, row.device in pending)
-        height = max(ROW_H, LINE_H * len(lines) + 10)
+        lines, kind = _row_text(row, (row.device, row.variant) in pending or (not row.variant and row.device in pending))
+        height = max(ROW_H, LINE_H * len(lines) + 10) + (LINE_H if kind == "timed" and row.fallback else 0)
         rows_out.append(_row(row, kind, lines, y, height, x_of, top_compile, hatch))
         y += height + GAP
     axis_y = y + 2
     grid = "".join(f'<line class="gl-dt-grid" x1="{x_of(t):.1f}" x2="{x_of(t):.1f}" y1="{head_y - 8}" y2="{axis_y}"/>'
                    f'<text class="gl-dt-axis" x="{x_of(t):.1f}" y="{axis_y + 12}" text-anchor="middle">{_ms(t)}</text>'
                    for t in _ticks(low, high)) if timed else ""
-    notes = [*NOTES, *(line for note in table.notes() for line in textwrap.wrap(note, 125))]
+    notes = [*(VARIANT_NOTES if table.has_variants else NOTES),
+             *(line for note in table.notes() for line in textwrap.wrap(note, 125))]
     height = axis_y + 22 + LINE_H * len(notes) + 6
     head = "".join(f'<tspan x="8" dy="{0 if i == 0 else LINE_H}">{escape(line)}</tspan>'
                    for i, line in enumerate(measured))
@@ -82,8 +92,9 @@ def _row_text(row, pending) -> tuple:
 
 
 def _row(row, kind, lines, y, height, x_of, top_compile, hatch) -> str:
-    mid = y + height / 2
-    parts = [f'<g class="gl-dt-row gl-dt-{kind}" data-device="{escape(row.device)}">']
+    mid = y + (height - LINE_H if kind == "timed" and row.fallback else height) / 2
+    variant = f' gl-dt-{row.variant}" data-variant="{row.variant}' if row.variant else ""
+    parts = [f'<g class="gl-dt-row gl-dt-{kind}{variant}" data-device="{escape(row.device)}">']
     if kind == "unavailable":
         parts.append(f'<rect x="2" y="{y}" width="{WIDTH - 4}" height="{height}" rx="4" fill="#f3f4f6"/>')
     label_y = mid - 2 if kind == "timed" else mid + 4
@@ -96,9 +107,19 @@ def _row(row, kind, lines, y, height, x_of, top_compile, hatch) -> str:
         return "".join(parts)
     x0, x1 = x_of.left, x_of(row.median_s)
     q1, q3 = (x_of(q) for q in row.quartiles)
-    label = _ms(row.median_s) + (f" · {_ratio(row.speedup)} numpy" if row.speedup is not None else "")
-    parts += [f'<rect class="gl-dt-bar" x="{x0:.1f}" y="{mid - 8:.1f}" width="{max(x1 - x0, 1.5):.1f}" height="16" '
-              f'rx="2" fill="{BAR}"><title>{escape(row.status)}</title></rect>',
+    if row.variant == "compiled":
+        label = _ms(row.median_s) + (f" · {_ratio(row.vs_eager)} eager" if row.vs_eager is not None else "")
+    elif row.variant == "eager":
+        label = _ms(row.median_s) + (f" · {_ratio(row.speedup)} numpy" if row.speedup is not None
+                                     and row.device != "cpu" else "")
+    else:
+        label = _ms(row.median_s) + (f" · {_ratio(row.speedup)} numpy" if row.speedup is not None else "")
+    if row.fallback:
+        label += " · ran eagerly"
+    fill = COMPILED_BAR if row.variant == "compiled" else BAR
+    bar_class = "gl-dt-bar" + (f" gl-dt-bar-{row.variant}" if row.variant else "")
+    parts += [f'<rect class="{bar_class}" x="{x0:.1f}" y="{mid - 8:.1f}" width="{max(x1 - x0, 1.5):.1f}" height="16" '
+              f'rx="2" fill="{fill}"><title>{escape(row.status)}</title></rect>',
               f'<path class="gl-dt-whisker" d="M{q1:.1f},{mid:.1f}H{q3:.1f}M{q1:.1f},{mid - 5:.1f}V{mid + 5:.1f}'
               f'M{q3:.1f},{mid - 5:.1f}V{mid + 5:.1f}" stroke="#1e1b4b" stroke-width="1.3" fill="none"/>']
     parts.append(f'<text class="gl-dt-figure" x="{max(x1, q3) + 6:.1f}" y="{mid + 4:.1f}">{escape(label)}</text>')
@@ -109,7 +130,16 @@ def _row(row, kind, lines, y, height, x_of, top_compile, hatch) -> str:
                      f'fill="url(#{hatch})" stroke="{COMPILE_INK}" stroke-width="1"/>')
         parts.append(f'<text class="gl-dt-figure" x="{cx + w + 4:.1f}" y="{mid + 4:.1f}">+{_ms(row.compile_s)}</text>')
     runs = f"{row.repeats} repeats" if row.repeats == row.asked else f"{row.repeats} of {row.asked} repeats"
-    parts.append(f'<text class="gl-dt-axis" x="8" y="{mid + 10:.1f}">{runs}</text></g>')
+    if row.variant:
+        parts.append(f'<text class="gl-dt-variant" x="8" y="{mid + 10:.1f}">{row.variant}'
+                     f'<tspan class="gl-dt-axis" font-weight="normal"> · {runs}</tspan></text>')
+    else:
+        parts.append(f'<text class="gl-dt-axis" x="8" y="{mid + 10:.1f}">{runs}</text>')
+    if row.fallback:
+        why = textwrap.shorten(f"not compiled, ran eagerly: {row.fallback}", 110, placeholder="…")
+        parts.append(f'<text class="gl-dt-fallback" x="{LABEL_W}" y="{mid + 8 + LINE_H + 2:.1f}">{escape(why)}'
+                     f'<title>{escape(row.fallback)}</title></text>')
+    parts.append('</g>')
     return "".join(parts)
 
 
@@ -161,8 +191,10 @@ def plot(table: DeviceTimes):
     for y, row in zip(positions, table):
         if row.timed:
             q1, q3 = row.quartiles
-            bars.barh(y, row.median_s, color=BAR, xerr=[[row.median_s - q1], [q3 - row.median_s]], capsize=4)
-            text = _ms(row.median_s) + (f"  {_ratio(row.speedup)} numpy" if row.speedup is not None else "")
+            bars.barh(y, row.median_s, color=COMPILED_BAR if row.variant == "compiled" else BAR, xerr=[[row.median_s - q1], [q3 - row.median_s]], capsize=4)
+            text = _ms(row.median_s) + (f"  {_ratio(row.vs_eager)} eager" if row.vs_eager is not None else
+                                        f"  {_ratio(row.speedup)} numpy" if row.speedup is not None else "")
+            text += "  (ran eagerly: not compiled)" if row.fallback else ""
             bars.annotate(text, (max(q3, row.median_s), y), xytext=(6, 0), textcoords="offset points", va="center")
             if row.compile_s:
                 compile_ax.barh(y, row.compile_s, color="#fef3c7", edgecolor=COMPILE_INK, hatch="//")
@@ -171,7 +203,7 @@ def plot(table: DeviceTimes):
             bars.annotate(textwrap.shorten(why, 90), (0.01, y), xycoords=("axes fraction", "data"), va="center",
                           color=GREY if not row.available else RED, fontsize=8)
     bars.set_xscale("log")
-    bars.set_yticks(positions, [row.label for row in table])
+    bars.set_yticks(positions, [row.label + (f" · {row.variant}" if row.variant else "") for row in table])
     bars.set_xlabel("median seconds per call (log scale); whisker: interquartile range")
     compile_ax.set_xlabel("first call − median (s)")
     figure.suptitle(textwrap.fill(table.measured, 110), fontsize=9)

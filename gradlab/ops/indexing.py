@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import operator
 
+from ..autograd import observers
 from ..autograd.function import Function
 from ..dtypes import bool_, int32, int64
 from ._common import in_place
@@ -282,6 +283,8 @@ def _parse_index(op, x, key) -> tuple:
         elif not isinstance(item, TrackedTensor) and hasattr(item, "__index__") and getattr(item, "ndim", 0) == 0:
             index.append(operator.index(item))  # numpy integers and other int-likes
         else:
+            if observers.escape_watchers and isinstance(item, TrackedTensor):
+                observers.escaped("a tensor used as an index")  # its values become the key: a tracer cannot see them
             index.append(_index_data(op, x, item, in_key=True))
             basic = False
     if basic and Ellipsis not in index:

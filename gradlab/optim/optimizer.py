@@ -118,30 +118,34 @@ class Optimizer:
             with enable_grad():
                 loss = closure()
         for group in self.param_groups:
-            maximize = group.get("maximize", False)
-            weight_decay = group.get("weight_decay", 0)
-            decoupled = self._decoupled_weight_decay or group.get("decoupled_weight_decay", False)
-            decay = group["lr"] * weight_decay if decoupled else 0  # decoupled: p -= lr * wd * p
             for p in group["params"]:
-                if p.grad is None:
-                    continue
-                state = self.state.get(p)
-                if not state:
-                    fresh = self._init_state(p, group)
-                    if fresh:
-                        self.state[p] = fresh
-                else:
-                    _follow_parameter(p, state)  # after model.to(...), the state moves with its parameter
-                backend = p.device.backend
-                grad = backend.neg(p.grad.array) if maximize else p.grad.array
-                if weight_decay != 0 and not decoupled:
-                    grad = backend.add(grad, backend.mul(p.array, weight_decay))
-                delta = self._delta(p, grad, group)
-                if decay:
-                    delta = backend.add(delta, backend.mul(p.array, decay))
-                backend.isub(p.array, delta)
-                p._version[0] += 1  # an in-place change: graphs that saved p notice it
+                if p.grad is not None:
+                    self._update(p, group)
         return loss
+
+    def _update(self, p, group) -> None:
+        """Move one parameter by its gradient: ``step`` runs this for each, and a compiled training step
+        (``gradlab.compile.make_step``) runs it as soon as that parameter's gradient is final."""
+        maximize = group.get("maximize", False)
+        weight_decay = group.get("weight_decay", 0)
+        decoupled = self._decoupled_weight_decay or group.get("decoupled_weight_decay", False)
+        decay = group["lr"] * weight_decay if decoupled else 0  # decoupled: p -= lr * wd * p
+        state = self.state.get(p)
+        if not state:
+            fresh = self._init_state(p, group)
+            if fresh:
+                self.state[p] = fresh
+        else:
+            _follow_parameter(p, state)  # after model.to(...), the state moves with its parameter
+        backend = p.device.backend
+        grad = backend.neg(p.grad.array) if maximize else p.grad.array
+        if weight_decay != 0 and not decoupled:
+            grad = backend.add(grad, backend.mul(p.array, weight_decay))
+        delta = self._delta(p, grad, group)
+        if decay:
+            delta = backend.add(delta, backend.mul(p.array, decay))
+        backend.isub(p.array, delta)
+        p._version[0] += 1  # an in-place change: graphs that saved p notice it
 
     def _materialize(self) -> None:
         """On a lazy backend (MLX) compute the new parameters and state now, so that the next step's
