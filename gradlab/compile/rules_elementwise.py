@@ -68,8 +68,51 @@ def fit(b, g, shape, name):
     return b.emit1(sum_to(b.backend, tuple(shape)), (g,), shape, b.slots[g].dtype, name)
 
 
+class WithNumber:
+    """``ufunc(a, number)`` as a one-input instruction (x * 2, x + 0.5): the Python number passed as it is,
+    as eager passes it (numpy casts it to the array's dtype). ``formula`` is for the fusion pass."""
+
+    def __init__(self, ufunc, number, formula):
+        self.ufunc, self.number, self.formula = ufunc, number, formula
+
+    def __call__(self, a, out=...):
+        return self.ufunc(a, self.number, out=out)
+
+
+_NUMBER_BACKWARD = {"add": None, "sub": None, "mul": np.multiply, "div": np.divide}  # ∂a = g (op) number
+
+
+def _with_number(op, b, args, needs, numpy_ufunc, primitive):
+    """a (op) number, for a float tensor a and a Python int or float: eager's own arithmetic, on arrays."""
+    a, number = args
+    if a.__class__ is not Ref or type(number) not in (int, float) or b.backend.name not in OUT_BACKENDS:
+        return None
+    dtype = b.slots[a.value].dtype
+    if not is_float(dtype) or op.dtypes[0] != dtype.name:
+        return None
+    symbol = _SYMBOL[primitive]
+    out = b.emit1(WithNumber(numpy_ufunc, number, "{} " + symbol + " {c}"), (a.value,), op.out_shapes[0], dtype,
+                  op.name, ufunc=True)
+
+    def emit_backward(grads):
+        (g,) = grads
+        scale = _NUMBER_BACKWARD[primitive]
+        if not needs[0]:
+            return [None, None]
+        if scale is None:  # + and −: the gradient passes as it is
+            return [g, None]
+        return [b.emit1(WithNumber(scale, number, "{} " + symbol + " {c}"), (g,), b.slots[g].shape, dtype,
+                        f"{op.name}.backward", ufunc=True), None]
+    return (out,), emit_backward
+
+
+_SYMBOL = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
+
+
 def _binary(numpy_ufunc, primitive, backward):
     def lower(op, b, args, needs, wrap):
+        if len(args) == 2 and args[0].__class__ is Ref and args[1].__class__ is not Ref:
+            return _with_number(op, b, args, needs, numpy_ufunc, primitive)
         dtype = float_operands(b, op, args)
         if dtype is None:
             return None
@@ -146,6 +189,11 @@ def _relu_forward(a, out=...):
 def _relu_backward(g, y, out=...):
     """g · (y > 0), as eager computes it (so inf · 0 is nan there and here)."""
     return np.multiply(g, np.greater(y, 0), out=out)
+
+
+# how the fusion pass writes them (numpy's maximum keeps a NaN, and -0.0 against 0)
+_relu_forward.formula = "({0} if ({0} >= zero or {0} != {0}) else zero)"
+_relu_backward.formula = "({0} * (one if {1} > zero else zero))"
 
 
 @rule(Relu)

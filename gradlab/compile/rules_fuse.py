@@ -27,14 +27,22 @@ def _numba():
 
 
 def _formula(program, ins):
-    """The step's formula template when it is one of the fusable elementwise ops, else None."""
+    """(template, number) of a fusable elementwise step — ``{0}``, ``{1}`` its inputs, ``{c}`` a number
+    it holds — or None."""
     fn = ins.fn
     if isinstance(fn, functools.partial) and not fn.args and fn.keywords == {"out": ...}:
-        return _SYMBOLS.get(fn.func)
+        template = _SYMBOLS.get(fn.func)
+        return None if template is None else (template.replace("{}", "{0}", 1).replace("{}", "{1}", 1), None)
+    formula = getattr(fn, "formula", None)
+    if isinstance(formula, str):
+        number = getattr(fn, "number", None)
+        if number is not None and type(number) not in (int, float):
+            return None
+        return formula.replace("{}", "{0}", 1), number
     backend = program.backend
     for name, ufunc in (("add", np.add), ("sub", np.subtract), ("mul", np.multiply), ("div", np.divide)):
         if fn is getattr(backend, name, None):
-            return _SYMBOLS[ufunc]
+            return _SYMBOLS[ufunc].replace("{}", "{0}", 1).replace("{}", "{1}", 1), None
     return None
 
 
@@ -97,15 +105,20 @@ def _fused(program, run, readers, kept):
     if not outputs:
         return None
     names = {s: f"a{k}" for k, s in enumerate(inputs)}
-    lines = []
+    lines, numbers = [], []
     for k, (_, ins) in enumerate(run):
-        expr = _formula(program, ins).format(*(f"{names[i]}[i]" if i in inputs else names[i] for i in ins.ins))
+        template, number = _formula(program, ins)
+        operands = [f"{names[i]}[i]" if i in inputs else names[i] for i in ins.ins]
+        constant = ""
+        if number is not None:
+            constant = f"c{len(numbers)}"
+            numbers.append(number)
         names[ins.outs[0]] = f"t{k}"
-        lines.append(f"        t{k} = {expr}")
+        lines.append(f"        t{k} = " + template.format(*operands, c=constant))
     for k, o in enumerate(outputs):
         lines.append(f"        o{k}[i] = {names[o]}")
     slot = program.slots[run[0][1].outs[0]]
-    kernel = _kernel(tuple(lines), len(inputs), len(outputs))
+    kernel = _kernel(tuple(lines), len(inputs), len(outputs), tuple(repr(float(n)) for n in numbers), slot.dtype.name)
     chain = FusedChain(kernel, [ins for _, ins in run], slot.shape, slot.dtype, len(outputs))
     steps = ", ".join(f"{name} ×{n}" if n > 1 else name for name, n in _counts(ins.name for _, ins in run))
     instr = type(run[0][1])  # program.Instr (not imported: program.py reaches passes.py, which calls this)
@@ -121,12 +134,15 @@ def _counts(names):
 
 
 @functools.lru_cache(maxsize=256)
-def _kernel(lines, n_in, n_out):
-    """The numba kernel for one chain's body (compiled once per distinct body)."""
+def _kernel(lines, n_in, n_out, numbers, dtype):
+    """The numba kernel for one chain's body (compiled once per distinct body). Every number is of the
+    arrays' dtype, as numpy casts a Python number to it, so each step rounds as numpy's does."""
     numba = _numba()
     args = ", ".join([f"a{k}" for k in range(n_in)] + [f"o{k}" for k in range(n_out)])
-    source = f"def kernel({args}):\n    for i in range(o0.shape[0]):\n" + "\n".join(lines) + "\n"
-    scope: dict = {}
+    head = [f"    zero, one = np.{dtype}(0), np.{dtype}(1)"] + [f"    c{k} = np.{dtype}({n})" for k, n in enumerate(numbers)]
+    source = (f"def kernel({args}):\n" + "\n".join(head) + "\n    for i in range(o0.shape[0]):\n" + "\n".join(lines)
+              + "\n")
+    scope: dict = {"np": np}
     exec(compile(source, "<fused elementwise chain>", "exec"), scope)  # noqa: S102 (source made above, from templates)
     return numba.njit(error_model="numpy")(scope["kernel"])
 
