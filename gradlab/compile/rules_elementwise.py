@@ -1,8 +1,9 @@
-"""Elementwise rules: + − × ÷, ReLU and GELU as one array instruction each, with no Tensor in between.
+"""Elementwise rules: + − × ÷ (two tensors, or a tensor and a Python number), ReLU and GELU as one
+array instruction each, with no Tensor in between.
 
 On numpy's arrays each instruction is a ufunc that also takes ``out=``, so the buffer pass runs a
-chain of them in place. Add's gradient is the incoming gradient itself: no instruction at all.
-GELU is the backend's fused kernel pair, its saved Φ(x) passed from one instruction to the other.
+chain of them in place (and rules_fuse, with numba, as one kernel). Add's gradient is the incoming
+gradient itself: no instruction at all. GELU is the backend's fused kernel pair.
 """
 
 from __future__ import annotations
