@@ -56,7 +56,8 @@ def ops_of(graph):
 
 def test_a_tape_is_a_graph_of_its_ops_leaves_and_modules():
     model, x, tape = traced()
-    graph = capture(tape)
+    assert gl.compile.fusion_groups(tape) == FUSED  # what the compiler fuses: drawn by default (below: none)
+    graph = capture(tape, fused=[])
     assert graph.source == "tape"
     ops = ops_of(graph)
     assert len(ops) == len(OPS) == len(tape)
@@ -148,7 +149,7 @@ def test_inspector_facts_of_a_tape_op():
 def test_a_tape_is_coloured_by_kind_only_and_a_check_says_why_not():
     pytest.importorskip("anywidget", reason="the lab widgets need anywidget and ipywidgets: pip install -e '.[lab]'")
     model, x, tape = traced()
-    view = gl.lab.GraphView(tape)
+    view = gl.lab.GraphView(tape, fused=[])
     assert set(view.color_labels) == {"kind"} and view.color_mode == "kind"
     kinds = {name for name, _ in view.legends["kind"]["items"]}  # Linear, LayerNorm, ×/+, ReLU; data, weights
     assert kinds == {"matmul", "normalization", "arithmetic", "elementwise", "input", "param"}

@@ -18,6 +18,10 @@ def fusion_groups(tape) -> list:
     group_of_buffer: dict = {}  # id(buffer) -> the group (list of op indices) that writes it
     groups = []
     for ins in program.instrs:
+        chain = getattr(ins.fn, "instrs", None)  # rules_fuse.FusedChain: the instructions it runs as one kernel
+        if chain is not None:
+            groups.append(list(dict.fromkeys(i.op.index for i in chain if i.op is not None)))
+            continue
         buffer = program.buffers.get(ins.outs[0]) if ins.op is not None and not ins.many else None
         if buffer is None:
             continue

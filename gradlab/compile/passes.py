@@ -18,6 +18,10 @@ from ..dtypes import NATIVE_TO_DTYPE
 def run_all(program, fuse: bool = True) -> None:
     drop_dead(program)
     if fuse:
+        if program.backend.name in OUT_BACKENDS:
+            from .rules_fuse import fuse_chains  # elementwise runs as one numba kernel, where numba is installed
+
+            fuse_chains(program)
         assign_buffers(program)
     hand_over(program)
 

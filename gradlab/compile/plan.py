@@ -5,7 +5,8 @@
 3. Backward: the ops again, last to first. When an op's turn comes every use of its outputs has
    already sent its gradient, so the order is fixed here, once — the engine's ready-queue is not
    needed at run time. Two gradients for one value are added by an instruction planned here too.
-4. Passes (``passes.py``): drop what nobody reads, reuse buffers by liveness, fuse elementwise chains.
+4. Each leaf's ``.grad`` is added where its gradient is final, and (with an optimizer) the leaf moves.
+5. Passes (``passes.py``): drop what nobody reads, reuse buffers by liveness, fuse elementwise chains.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from .program import Builder, Instr, Program
 def plan(tape, backend, wrap, *, backward: bool = True, fuse: bool = True, input_grad: bool = False,
          seed_input: bool = False, optimizer=None) -> Program:
     """Lower ``tape`` into a Program. With ``backward``, its output must be a scalar loss; the program
-    then also computes the gradient of every leaf that requires one (results ``grad:<value id>``).
+    then also adds the gradient of every leaf that requires one into its ``.grad`` (on MLX, whose
+    program is a pure function, it returns them instead: results ``grad:<value id>``).
 
     A piece of a model (a segment) also gives its input's gradient (``input_grad``: result
     ``input_grad``) for the piece before it, and, unless it is the last, takes its output's gradient

@@ -7,8 +7,8 @@ keep it. ``gradlab.compile`` plans a training step from the same kind of trace.
 
 from .entries import Ref, TapeOp, Value
 from .tape import Tape
-from .tracer import Tracer, trace
+from .tracer import Tracer, TracerWarning, trace
 
 load = Tape.load
 
-__all__ = ["Ref", "Tape", "TapeOp", "Tracer", "Value", "load", "trace"]
+__all__ = ["Ref", "Tape", "TapeOp", "Tracer", "TracerWarning", "Value", "load", "trace"]

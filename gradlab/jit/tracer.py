@@ -10,6 +10,7 @@ leaving the ops through ``.item()`` or ``bool()``, a random draw outside any op 
 from __future__ import annotations
 
 import sys
+import warnings
 
 from ..autograd import observers
 from ..autograd.function import Function, TrackedTensor
@@ -206,4 +207,15 @@ def trace(fn_or_module, *example_inputs) -> Tape:
     tracer = Tracer(fn_or_module, example_inputs)
     with tracer:
         out = fn_or_module(*example_inputs)
-    return tracer.tape(out)
+    tape = tracer.tape(out)
+    if tape.escapes:
+        what, where = tape.escapes[0]
+        more = f" (and {len(tape.escapes) - 1} more: tape.escapes lists them)" if len(tape.escapes) > 1 else ""
+        warnings.warn(f"jit.trace: {what}{f' in module {where!r}' if where else ''}{more}: the tape holds what this "
+                      "call did, and a replay on other inputs may not do what the function would", TracerWarning,
+                      stacklevel=2)
+    return tape
+
+
+class TracerWarning(UserWarning):
+    """The traced function did something a tape cannot repeat faithfully (as torch.jit's TracerWarning)."""
