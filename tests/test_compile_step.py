@@ -285,6 +285,44 @@ def test_dropout_in_training_draws_what_eager_draws():
         assert_same_parameters(compiled, eager)
 
 
+class Tied(nn.Module):
+    """One Linear applied twice, and a parameter added many times: gradients from every use are summed."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(6, 6)
+        self.b = nn.Linear(6, 4)
+        self.shift = nn.Parameter(gl.zeros(6))
+
+    def forward(self, x):
+        h = self.a(self.a(x)).tanh()
+        for _ in range(5):
+            h = h + self.shift
+        return self.b(h)
+
+
+def test_a_parameter_used_many_times_gets_every_use_s_gradient():
+    train_side_by_side(Tied)
+
+
+class Frozen(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = mlp()
+        self.body[0].weight.requires_grad_(False)
+
+    def forward(self, x):
+        return self.body(x)
+
+
+def test_a_frozen_parameter_keeps_no_grad_and_does_not_move():
+    step = train_side_by_side(Frozen)
+    first = step.model.body[0].weight
+    assert first.grad is None
+    gl.manual_seed(0)
+    np.testing.assert_array_equal(values(first), values(Frozen().double().body[0].weight))
+
+
 # --- the cache: one trace per input signature ------------------------------------------------------------
 
 
