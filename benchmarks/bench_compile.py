@@ -6,8 +6,9 @@
    (make_step without an optimizer, loss = out.sum())
 4. a chain of 100 adds of 16-element float32 tensors, forward + backward,
    in µs per op (a Module whose forward is x + w + w + ..., loss (out * y).sum())  target: ≤ 1.0 µs/op
-5. peak memory of a deep MLP (16 × Linear(512, 512) + ReLU, batch 256, SGD step) with segments=1, 2, 4
-   (``step.memory()["peak_bytes"]``) against eager's peak (tracemalloc, which sees numpy's allocations)
+5. peak memory of a deep MLP (16 × Linear(512, 512) + ReLU, batch 256, SGD step) with segments=1, 2, 4, "auto":
+   the plan's own figure (``step.memory()["peak_bytes"]``), and what tracemalloc (which sees numpy's
+   allocations) finds at the peak of one warm step, for the compiled steps and for eager
 
 The models and weights are bench_training's (copied from the PyTorch model, so all compute the same
 numbers). Without PyTorch it still runs and reports compiled against eager gradlab.
@@ -140,23 +141,23 @@ def deep_mlp(depth=16, width=512):
     return gl.nn.Sequential(*layers)
 
 
-def eager_peak(model, x, y) -> int:
-    """Bytes allocated at the peak of one eager SGD step, above what was held before it (tracemalloc)."""
-    opt = gl.optim.SGD(model.parameters(), lr=0.01)
+def held_at_peak(make, warm_calls=4) -> tuple:
+    """The most bytes held at once during one warm call (tracemalloc, which sees numpy's allocations).
 
-    def step():
-        opt.zero_grad()
-        gl.nn.functional.cross_entropy(model(x), y).backward()
-        opt.step()
-
-    step()  # warm: whatever is made once (optimizer state, caches) is not the step's own
+    Tracing starts before ``make()`` builds the model and its step, so the figure counts everything the
+    step keeps: parameters, .grad, optimizer state, a plan's preallocated buffers, and the temporaries of
+    the call itself. ``warm_calls`` come first ("auto" probes on the first batches). Returns (bytes, step).
+    """
     gc.collect()
     tracemalloc.start()
     try:
-        before = tracemalloc.get_traced_memory()[0]
+        step, call = make()
+        for _ in range(warm_calls):
+            call()
+        gc.collect()
         tracemalloc.reset_peak()
-        step()
-        return tracemalloc.get_traced_memory()[1] - before
+        call()
+        return tracemalloc.get_traced_memory()[1], step
     finally:
         tracemalloc.stop()
 
@@ -164,20 +165,45 @@ def eager_peak(model, x, y) -> int:
 def memory_rows(rng, batch=256, width=512):
     x = gl.tensor(rng.standard_normal((batch, width)), dtype=gl.float32)
     y = gl.tensor(rng.integers(0, width, batch))
-    rows = [("eager (tracemalloc)", eager_peak(deep_mlp(), x, y), None, None)]
-    candidates, steps = {}, {}
-    for segments in (1, 2, 4, "auto"):
+
+    def eager():
         model = deep_mlp()
-        step = gl.compile.make_step(model, gl.nn.functional.cross_entropy,
-                                    optimizer=gl.optim.SGD(model.parameters(), lr=0.01), segments=segments)
-        for _ in range(4):  # "auto" probes on the first batches
-            step(x, y)
-        steps[segments] = step
-        candidates[segments] = (lambda s: lambda: s(x, y))(step)
+        opt = gl.optim.SGD(model.parameters(), lr=0.01)
+
+        def call():
+            opt.zero_grad()
+            gl.nn.functional.cross_entropy(model(x), y).backward()
+            opt.step()
+
+        return None, call
+
+    def compiled(segments):
+        def make():
+            model = deep_mlp()
+            step = gl.compile.make_step(model, gl.nn.functional.cross_entropy,
+                                        optimizer=gl.optim.SGD(model.parameters(), lr=0.01), segments=segments)
+            return step, lambda: step(x, y)
+
+        return make
+
+    # import everything the steps use first (a tiny model through every path): modules are not the step's memory
+    for segments in (1, 2, "auto"):
+        tiny = gl.nn.Sequential(gl.nn.Linear(4, 4), gl.nn.ReLU(), gl.nn.Linear(4, 4))
+        warm = gl.compile.make_step(tiny, gl.nn.functional.cross_entropy,
+                                    optimizer=gl.optim.SGD(tiny.parameters(), lr=0.01), segments=segments)
+        for _ in range(4):
+            warm(gl.ones(2, 4), gl.tensor([0, 1]))
+    held, _ = held_at_peak(eager)
+    rows = [("eager", None, held, None, None)]
+    candidates, steps, helds = {"eager": eager()[1]}, {}, {}
+    for segments in (1, 2, 4, "auto"):
+        helds[segments], steps[segments] = held_at_peak(compiled(segments))
+        candidates[segments] = (lambda s: lambda: s(x, y))(steps[segments])
     times = interleaved(candidates, rounds=3, repeats=5, warmup=1)
+    rows[0] = rows[0][:3] + (times["eager"], None)
     for segments, step in steps.items():
         label = f"segments={segments}" + (f" (chose {step.segments})" if segments == "auto" else "")
-        rows.append((label, step.memory()["peak_bytes"], times[segments], step.fallback))
+        rows.append((label, step.memory()["peak_bytes"], helds[segments], times[segments], step.fallback))
     return rows
 
 
@@ -196,7 +222,7 @@ def main():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", gl.compile.CompileWarning)
         for title, target, candidates, steps in timing_cases(torch, rng):
-            times = interleaved(candidates, rounds=5, repeats=10, warmup=2)
+            times = interleaved(candidates, rounds=7, repeats=10, warmup=2)
             fallback = next((s.fallback for s in steps if s.fallback), None)
             rows.append((title, target, times, fallback))
         memory = memory_rows(rng)
@@ -225,12 +251,16 @@ def main():
             print(f"   compiled fell back to eager: {fallback}")
 
     print("\npeak memory, deep MLP 16 x Linear(512, 512) + ReLU, batch 256, float32, SGD step")
-    eager_bytes = memory[0][1]
+    print("   planned: step.memory()['peak_bytes'] (the plan's intermediate values);")
+    print("   held: the most bytes held at once in one warm step, everything counted (parameters 16 MiB, .grad,")
+    print("   optimizer state, preallocated buffers, temporaries), from tracemalloc")
+    eager_bytes = memory[0][2]
     one_program = memory[1][1]
-    print(f"{'':24s} {'peak MiB':>9s} {'/ eager':>8s} {'/ segments=1':>12s} {'ms/step':>8s}")
-    for label, peak, seconds, fallback in memory:
-        print(f"{label:24s} {peak / 2**20:9.2f} {peak / eager_bytes:7.2f}x {peak / one_program:11.2f}x "
-              f"{seconds * 1e3 if seconds is not None else float('nan'):8.2f}" + (f"  fell back: {fallback}" if fallback else ""))
+    print(f"{'':24s} {'planned MiB':>11s} {'/ seg=1':>8s} {'held MiB':>9s} {'/ eager':>8s} {'ms/step':>8s}")
+    for label, planned, held, seconds, fallback in memory:
+        shown = f"{planned / 2**20:11.2f} {planned / one_program:7.2f}x" if planned is not None else f"{'—':>11s} {'':>8s}"
+        print(f"{label:24s} {shown} {held / 2**20:9.2f} {held / eager_bytes:7.2f}x {seconds * 1e3:8.2f}"
+              + (f"  fell back: {fallback}" if fallback else ""))
     print(f"\n({time.perf_counter() - started:.0f} s)")
 
 
