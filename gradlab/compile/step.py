@@ -135,6 +135,9 @@ def _why_not(tracer, inputs) -> str | None:
         if what == "random":
             return (f"the forward draws random numbers outside an operation{place} (dropout's mask, gl.randn): "
                     "a program would reuse one draw every step")
+        if what.startswith("an in-place write"):
+            return (f"the forward makes {what}{place}: the views see the write, which a program of ops does not "
+                    "follow; clone() the tensor before writing into it")
         if what == "a tensor used as an index" or what.startswith("an array passed to"):
             return (f"the forward indexes with a tensor{place} (x[mask], x[idx], masked_select: {what}): its values "
                     "become part of the op, and a program would keep the first batch's")
