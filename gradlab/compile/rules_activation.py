@@ -1,0 +1,121 @@
+"""Activation rules: sigmoid and tanh as one array instruction each, forward and backward.
+
+Forward is eager's own computation on arrays: sigmoid is numpy_kernels.sigmoid's four passes
+(−a, exp, + 1, 1 / ·), here into the instruction's buffer; tanh is numpy's tanh. Backward is
+eager's formula in eager's order: sigmoid g · out · (1 − out) as (g · out) · (1 − out), tanh
+g · (1 − out · out). Both backwards are plain arithmetic, so the fusion pass runs them in its
+kernels. A forward joins a fused chain only where numba's exp / tanh give numpy's numbers bit for
+bit on this machine (checked once per dtype on a probe of values: numpy's own SIMD exp or tanh,
+where it has one, rounds differently from the C library numba calls).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from .passes import OUT_BACKENDS
+from .rules_elementwise import float_operands, registrar
+from ..ops.activations import Sigmoid
+from ..ops.elementwise import Tanh
+
+RULES: dict = {}
+rule = registrar(RULES)
+
+
+def _sigmoid(a, out=...):
+    """numpy_kernels.sigmoid, written into ``out``: 1 / (1 + exp(−a)), exp overflowing to inf giving 0."""
+    e = np.negative(a, out=out)
+    with np.errstate(over="ignore"):
+        np.exp(e, out=e)
+    np.add(e, 1, out=e)
+    return np.reciprocal(e, out=e)
+
+
+def _tanh(a, out=...):
+    return np.tanh(a, out=out)
+
+
+def _sigmoid_backward(g, y, out=...):
+    """(g · out) · (1 − out), eager's Tensor operations in their order."""
+    t = np.multiply(g, y, out=out)
+    return np.multiply(t, np.subtract(1, y), out=t)
+
+
+def _tanh_backward(g, y, out=...):
+    """g · (1 − out · out), eager's Tensor operations in their order."""
+    t = np.multiply(y, y, out=out)
+    np.subtract(1, t, out=t)
+    return np.multiply(g, t, out=t)
+
+
+# how the fusion pass writes them (each step the same IEEE operation as numpy's)
+_SIGMOID_FORMULA = "(one / (np.exp(-{0}) + one))"
+_TANH_FORMULA = "np.tanh({0})"
+_sigmoid_backward.formula = "(({0} * {1}) * (one - {1}))"
+_tanh_backward.formula = "({0} * (one - {1} * {1}))"
+
+
+class _Fusable:
+    """A forward instruction's function with a ``formula`` for the fusion pass (only where it is exact)."""
+
+    def __init__(self, fn, formula):
+        self.fn, self.formula = fn, formula
+
+    def __call__(self, a, out=...):
+        return self.fn(a, out=out)
+
+
+@functools.cache
+def numba_matches(name: str, dtype_name: str) -> bool:
+    """Whether numba's np.exp / np.tanh give numpy's numbers bit for bit for this dtype (a probe of
+    values: small and large, both signs, overflow, inf and NaN). False without numba."""
+    try:
+        import numba
+    except ImportError:
+        return False
+    dtype = np.dtype(dtype_name)
+    ufunc = {"exp": np.exp, "tanh": np.tanh}[name]
+    rng = np.random.default_rng(12345)
+    probe = np.concatenate([rng.standard_normal(20000) * s for s in (1e-3, 0.5, 3, 20, 300)]
+                           + [np.linspace(-100, 100, 20001), [0.0, -0.0, np.inf, -np.inf, np.nan, 710, -745, 89, -104]])
+    probe = probe.astype(dtype)
+
+    def each(a, o):
+        for i in range(a.shape[0]):
+            o[i] = ufunc(a[i])
+    kernel = numba.njit(error_model="numpy")(each)
+    got = np.empty_like(probe)
+    kernel(probe, got)
+    with np.errstate(all="ignore"):
+        want = ufunc(probe)
+    return bool(np.array_equal(got.view(f"u{dtype.itemsize}"), want.view(f"u{dtype.itemsize}")))
+
+
+def _lower(op, b, args, forward, backward, formula, ufunc_name):
+    if len(args) != 1:
+        return None
+    dtype = float_operands(b, op, args)
+    if dtype is None or b.backend.name not in OUT_BACKENDS:
+        return None  # other backends: the generic path (exact)
+    x = args[0].value
+    fn = _Fusable(forward, formula) if numba_matches(ufunc_name, dtype.name) else forward
+    out = b.emit1(fn, (x,), op.out_shapes[0], dtype, op.name, ufunc=True)
+
+    def emit_backward(grads):
+        (g,) = grads
+        return [b.emit1(backward, (g, out), b.slots[out].shape, dtype, f"{op.name}.backward", ufunc=True)]
+    return (out,), emit_backward
+
+
+@rule(Sigmoid)
+def sigmoid(op, b, args, needs, wrap):
+    """sigmoid(x) = 1 / (1 + exp(−x)); its gradient g · out · (1 − out) reads only the output."""
+    return _lower(op, b, args, _sigmoid, _sigmoid_backward, _SIGMOID_FORMULA, "exp")
+
+
+@rule(Tanh)
+def tanh(op, b, args, needs, wrap):
+    """tanh(x); its gradient g · (1 − out²) reads only the output."""
+    return _lower(op, b, args, _tanh, _tanh_backward, _TANH_FORMULA, "tanh")
