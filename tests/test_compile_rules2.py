@@ -13,6 +13,7 @@ from gradlab.compile import rules_activation
 from gradlab.compile.generic import GenericForward
 from gradlab.ops.activations import Sigmoid
 from gradlab.ops.elementwise import Tanh
+from gradlab.ops.splitting import Split
 
 nn, F = gl.nn, gl.nn.functional
 
@@ -119,4 +120,24 @@ def test_lstm_steps_use_the_rules_and_match_eager():
         assert abs(step(x, y).item() - loss.item()) <= 1e-10
         for p, q in zip(model.parameters(), twin.parameters()):
             np.testing.assert_allclose(q.grad.numpy(), p.grad.numpy(), rtol=0, atol=1e-10)
-    assert not (_generic_ops(step) & {Sigmoid, Tanh})
+    assert not (_generic_ops(step) & {Sigmoid, Tanh, Split})
+
+
+def test_split_rule_gives_a_piece_without_a_gradient_zeros():
+    model = nn.Linear(3, 7).double()
+    twin = copy.deepcopy(model)
+
+    def loss_fn(out, y):
+        first, _, last = out.split((2, 4, 1), -1)
+        return (first.tanh() * last).sum() + (first * first).sum()
+    x = gl.tensor(np.random.default_rng(2).standard_normal((4, 3)), dtype=gl.float64)
+    step = gl.compile.make_step(twin, loss_fn)
+    for _ in range(2):
+        model.zero_grad()
+        twin.zero_grad()
+        loss = loss_fn(model(x), x)
+        loss.backward()
+        assert step(x, x).item() == loss.item()
+        for p, q in zip(model.parameters(), twin.parameters()):
+            assert np.array_equal(q.grad.numpy(), p.grad.numpy())
+    assert Split not in _generic_ops(step)

@@ -1,4 +1,5 @@
-"""Activation rules: sigmoid and tanh as one array instruction each, forward and backward.
+"""Activation rules: sigmoid and tanh as one array instruction each, forward and backward; and the
+split of an LSTM's gate pre-activations into its gates (Split: views forward, one array backward).
 
 Forward is eager's own computation on arrays: sigmoid is numpy_kernels.sigmoid's four passes
 (−a, exp, + 1, 1 / ·), here into the instruction's buffer; tanh is numpy's tanh. Backward is
@@ -15,10 +16,12 @@ import functools
 
 import numpy as np
 
+from ..jit.tape import Ref
 from .passes import OUT_BACKENDS
 from .rules_elementwise import float_operands, registrar
 from ..ops.activations import Sigmoid
 from ..ops.elementwise import Tanh
+from ..ops.splitting import Split
 
 RULES: dict = {}
 rule = registrar(RULES)
@@ -119,3 +122,48 @@ def sigmoid(op, b, args, needs, wrap):
 def tanh(op, b, args, needs, wrap):
     """tanh(x); its gradient g · (1 − out²) reads only the output."""
     return _lower(op, b, args, _tanh, _tanh_backward, _TANH_FORMULA, "tanh")
+
+
+@rule(Split)
+def split(op, b, args, needs, wrap):
+    """Consecutive pieces along one axis, each a view of x (forward holds no copy); backward writes each
+    piece's gradient into its place in one new array (zeros where a piece has none), as eager's cat does."""
+    if len(args) != 3 or args[0].__class__ is not Ref or b.backend.name not in OUT_BACKENDS:
+        return None
+    x, axis, sizes = args[0].value, args[1], args[2]
+    xs = b.slots[x]
+    if not isinstance(xs.dtype, np.dtype) or xs.shape is None or type(axis) is not int:
+        return None
+    sizes = tuple(int(n) for n in sizes)
+    if sum(sizes) != xs.shape[axis] or len(op.out_shapes) != len(sizes):
+        return None
+    head = (slice(None),) * axis
+    cuts = []
+    start = 0
+    for n in sizes:
+        cuts.append(head + (slice(start, start + n),))
+        start += n
+    cuts = tuple(cuts)
+
+    def forward(a):
+        return [a[c] for c in cuts]
+    outs = [b.slot(shape, xs.dtype, "Split") for shape in op.out_shapes]
+    b.emit(forward, (x,), outs, "Split (views)", fresh=False, many=True)
+
+    def emit_backward(grads):
+        present = tuple(k for k, g in enumerate(grads) if g is not None)
+        shape, dtype = xs.shape, xs.dtype
+
+        def backward(*gs):
+            out = np.empty(shape, dtype)
+            given = dict(zip(present, gs))
+            for k, c in enumerate(cuts):
+                g = given.get(k)
+                if g is None:
+                    out[c] = 0
+                else:
+                    out[c] = g
+            return out
+        return [b.emit1(backward, tuple(grads[k] for k in present), shape, dtype, "Split.backward (into one array)"),
+                None, None]
+    return tuple(outs), emit_backward
