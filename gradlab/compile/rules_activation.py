@@ -1,5 +1,6 @@
 """Activation rules: sigmoid and tanh as one array instruction each, forward and backward; and the
-split of an LSTM's gate pre-activations into its gates (Split: views forward, one array backward).
+split of an LSTM's gate pre-activations into its gates (Split: views forward, one array backward),
+and the unbind of its input into time steps and stack of its outputs (Unbind, Stack), likewise.
 
 Forward is eager's own computation on arrays: sigmoid is numpy_kernels.sigmoid's four passes
 (−a, exp, + 1, 1 / ·), here into the instruction's buffer; tanh is numpy's tanh. Backward is
@@ -21,7 +22,8 @@ from .passes import OUT_BACKENDS
 from .rules_elementwise import float_operands, registrar
 from ..ops.activations import Sigmoid
 from ..ops.elementwise import Tanh
-from ..ops.splitting import Split
+from ..ops.joining import Stack
+from ..ops.splitting import Split, Unbind
 
 RULES: dict = {}
 rule = registrar(RULES)
@@ -167,3 +169,64 @@ def split(op, b, args, needs, wrap):
         return [b.emit1(backward, tuple(grads[k] for k in present), shape, dtype, "Split.backward (into one array)"),
                 None, None]
     return tuple(outs), emit_backward
+
+
+@rule(Unbind)
+def unbind(op, b, args, needs, wrap):
+    """Every slice along one axis, each a view; backward stacks the gradients (zeros where one has none)."""
+    if len(args) != 2 or args[0].__class__ is not Ref or type(args[1]) is not int or b.backend.name not in OUT_BACKENDS:
+        return None
+    x, axis = args[0].value, args[1]
+    xs = b.slots[x]
+    if not isinstance(xs.dtype, np.dtype) or xs.shape is None or not 0 <= axis < len(xs.shape):
+        return None
+    cuts = tuple((slice(None),) * axis + (i,) for i in range(xs.shape[axis]))
+    if len(op.out_shapes) != len(cuts):
+        return None
+
+    def forward(a):
+        return [a[c] for c in cuts]
+    outs = [b.slot(shape, xs.dtype, "Unbind") for shape in op.out_shapes]
+    b.emit(forward, (x,), outs, "Unbind (views)", fresh=False, many=True)
+
+    def emit_backward(grads):
+        present = tuple(k for k, g in enumerate(grads) if g is not None)
+        shape, dtype = xs.shape, xs.dtype
+
+        def backward(*gs):
+            out = np.zeros(shape, dtype) if len(present) < len(cuts) else np.empty(shape, dtype)
+            for k, g in zip(present, gs):
+                out[cuts[k]] = g
+            return out
+        return [b.emit1(backward, tuple(grads[k] for k in present), shape, dtype, "Unbind.backward (stack)"), None]
+    return tuple(outs), emit_backward
+
+
+@rule(Stack)
+def stack(op, b, args, needs, wrap):
+    """Equal tensors of one float dtype joined along a new axis (numpy's stack); backward: views of g."""
+    if len(args) < 2 or type(args[0]) is not int or b.backend.name not in OUT_BACKENDS:
+        return None
+    refs = args[1:]
+    if not all(r.__class__ is Ref for r in refs):
+        return None
+    slots = [r.value for r in refs]
+    shapes = {b.slots[s].shape for s in slots}
+    dtypes = {b.slots[s].dtype for s in slots}
+    if len(shapes) != 1 or len(dtypes) != 1:
+        return None
+    (shape,), (dtype,) = shapes, dtypes
+    if not isinstance(dtype, np.dtype) or shape is None or op.dtypes[0] != dtype.name:
+        return None
+    axis = args[0] + len(shape) + 1 if args[0] < 0 else args[0]
+    if not 0 <= axis <= len(shape):
+        return None
+    out = b.emit1(lambda *arrays: np.stack(arrays, axis), tuple(slots), op.out_shapes[0], dtype, "Stack")
+
+    def emit_backward(grads):
+        (g,) = grads
+        cuts = tuple((slice(None),) * axis + (i,) for i in range(len(slots)))
+        pieces = [b.slot(shape, dtype, "Stack.backward") for _ in slots]
+        b.emit(lambda a: [a[c] for c in cuts], (g,), pieces, "Stack.backward (views)", fresh=False, many=True)
+        return [None] + [p if n else None for p, n in zip(pieces, needs[1:])]
+    return (out,), emit_backward
