@@ -16,7 +16,7 @@ from ..jit.tracer import Tracer
 from .generic import ShapeChanged
 from .mlx_runner import runner
 from .plan import plan
-from .step import CompileWarning, signature
+from .step import CompileWarning, escape_reason, signature
 
 
 class CompiledFunction:
@@ -60,11 +60,9 @@ class CompiledFunction:
         with no_grad(), tracer:
             out = self.fn(*inputs)
         self.traces += 1
-        if tracer.escapes:
-            what, where = tracer.escapes[0]
-            place = f" in module '{where}'" if where else ""
-            self._give_up(f"the function reads a tensor's value with {what}{place} (data-dependent control flow)"
-                          if what != "random" else f"the function draws random numbers outside an operation{place}")
+        reason = escape_reason(tracer.escapes, "the function")
+        if reason is not None:
+            self._give_up(reason, stacklevel=4)
             return out
         tape = tracer.tape(out)
         program = plan(tape, inputs[0].device.backend, inputs[0]._wrap, backward=False)
@@ -75,10 +73,10 @@ class CompiledFunction:
         with no_grad():
             return self.fn(*inputs)
 
-    def _give_up(self, reason):
+    def _give_up(self, reason, stacklevel=3):
         self.fallback = reason
         self.cache.clear()
-        warnings.warn(f"gl.compile: running eagerly: {reason}", CompileWarning, stacklevel=3)
+        warnings.warn(f"gl.compile: running eagerly: {reason}", CompileWarning, stacklevel=stacklevel)
 
     def __repr__(self):
         return f"<gradlab.compile of {getattr(self.fn, '__name__', type(self.fn).__name__)}: {len(self.cache)} signature(s)>"

@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 from ..dtypes import NATIVE_TO_DTYPE
-from ..jit.tape import Ref
+from ..jit.entries import Ref, refs_in
 from . import passes, rules
 from .generic import GenericBackward, GenericForward, Live
 from .program import Builder, Instr, Program
@@ -62,7 +62,7 @@ def plan(tape, backend, wrap, *, backward: bool = True, fuse: bool = True, input
         backwards.append((op, emit_backward if any(needs) and any(r in needs_grad for r in refs) else None))
 
     results = {}
-    out_refs = list(_out_refs(tape.output))
+    out_refs = list(refs_in(tape.output))
     if not backward:
         return _finish(b, inputs, externals, {f"out:{r}": slot_of[r] for r in out_refs}, fuse)
 
@@ -96,7 +96,7 @@ def plan(tape, backend, wrap, *, backward: bool = True, fuse: bool = True, input
             if g is not None and arg.__class__ is Ref and arg.value in needs_grad:
                 _add_gradient(b, grad_of, arg.value, g)
             elif g is not None and isinstance(arg, (tuple, list)):
-                for vid, gi in zip(_flat_refs(arg), g):
+                for vid, gi in zip(refs_in(arg), g):
                     if gi is not None and vid in needs_grad:
                         _add_gradient(b, grad_of, vid, gi)
     if backend.name == "mlx":  # mx.compile runs a pure function: the gradients come back as its results
@@ -251,21 +251,3 @@ def _needs(a, needs_grad) -> bool:
 
 def _slots(args, slot_of):
     return tuple(Ref(slot_of[a.value]) if a.__class__ is Ref else a for a in args)
-
-
-def _flat_refs(a):
-    for x in a:
-        if x.__class__ is Ref:
-            yield x.value
-
-
-def _out_refs(structure):
-    if structure.__class__ is Ref:
-        yield structure.value
-    elif isinstance(structure, (tuple, list)):
-        for x in structure:
-            yield from _out_refs(x)
-    elif isinstance(structure, dict):
-        for x in structure.values():
-            yield from _out_refs(x)
-

@@ -95,7 +95,7 @@ class CompiledStep:
         self.traces += 1
         reason = _why_not(tracer, inputs)
         if reason is not None:
-            self._give_up(reason)
+            self._give_up(reason, stacklevel=4)
             return loss.detach()
         tape = tracer.tape(loss)
         self.cache[key] = plan_step(self, tape, inputs)
@@ -110,10 +110,11 @@ class CompiledStep:
             self.optimizer.step()
         return loss.detach()
 
-    def _give_up(self, reason: str) -> None:
+    def _give_up(self, reason: str, stacklevel: int = 3) -> None:
+        """Run eagerly from now on, after one warning (pointing at the caller's line)."""
         self.fallback = reason
         self.cache.clear()
-        warnings.warn(f"compile.make_step: running this step eagerly: {reason}", CompileWarning, stacklevel=3)
+        warnings.warn(f"compile.make_step: running this step eagerly: {reason}", CompileWarning, stacklevel=stacklevel)
 
     def memory(self) -> dict:
         """Peak bytes of the planned intermediate values (parameters and inputs not counted), per signature."""
@@ -129,21 +130,32 @@ class CompiledStep:
 
 def _why_not(tracer, inputs) -> str | None:
     """Why this trace cannot become a program, or None when it can."""
-    if tracer.escapes:
-        what, where = tracer.escapes[0]
-        place = f" in module '{where}'" if where else ""
-        if what == "random":
-            return (f"the forward draws random numbers outside an operation{place} (dropout's mask, gl.randn): "
-                    "a program would reuse one draw every step")
-        if what == "a tensor used as an index" or what.startswith("an array passed to"):
-            return (f"the forward indexes with a tensor{place} (x[mask], x[idx], masked_select: {what}): its values "
-                    "become part of the op, and a program would keep the first batch's")
-        return (f"the forward reads a tensor's value with {what}{place}, so what it does next may depend on the data "
-                "(data-dependent control flow); a program would freeze the branch taken once")
+    reason = escape_reason(tracer.escapes)
+    if reason is not None:
+        return reason
     for i, x in enumerate(inputs):
         if getattr(x, "requires_grad", False):
             return f"input {i} requires grad; compiled steps fill the parameters' .grad only"
     return None
+
+
+def escape_reason(escapes, subject: str = "the forward") -> str | None:
+    """The first escape the tracer saw, in words: why a program of ops would not do what the code does."""
+    if not escapes:
+        return None
+    what, where = escapes[0]
+    place = f" in module '{where}'" if where else ""
+    if what == "random":
+        return (f"{subject} draws random numbers outside an operation{place} (dropout's mask, gl.randn): "
+                "a program would reuse one draw every step")
+    if what.startswith("an in-place write"):
+        return (f"{subject} makes {what}{place}: the views see the write, which a program of ops does not "
+                "follow; clone() the tensor before writing into it")
+    if what == "a tensor used as an index" or what.startswith("an array passed to"):
+        return (f"{subject} indexes with a tensor{place} (x[mask], x[idx], masked_select: {what}): its values "
+                "become part of the op, and a program would keep the first batch's")
+    return (f"{subject} reads a tensor's value with {what}{place}, so what it does next may depend on the data "
+            "(data-dependent control flow); a program would freeze the branch taken once")
 
 
 def make_step(model, loss_fn, optimizer=None, segments=1) -> CompiledStep:

@@ -46,15 +46,19 @@ class TapeOp(NamedTuple):
 
     def refs(self):
         """The values this op reads, in order."""
-        return list(_refs(self.args))
+        return list(refs_in(self.args))
 
 
-def _refs(args):
-    for a in args:
-        if a.__class__ is Ref:
-            yield a.value
-        elif isinstance(a, (tuple, list)):
-            yield from _refs(a)
+def refs_in(value):
+    """The value ids a structure refers to, in order: a Ref, or tuples, lists and dicts holding them."""
+    if value.__class__ is Ref:
+        yield value.value
+    elif isinstance(value, (tuple, list)):
+        for item in value:
+            yield from refs_in(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from refs_in(item)
 
 
 def dtype_name(t) -> str:

@@ -55,18 +55,24 @@ class Tape:
         return counts
 
     def listing(self) -> str:
-        """One line per op: ``%7 = Linear(%6, fc.weight, fc.bias)  (128, 10) float32   # fc``."""
-        names = {v.id: v.name for v in self.values.values() if v.kind in ("parameter", "buffer")}
+        """One line per op: ``%7 = Linear(%6, fc.weight, fc.bias)  -> (128, 10) float32   # fc``."""
         lines = [f"Tape: {len(self.ops)} ops on inputs " + ", ".join(
             f"%{v} {_shape(self.values[v].shape)} {self.values[v].dtype}" for v in self.inputs)]
         for op in self.ops:
-            outs = ", ".join(f"%{o}" for o in op.outputs if o is not None) or "_"
-            args = ", ".join(_show(a, names) for a in op.args)
             shapes = ", ".join(f"{_shape(s)} {d}" for s, d in zip(op.out_shapes, op.dtypes) if s is not None)
             where = f"   # {op.module}" if op.module else ""
-            lines.append(f"{op.index:4d}  {outs} = {op.name}({args})  -> {shapes}{where}")
-        lines.append(f"      return {_show(self.output, names)}")
+            lines.append(f"{op.index:4d}  {self.line(op)}  -> {shapes}{where}")
+        lines.append(f"      return {_show(self.output, self._names())}")
         return "\n".join(lines)
+
+    def line(self, op) -> str:
+        """One op as an assignment, parameters and buffers by name: ``%7 = Linear(%6, fc.weight, fc.bias)``."""
+        names = self._names()
+        outs = ", ".join(f"%{o}" for o in op.outputs if o is not None) or "_"
+        return f"{outs} = {op.name}({', '.join(_show(a, names) for a in op.args)})"
+
+    def _names(self) -> dict:
+        return {v.id: v.name for v in self.values.values() if v.kind in ("parameter", "buffer")}
 
     def __str__(self):
         return self.listing()

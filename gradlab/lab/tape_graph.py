@@ -16,6 +16,7 @@ A tape keeps no tensor values and no gradients, so the graph offers only the "ki
 
 from __future__ import annotations
 
+from ..jit.entries import refs_in
 from .colors import category
 from .graph import Graph, GraphNode, Group
 
@@ -42,7 +43,6 @@ def tape_to_graph(tape, fused, rule_of) -> Graph:
     graph = Graph(source="tape", modes=("kind",))
     call_of = _module_calls(tape, graph)  # op index -> group id of the module call it ran in (or None)
     fused_of = _add_fused_groups(tape, graph, groups_of_ops, call_of)
-    names = {v.id: v.name for v in tape.values.values() if v.kind in ("parameter", "buffer")}
     producer: dict = {}  # value id -> node id
     for op in tape.ops:
         for vid in op.refs():
@@ -57,14 +57,14 @@ def tape_to_graph(tape, fused, rule_of) -> Graph:
             output_shape=shapes[0] if len(shapes) == 1 else shapes,
             dtype=", ".join(dict.fromkeys(op.dtypes)), device=op.device,
             source=f"tape op {op.index}" + (f" · module {op.module}" if op.module else " · top level"),
-            code=_line(op, names), words=words, math=math, requires_grad=True, category=category(op.function),
+            code=tape.line(op), words=words, math=math, requires_grad=True, category=category(op.function),
         ), op)
         for vid in dict.fromkeys(op.refs()):
             graph.edges.append((producer[vid], nid))
         for vid in op.outputs:
             if vid is not None:
                 producer[vid] = nid
-    graph.outputs.extend(dict.fromkeys(producer[v] for v in _refs_in(tape.output) if v in producer))
+    graph.outputs.extend(dict.fromkeys(producer[v] for v in refs_in(tape.output) if v in producer))
     graph.freed = False
     return graph
 
@@ -187,23 +187,3 @@ def _leaf(graph, value, consumer_call, consumer_module) -> GraphNode:
         dtype=value.dtype, words=words, math=math, requires_grad=value.kind == "parameter",
         source=f"tape value %{value.id} ({value.kind})",
     ), value)
-
-
-def _line(op, names) -> str:
-    """The op's line of the tape's listing: ``%7 = Linear(%6, fc.weight, fc.bias)``."""
-    from ..jit.tape import _show
-
-    outs = ", ".join(f"%{o}" for o in op.outputs if o is not None) or "_"
-    return f"{outs} = {op.name}({', '.join(_show(a, names) for a in op.args)})"
-
-
-def _refs_in(value):
-    """Value ids in a traced function's result (a Ref, or tuples, lists and dicts of them)."""
-    if type(value).__name__ == "Ref":
-        yield value.value
-    elif isinstance(value, (tuple, list)):
-        for item in value:
-            yield from _refs_in(item)
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _refs_in(item)
