@@ -16,16 +16,10 @@ a table of its own, merged here (so none of them imports this module).
 
 from __future__ import annotations
 
+from .rules_elementwise import registrar
+
 RULES: dict = {}
-
-
-def rule(*functions):
-    """Register the decorated function as the rule for these Function classes."""
-    def register(fn):
-        for f in functions:
-            RULES[f] = fn
-        return fn
-    return register
+rule = registrar(RULES)  # @rule(MyFunction) registers a rule of your own for MyFunction
 
 
 def _gather():

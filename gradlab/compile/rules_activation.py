@@ -145,30 +145,7 @@ def split(op, b, args, needs, wrap):
     for n in sizes:
         cuts.append(head + (slice(start, start + n),))
         start += n
-    cuts = tuple(cuts)
-
-    def forward(a):
-        return [a[c] for c in cuts]
-    outs = [b.slot(shape, xs.dtype, "Split") for shape in op.out_shapes]
-    b.emit(forward, (x,), outs, "Split (views)", fresh=False, many=True)
-
-    def emit_backward(grads):
-        present = tuple(k for k, g in enumerate(grads) if g is not None)
-        shape, dtype = xs.shape, xs.dtype
-
-        def backward(*gs):
-            out = np.empty(shape, dtype)
-            given = dict(zip(present, gs))
-            for k, c in enumerate(cuts):
-                g = given.get(k)
-                if g is None:
-                    out[c] = 0
-                else:
-                    out[c] = g
-            return out
-        return [b.emit1(backward, tuple(grads[k] for k in present), shape, dtype, "Split.backward (into one array)"),
-                None, None]
-    return tuple(outs), emit_backward
+    return _views(op, b, x, tuple(cuts), "Split", extra_args=2)
 
 
 @rule(Unbind)
@@ -180,14 +157,21 @@ def unbind(op, b, args, needs, wrap):
     xs = b.slots[x]
     if not isinstance(xs.dtype, np.dtype) or xs.shape is None or not 0 <= axis < len(xs.shape):
         return None
-    cuts = tuple((slice(None),) * axis + (i,) for i in range(xs.shape[axis]))
+    return _views(op, b, x, tuple((slice(None),) * axis + (i,) for i in range(xs.shape[axis])), "Unbind",
+                  extra_args=1)
+
+
+def _views(op, b, x, cuts, name, extra_args):
+    """Split and Unbind: each output is the view ``x[cut]``; backward writes each piece's gradient into its
+    place in one new array, zeros where a piece has none (as eager's cat and stack do)."""
+    xs = b.slots[x]
     if len(op.out_shapes) != len(cuts):
         return None
 
     def forward(a):
         return [a[c] for c in cuts]
-    outs = [b.slot(shape, xs.dtype, "Unbind") for shape in op.out_shapes]
-    b.emit(forward, (x,), outs, "Unbind (views)", fresh=False, many=True)
+    outs = [b.slot(shape, xs.dtype, name) for shape in op.out_shapes]
+    b.emit(forward, (x,), outs, f"{name} (views)", fresh=False, many=True)
 
     def emit_backward(grads):
         present = tuple(k for k, g in enumerate(grads) if g is not None)
@@ -198,7 +182,8 @@ def unbind(op, b, args, needs, wrap):
             for k, g in zip(present, gs):
                 out[cuts[k]] = g
             return out
-        return [b.emit1(backward, tuple(grads[k] for k in present), shape, dtype, "Unbind.backward (stack)"), None]
+        grad = b.emit1(backward, tuple(grads[k] for k in present), shape, dtype, f"{name}.backward (into one array)")
+        return [grad] + [None] * extra_args
     return tuple(outs), emit_backward
 
 
