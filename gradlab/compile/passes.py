@@ -15,13 +15,15 @@ import math
 from ..dtypes import NATIVE_TO_DTYPE
 
 
-def run_all(program, fuse: bool = True) -> None:
+def run_all(program, fuse: bool = True, buffers: bool = True) -> None:
+    """Every pass, in order. ``buffers=False`` keeps no memory between runs (each value is allocated
+    as it is made and let go at its last reader): segments choose that, since their point is memory."""
     drop_dead(program)
-    if fuse:
-        if program.backend.name in OUT_BACKENDS:
-            from .rules_fuse import fuse_chains  # elementwise runs as one numba kernel, where numba is installed
+    if fuse and program.backend.name in OUT_BACKENDS:
+        from .rules_fuse import fuse_chains  # elementwise runs as one numba kernel, where numba is installed
 
-            fuse_chains(program)
+        fuse_chains(program)
+    if fuse and buffers:
         assign_buffers(program)
     hand_over(program)
 

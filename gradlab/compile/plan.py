@@ -18,8 +18,8 @@ from .generic import GenericBackward, GenericForward, Live
 from .program import Builder, Instr, Program
 
 
-def plan(tape, backend, wrap, *, backward: bool = True, fuse: bool = True, input_grad: bool = False,
-         seed_input: bool = False, optimizer=None) -> Program:
+def plan(tape, backend, wrap, *, backward: bool = True, fuse: bool = True, buffers: bool = True,
+         input_grad: bool = False, seed_input: bool = False, optimizer=None) -> Program:
     """Lower ``tape`` into a Program. With ``backward``, its output must be a scalar loss; the program
     then also adds the gradient of every leaf that requires one into its ``.grad`` (on MLX, whose
     program is a pure function, it returns them instead: results ``grad:<value id>``).
@@ -64,7 +64,7 @@ def plan(tape, backend, wrap, *, backward: bool = True, fuse: bool = True, input
     results = {}
     out_refs = list(refs_in(tape.output))
     if not backward:
-        return _finish(b, inputs, externals, {f"out:{r}": slot_of[r] for r in out_refs}, fuse)
+        return _finish(b, inputs, externals, {f"out:{r}": slot_of[r] for r in out_refs}, fuse, buffers)
 
     (loss_vid,) = out_refs if len(out_refs) == 1 else (None,)
     loss = tape.values.get(loss_vid)
@@ -105,7 +105,7 @@ def plan(tape, backend, wrap, *, backward: bool = True, fuse: bool = True, input
         _accumulate_where_final(b, {leaf: grad_of[vid] for vid, leaf in leaves.items() if vid in grad_of}, optimizer)
     if input_grad:
         results["input_grad"] = grad_of.get(tape.inputs[0])
-    return _finish(b, inputs, externals, results, fuse)
+    return _finish(b, inputs, externals, results, fuse, buffers)
 
 
 def _mark(instrs, op) -> None:
@@ -154,9 +154,9 @@ class Accumulate:
             leaf.grad.add_(leaf._wrap(g))
 
 
-def _finish(b, inputs, externals, results, fuse) -> Program:
+def _finish(b, inputs, externals, results, fuse, buffers) -> Program:
     program = Program(b, inputs, externals, results)
-    passes.run_all(program, fuse=fuse)
+    passes.run_all(program, fuse=fuse, buffers=buffers)
     return program
 
 

@@ -86,7 +86,10 @@ def plan_step(step, tape, inputs):
 
 
 class Pieces:
-    """A Sequential's step as N pieces: forward keeps each piece's input, backward reruns each piece."""
+    """A Sequential's step as N pieces: forward keeps each piece's input, backward reruns each piece.
+
+    The pieces keep no buffers between runs (one program's are reused to save time; N programs'
+    would add up): each value is allocated when made and let go at its last reader."""
 
     def __init__(self, step, inputs, n):
         model = step.model
@@ -98,12 +101,13 @@ class Pieces:
         with no_grad():
             for piece in self.pieces[:-1]:
                 tape = trace(piece, h)
-                self.forwards.append(Compiled(tape, plan(tape, backend, wrap, backward=False)))
-                self.backwards.append(Compiled(tape, plan(tape, backend, wrap, input_grad=True, seed_input=True)))
+                self.forwards.append(Compiled(tape, plan(tape, backend, wrap, backward=False, buffers=False)))
+                self.backwards.append(Compiled(tape, plan(tape, backend, wrap, input_grad=True, seed_input=True,
+                                                          buffers=False)))
                 h = tape.replay(h)
             last, loss_fn = self.pieces[-1], step.loss_fn
             tape = trace(lambda h, *targets: loss_fn(last(h), *targets), h, *inputs[1:])
-        self.last = Compiled(tape, plan(tape, backend, wrap, input_grad=True))
+        self.last = Compiled(tape, plan(tape, backend, wrap, input_grad=True, buffers=False))
 
     def run(self, arrays):
         x, targets = arrays[0], arrays[1:]
