@@ -43,16 +43,19 @@ def _tanh(a, out=...):
 
 
 def _sigmoid_backward(g, y, out=...):
-    """(g · out) · (1 − out), eager's Tensor operations in their order."""
+    """(g · out) · (1 − out), eager's Tensor operations in their order. ``out`` may be g's or y's own
+    memory (the buffer pass reuses an input it reads last): 1 − y is taken before anything is written."""
+    one_minus = np.subtract(1, y)
     t = np.multiply(g, y, out=out)
-    return np.multiply(t, np.subtract(1, y), out=t)
+    return np.multiply(t, one_minus, out=t)
 
 
 def _tanh_backward(g, y, out=...):
-    """g · (1 − out · out), eager's Tensor operations in their order."""
-    t = np.multiply(y, y, out=out)
+    """g · (1 − out · out), eager's Tensor operations in their order (``out`` may be g's or y's memory:
+    the temporary is new, and only the last step writes into out)."""
+    t = np.multiply(y, y)
     np.subtract(1, t, out=t)
-    return np.multiply(g, t, out=t)
+    return np.multiply(g, t, out=out)
 
 
 # how the fusion pass writes them (each step the same IEEE operation as numpy's)
