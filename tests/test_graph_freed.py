@@ -27,8 +27,9 @@ def test_an_unused_exp_frees_its_node_and_its_saved_output_at_once(no_gc):
     w = gl.randn(1000, 1000, requires_grad=True)
     y = w.exp()  # Exp saves its own output for backward
     node, output = weakref.ref(y.grad_fn), weakref.ref(y)
-    (i, _), = y.grad_fn._saved_outputs
-    saved = weakref.ref(y.grad_fn._saved[i])
+    (saved_output,) = [s.tensor for s in y.grad_fn.inspect_saved() if s.output is not None]
+    saved = weakref.ref(saved_output)
+    del saved_output
     del y
     assert node() is None and output() is None and saved() is None
 

@@ -126,7 +126,7 @@ def test_cuda_on_the_simulator_is_not_timed_unless_named(monkeypatch):
     assert "Python thread per GPU thread" in table["cuda"].reason and "devices=[..., 'cuda']" in table["cuda"].reason
     assert set(calls) == {"cpu"}
     assert table.notes() == []  # the greyed row says it already
-    monkeypatch.setattr(timing, "_device_info", lambda type_: DeviceInfo(type_, True))
+    monkeypatch.setattr(timing, "device_info", lambda type_: DeviceInfo(type_, True))
     rows = timing._rows_for(["cuda"])
     assert rows[0].available and "simulator" in rows[0].note
 

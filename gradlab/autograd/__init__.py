@@ -8,7 +8,7 @@ built on Tensor and are imported by ``gradlab`` itself once Tensor exists.
 from . import anomaly as anomaly_mode  # torch.autograd.anomaly_mode
 from .anomaly import detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled, set_detect_anomaly
 from .engine import BackwardStep, backward, backward_steps, grad
-from .function import AccumulateGrad, Function, Node, TrackedTensor
+from .function import AccumulateGrad, Function, Node, SavedValue, TrackedTensor
 from .grad_mode import enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad, set_grad_enabled
 from .hooks import RemovableHandle
 from .observers import ObserverHandle, OpRecord, subscribe
@@ -16,8 +16,8 @@ from .observers import ObserverHandle, OpRecord, subscribe
 
 __all__ = [
     "AccumulateGrad", "BackwardStep", "Function", "Node", "ObserverHandle", "OpRecord", "RemovableHandle",
-    "TrackedTensor", "anomaly_mode", "backward", "backward_steps", "detect_anomaly", "enable_grad", "grad",
-    "inference_mode", "is_anomaly_check_nan_enabled", "is_anomaly_enabled", "is_grad_enabled",
+    "SavedValue", "TrackedTensor", "anomaly_mode", "backward", "backward_steps", "detect_anomaly", "enable_grad",
+    "grad", "inference_mode", "is_anomaly_check_nan_enabled", "is_anomaly_enabled", "is_grad_enabled",
     "is_inference_mode_enabled", "is_tensor_like", "no_grad", "set_detect_anomaly", "set_grad_enabled",
     "subscribe",
 ]

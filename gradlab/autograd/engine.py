@@ -12,8 +12,8 @@ import heapq
 from dataclasses import dataclass
 from typing import Any
 
-from ..dtypes import NATIVE_TO_DTYPE
 from .anomaly import anomaly_state, checked_backward
+from .broadcasting import fit_to_input, summed_dims
 from .function import _FREED, AccumulateGrad, TrackedTensor, _edge
 from .grad_mode import set_enabled, thread_mode
 
@@ -413,23 +413,13 @@ def _fit_gradient(node, child, nr, g):
     expected = child._output_shapes[nr]
     if expected is None:
         return g
-    shape = tuple(g.shape)
-    lead = len(shape) - len(expected)
-    if lead < 0 or any(e != 1 and e != s for e, s in zip(expected, shape[lead:])):
+    shape = tuple(g.array.shape)
+    if shape != expected and summed_dims(shape, expected) is None:
         raise RuntimeError(
             f"Function {node.name()} returned an invalid gradient at index {nr} - got {list(shape)} but "
             f"expected shape compatible with {list(expected)}. A backward must return a gradient shaped like its input."
         )
-    stretched = tuple(range(lead)) + tuple(lead + i for i, e in enumerate(expected) if e == 1 and shape[lead + i] != 1)
-    if stretched:
-        g = g.sum(stretched, keepdim=True)
-    g = g.reshape(tuple(expected)) if lead else g
-    dtype = child._output_dtypes[nr]
-    if dtype is not None and g.array.dtype != dtype:
-        # bfloat16 + float32 is float32, and so is the grad it returns: PyTorch's engine casts each grad to
-        # its input's dtype, so a bfloat16 activation gets a bfloat16 grad (autocast depends on it)
-        g = g.to(NATIVE_TO_DTYPE[dtype])
-    return g
+    return fit_to_input(g, expected, child._output_dtypes[nr])
 
 
 def _sum(a, b, create_graph):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import weakref
+from typing import Any, NamedTuple
 
 from ..dtypes import FLOATING_NATIVES
 from . import observers
@@ -74,6 +75,18 @@ def _check_assigned_grad(tensor, grad) -> None:
 _FREED = object()
 _sequence = itertools.count()  # every node's number is unique: the engine orders ready nodes by it
 _LEAF_SEQUENCE = 1 << 62
+
+
+class SavedValue(NamedTuple):
+    """One tensor forward saved, as ``Node.inspect_saved()`` shows it.
+
+    ``output`` is the index of the node's own output this tensor is, or None (an input, or a tensor
+    forward made for backward). A saved output is kept without its history, since a node holding its
+    own output would be a cycle; ``saved_tensors`` gives the history back for backward.
+    """
+
+    tensor: Any
+    output: int | None
 
 
 class Node:
@@ -155,6 +168,39 @@ class Node:
 
     def name(self) -> str:
         return type(self).__name__
+
+    @property
+    def freed(self) -> bool:
+        """True once backward released what forward saved (to backward twice, pass retain_graph=True)."""
+        return self._saved is _FREED
+
+    def inspect_saved(self):
+        """What forward saved, to look at (the lab draws it): one ``SavedValue(tensor, output)`` per value
+        given to ``save_for_backward`` (tensor None where None was given), or None once freed. Unlike
+        ``saved_tensors`` it checks no versions and raises nothing."""
+        saved = self._saved
+        if saved is _FREED:
+            return None
+        outputs = dict(self._saved_outputs)
+        return tuple(SavedValue(t, outputs.get(i)) for i, t in enumerate(saved))
+
+    @property
+    def output_shapes(self) -> tuple:
+        """The shape of each output of forward (None for one that is not a tensor): the gradients arriving
+        here have these shapes. Empty until forward's outputs are connected."""
+        return getattr(self, "_output_shapes", ())
+
+    @property
+    def sequence_nr(self) -> int:
+        """When the node was recorded: a later node has a larger number, and a leaf's AccumulateGrad one larger
+        than every op's. Backward runs the ready node with the largest number first."""
+        return self._seq
+
+    @property
+    def forward_trace(self):
+        """Where forward ran (``traceback.FrameSummary`` entries, outermost first), kept while ``detect_anomaly()``
+        is on; else None."""
+        return self._forward_trace
 
     def register_hook(self, hook):
         """Call ``hook(grad_inputs, grad_outputs)`` after this node's backward has run."""

@@ -212,15 +212,18 @@ def devices() -> list:
     Trying a device imports its backend (and the package it needs), so this is the one call that
     loads every optional backend; ``import gradlab`` loads none.
     """
-    found = []
-    for type_ in _BACKENDS:
-        try:
-            _load_backend(type_)
-        except RuntimeError as error:
-            found.append(DeviceInfo(type_, False, str(error)))
-            continue
-        found.append(DeviceInfo(type_, True, note=_simulator_note(type_)))
-    return found
+    return [device_info(type_) for type_ in _BACKENDS]
+
+
+def device_info(type_: str) -> DeviceInfo:
+    """One device type ('cpu', 'cuda', ...) tried: available, or the reason it is not. Only its backend loads."""
+    if type_ not in _BACKENDS:
+        raise ValueError(f"device_info: unknown device type {type_!r}; the known types are {', '.join(_BACKENDS)}")
+    try:
+        _load_backend(type_)
+    except RuntimeError as error:
+        return DeviceInfo(type_, False, str(error))
+    return DeviceInfo(type_, True, note=_simulator_note(type_))
 
 
 def _simulator_note(type_: str) -> str:

@@ -9,8 +9,8 @@ Any op — built in or a user's Function — compiles this way; ``rules.py`` rep
 
 from __future__ import annotations
 
+from ..autograd.broadcasting import fit_to_input, sum_array_to_shape
 from ..autograd.function import TrackedTensor
-from ..dtypes import NATIVE_TO_DTYPE
 from ..jit.tape import Ref
 
 
@@ -86,34 +86,13 @@ class GenericBackward:
         out = out if isinstance(out, (tuple, list)) else (out,)
         result = []
         for g, wanted, target in zip(out, self.wanted, self.targets):
-            result.append(_fit(g, *target).array if wanted and g is not None else None)
+            result.append(fit_to_input(g, *target).array if wanted and g is not None else None)
         result.extend([None] * (len(self.wanted) - len(result)))
         return result
-
-
-def _fit(g, shape, dtype):
-    """A gradient in its input's shape (summed over the dimensions it was broadcast along) and dtype."""
-    got = tuple(g.array.shape)
-    if got != shape:
-        lead = len(got) - len(shape)
-        dims = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape) if s == 1 and got[lead + i] != 1)
-        if dims:
-            g = g.sum(dims, keepdim=True)
-        if lead:
-            g = g.reshape(shape)
-    if dtype is not None and g.array.dtype != dtype:
-        g = g.to(NATIVE_TO_DTYPE[dtype])
-    return g
 
 
 def sum_to(backend, shape):
     """The instruction that fits a broadcast gradient to ``shape`` (a rule's gradients use it)."""
     def fit(g):
-        got = tuple(g.shape)
-        if got == shape:
-            return g
-        lead = len(got) - len(shape)
-        dims = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape) if s == 1 and got[lead + i] != 1)
-        out = backend.sum(g, dims, True) if dims else g
-        return backend.reshape(out, shape)
+        return sum_array_to_shape(backend, g, shape)
     return fit

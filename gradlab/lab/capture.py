@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import inspect
 
-from ..autograd.function import _FREED, AccumulateGrad, Function, Node, TrackedTensor
+from ..autograd.function import AccumulateGrad, Function, Node, TrackedTensor
 from ..scalar import Scalar, ScalarFunction
 from .colors import category
 from .graph import Graph, GraphNode, Group
@@ -94,19 +94,18 @@ def _forward_arg_names(function) -> list:
 
 def _saved(node: Node, inputs: tuple = (), outputs: tuple = ()) -> list:
     """What forward saved for backward, each named by the forward argument or output it is."""
-    saved = node._saved
-    if saved is _FREED:
+    saved = node.inspect_saved()
+    if saved is None:
         return [{"name": "freed", "freed": True}]
     names = _forward_arg_names(node.function) if node.function is not None else []
-    saved_outputs = dict(node._saved_outputs)  # outputs are kept without their history (see autograd.function)
-    n_outputs = len(node._output_shapes) if getattr(node, "_output_shapes", None) else 1
+    n_outputs = len(node.output_shapes) or 1
     result = []
-    for i, t in enumerate(saved):
+    for i, (t, output) in enumerate(saved):
         if t is None:
             continue
         name = None
-        if i in saved_outputs:
-            name = "out" if n_outputs == 1 else f"out[{saved_outputs[i]}]"
+        if output is not None:  # one of the node's own outputs (kept without its history: see SavedValue)
+            name = "out" if n_outputs == 1 else f"out[{output}]"
         name = name or next((names[j] if j < len(names) else f"input {j}" for j, x in enumerate(inputs) if x is t), None)
         if name is None:
             name = next((("out" if len(outputs) == 1 else f"out[{j}]") for j, x in enumerate(outputs) if x is t), None)
@@ -147,8 +146,8 @@ def from_tensor(root, names: dict | None = None) -> Graph:
     for node in nodes:
         for child, _ in node.next_functions:
             if child is not None and child.__class__ is AccumulateGrad:
-                first_use[child] = min(first_use.get(child, node._seq), node._seq)
-    order = sorted(nodes, key=lambda n: first_use.get(n, n._seq) - (0.5 if n in first_use else 0))
+                first_use[child] = min(first_use.get(child, node.sequence_nr), node.sequence_nr)
+    order = sorted(nodes, key=lambda n: first_use.get(n, n.sequence_nr) - (0.5 if n in first_use else 0))
     graph = Graph(source="tensor")
     for node in order:
         nid = graph.new_id()
@@ -164,10 +163,10 @@ def from_tensor(root, names: dict | None = None) -> Graph:
         source, code = _anomaly_source(node)
         graph.add(GraphNode(
             nid, "op", node.name(), _op_label(node),
-            input_shapes=[_shape(child._output_shapes[nr]) if child is not None else None
+            input_shapes=[_shape(child.output_shapes[nr]) if child is not None else None
                           for child, nr in node.next_functions],
-            output_shape=_shape(node._output_shapes[0]) if len(node._output_shapes) == 1 else
-            [_shape(s) for s in node._output_shapes],
+            output_shape=_shape(node.output_shapes[0]) if len(node.output_shapes) == 1 else
+            [_shape(s) for s in node.output_shapes],
             saved=_saved(node), words=words, math=math, source=source, code=code, category=category(node.function),
             ref=node,
         ), node)
@@ -179,7 +178,7 @@ def from_tensor(root, names: dict | None = None) -> Graph:
     out.value = summarize(root)
     out.dtype, out.device = _tensor_facts(root)["dtype"], str(root.device)
     graph.outputs.append(out.id)
-    graph.freed = any(node._saved is _FREED for node in order)
+    graph.freed = any(node.freed for node in order)
     return graph
 
 
@@ -207,7 +206,7 @@ def reachable(root: Node) -> list:
 
 def _anomaly_source(node) -> tuple[str, str]:
     """Where the user's code made this node, if detect_anomaly() kept the stack of its forward."""
-    for frame in reversed(node._forward_trace or ()):
+    for frame in reversed(node.forward_trace or ()):
         if not frame.filename.startswith(PACKAGE_DIR):
             return f"{short_filename(frame.filename)}, line {frame.lineno}", (frame.line or "").strip()
     return "", ""
@@ -255,7 +254,7 @@ def from_recording(rec) -> Graph:
     output = rec.output
     if output is not None and id(output) in producer:
         graph.outputs.append(producer[id(output)])
-    graph.freed = any(op.record.node is not None and op.record.node._saved is _FREED for op in rec.ops)
+    graph.freed = any(op.record.node is not None and op.record.node.freed for op in rec.ops)
     return graph
 
 

@@ -98,7 +98,7 @@ class Flow:
         """Every module that owns trainable parameters itself, named by its path in the model."""
         layers = []
         for name, module in model.named_modules():
-            params = [p for p in module._parameters.values() if p is not None and p.requires_grad]
+            params = [p for p in module.parameters(recurse=False) if p.requires_grad]
             if params:
                 layers.append(_Layer(name or type(module).__name__, module, params))
         if not layers:

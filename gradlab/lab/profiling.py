@@ -14,7 +14,7 @@ import time
 from html import escape
 
 from ..autograd import backward_steps
-from ..autograd.function import _FREED, AccumulateGrad, TrackedTensor
+from ..autograd.function import AccumulateGrad, Node, TrackedTensor
 from .capture import CaptureError, capture, reachable
 from .record import Recording, record
 from .summary import summarize
@@ -59,7 +59,7 @@ class _Run:
     def times(self) -> tuple[list, dict]:
         """([forward seconds of each op, in the order of the recording], {backward key: seconds}), with
         the keys ("op", index), ("leaf", id(tensor)) and "outside" (nodes made before the recording)."""
-        op_index = {id(r.node): i for i, (r, _, _) in enumerate(self.recording._ops) if r.node is not None}
+        op_index = {id(r.node): i for i, r in enumerate(self.recording.op_records()) if r.node is not None}
         backward: dict = {}
         for node, seconds, _ in self.steps:
             if node.__class__ is AccumulateGrad:
@@ -97,7 +97,7 @@ def _run_once(fn, args, keep_grads: bool) -> _Run:
     finally:
         if not keep_grads:
             for leaf, grad in before:
-                leaf._grad = grad  # the leaf's own gradient tensor, untouched: no need to check that it fits
+                leaf.grad = grad  # the leaf's own gradient tensor, untouched
     return _Run(rec, out, timed, forward_wall, backward_wall)
 
 
@@ -129,22 +129,19 @@ def saved_memory(node, given=None) -> tuple[int, int]:
 
 def saved_arrays(node, given=None) -> dict:
     """{id(array): (bytes, held only for backward)} of what a node's forward saved."""
-    saved = node._saved
-    if saved is _FREED or not saved:
-        return {}
-    outputs = {i for i, _ in node._saved_outputs}  # saved outputs are kept as detached twins
     arrays = {}
-    for i, t in enumerate(saved):
+    for t, output in node.inspect_saved() or ():
         if t is not None and id(t.array) not in arrays:
             held_anyway = id(t) in given if given is not None else t.grad_fn is None
-            arrays[id(t.array)] = (t.nbytes, i in outputs or not held_anyway)
+            # a saved output is held for backward alone (it is kept without its history, so grad_fn is None)
+            arrays[id(t.array)] = (t.nbytes, output is not None or not held_anyway)
     return arrays
 
 
 def _given_ids(rec: Recording) -> set:
     """Tensors the recorded forward used but did not make: parameters, inputs, data."""
     made, used = set(), set()
-    for record_, _, _ in rec._ops:
+    for record_ in rec.op_records():
         used.update(id(x) for x in record_.inputs if isinstance(x, TrackedTensor) and id(x) not in made)
         made.update(id(x) for x in record_.outputs if isinstance(x, TrackedTensor))
     return used
@@ -160,12 +157,12 @@ def node_figures(obj, graph) -> dict:
     figures: dict = {}
     if isinstance(obj, Recording):
         given = _given_ids(obj)
-        for node_id, (record_, _, _), seconds in zip(_op_ids(graph), obj._ops, obj.forward_seconds):
+        for node_id, record_, seconds in zip(_op_ids(graph), obj.op_records(), obj.forward_seconds):
             memory = saved_memory(record_.node, given) if record_.node is not None else (0, 0)
             figures[node_id] = _figures(seconds, None, *memory)
         return figures
     for node in graph.nodes.values():
-        if node.kind == "op" and node.ref is not None and hasattr(node.ref, "_saved"):
+        if node.kind == "op" and isinstance(node.ref, Node):
             figures[node.id] = _figures(None, None, *saved_memory(node.ref))
     return figures
 
@@ -228,7 +225,7 @@ class Profile:
         forward, backward = self._times
         given = _given_ids(self.recording)  # (the graph was kept: what forward saved is still there)
         figures = {}
-        for i, (node_id, (r, _, _)) in enumerate(zip(_op_ids(self.graph), self.recording._ops)):
+        for i, (node_id, r) in enumerate(zip(_op_ids(self.graph), self.recording.op_records())):
             memory = saved_memory(r.node, given) if r.node is not None else (0, 0)
             figures[node_id] = _figures(forward[i], backward.get(("op", i)), *memory)
         for node in self.graph.nodes.values():
@@ -250,7 +247,7 @@ class Profile:
         rows = self.rows()
         unique = {}  # an array two nodes saved is counted once
         given = _given_ids(self.recording)
-        for r, _, _ in self.recording._ops:
+        for r in self.recording.op_records():
             if r.node is not None:
                 unique.update(saved_arrays(r.node, given))
         return {

@@ -10,7 +10,7 @@ the engine is deterministic, so the gradients are restored exactly.
 from __future__ import annotations
 
 from ..autograd import backward_steps
-from ..autograd.function import _FREED, AccumulateGrad, TrackedTensor
+from ..autograd.function import AccumulateGrad, TrackedTensor
 from ..scalar import Scalar
 from .capture import CaptureError, capture, reachable
 from .graph import Graph
@@ -43,7 +43,7 @@ class Stepping:
         self.graph = graph or capture(target)
         self.is_scalar = isinstance(target, Scalar)
         if not self.is_scalar:
-            freed = self.graph.freed or any(n._saved is _FREED for n in reachable(target.grad_fn))
+            freed = self.graph.freed or any(n.freed for n in reachable(target.grad_fn))
             if freed:
                 raise CaptureError(
                     "BackpropStepper: backward already ran through this graph and freed what forward saved. Run the "

@@ -22,7 +22,7 @@ import time
 import warnings
 from html import escape
 
-from ..backends.device import Device, DeviceInfo, _load_backend, devices as known_devices, resolve_device
+from ..backends.device import Device, device_info, devices as known_devices, resolve_device
 from ..nn.modules.module import Module
 from ..tensor import Tensor
 
@@ -340,7 +340,7 @@ def _rows_for(devices) -> list:
                 raise ValueError(f"compare_devices: devices={devices!r}: {error}") from None
         if not wanted:
             raise ValueError("compare_devices: devices=[] names no device; leave it out to time every device")
-        info = {device.type: _device_info(device.type) for device in wanted}
+        info = {device.type: device_info(device.type) for device in wanted}
     rows, seen = [], set()
     for device in wanted:
         if device in seen:
@@ -356,15 +356,6 @@ def _rows_for(devices) -> list:
             row.note = _mlx_note()
         rows.append(row)
     return rows
-
-
-def _device_info(type_: str) -> DeviceInfo:
-    """One device type as ``gradlab.devices()`` reports it, trying only that one (no other backend loads)."""
-    try:
-        _load_backend(type_)
-    except RuntimeError as error:
-        return DeviceInfo(type_, False, str(error))
-    return DeviceInfo(type_, True)
 
 
 def _simulated() -> bool:

@@ -120,19 +120,6 @@ def int_tuple(op: str, args) -> tuple:
         raise TypeError(f"{op}(): expected integers or one sequence of integers, got {tuple(args)!r}{which}") from None
 
 
-def sum_to_shape(grad, shape):
-    """Undo broadcasting in backward: sum the gradient over the axes that were stretched."""
-    if grad.shape == shape:
-        return grad
-    lead = grad.ndim - len(shape)
-    axes = tuple(range(lead)) + tuple(i + lead for i, n in enumerate(shape) if n == 1 and grad.shape[i + lead] != 1)
-    if axes:
-        grad = grad.sum(axes, keepdim=True)
-    if lead:
-        grad = grad.reshape(shape)
-    return grad
-
-
 def normalize_dim(op: str, dim: int, ndim: int) -> int:
     """A dim in range [-ndim, ndim) as a non-negative index, or an IndexError naming the op."""
     if dim.__class__ is not int:

@@ -2,15 +2,15 @@
 
 ``binary`` is the two-input twin of ``elementwise``: ``compute(backend, a, b)`` makes the output
 from arrays in the result dtype (PyTorch's promotion), and each input's gradient is a small
-formula written with Tensor operations. An input that was broadcast gets its gradient summed
-back to its shape here, in one place.
+formula written with Tensor operations, in the output's shape: the engine sums the gradient of an
+input that was broadcast back to its shape (``autograd/broadcasting.py``), as for every op.
 """
 
 from __future__ import annotations
 
 from ..autograd.function import Function
 from ..dtypes import get_default_dtype
-from ._common import TrackedTensor, binary_operands, broadcast_shapes, describe, sum_to_shape
+from ._common import TrackedTensor, binary_operands, broadcast_shapes, describe
 from .arithmetic import _number_tensor
 
 # PyTorch's own names for dtypes in its "not implemented for 'Long'" messages
@@ -97,7 +97,6 @@ def binary(op: str, compute, grad_a=None, grad_b=None, inputs: str = "float", *,
                 ctx.save_for_backward(a if "a" in saved else None, b if b_tensor and "b" in saved else None,
                                       out if "out" in saved else None)
                 ctx.b_number = None if b_tensor else b
-                ctx.shapes = (a.shape, b.shape if b_tensor else None)
             return out
 
         @staticmethod
@@ -107,8 +106,8 @@ def binary(op: str, compute, grad_a=None, grad_b=None, inputs: str = "float", *,
             a, b, out = ctx.saved_tensors
             b = ctx.b_number if ctx.b_number is not None else b
             needs = ctx.needs_input_grad
-            da = sum_to_shape(grad_a(grad, a, b, out), ctx.shapes[0]) if needs[0] and grad_a else None
-            db = sum_to_shape(grad_b(grad, a, b, out), ctx.shapes[1]) if needs[1] and grad_b else None
+            da = grad_a(grad, a, b, out) if needs[0] and grad_a else None
+            db = grad_b(grad, a, b, out) if needs[1] and grad_b else None
             return da, db
 
     name = "".join(part.capitalize() for part in op.split("_"))

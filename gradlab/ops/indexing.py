@@ -16,11 +16,12 @@ import functools
 import operator
 
 from ..autograd import observers
+from ..autograd.broadcasting import sum_to_shape
 from ..autograd.function import Function
 from ..dtypes import bool_, int32, int64
 from ._common import in_place
 from .elementwise import where
-from ._common import ShapeError, TrackedTensor, broadcast_shapes, check_same_device, describe, normalize_dim, shape_str, sum_to_shape
+from ._common import ShapeError, TrackedTensor, broadcast_shapes, check_same_device, describe, normalize_dim, shape_str
 
 _BASIC = frozenset((int, slice, type(None), type(Ellipsis)))  # index items that give a view
 

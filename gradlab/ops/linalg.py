@@ -10,10 +10,11 @@ from __future__ import annotations
 import functools
 import string
 
+from ..autograd.broadcasting import sum_to_shape
 from ..autograd.function import Function
 from ..dtypes import int64
 from .autocast import autocast_op
-from ._common import ShapeError, TrackedTensor, broadcast_shapes, check_same_device, describe, shape_str, sum_to_shape
+from ._common import ShapeError, TrackedTensor, broadcast_shapes, check_same_device, describe, shape_str
 
 # --- matmul ----------------------------------------------------------------------------------------
 
@@ -220,8 +221,9 @@ def _operand_grad(grad, out, operands, terms, k, sizes):
     if len(kept) < len(target):
         kept_sizes = dict(zip(kept, g.shape))
         g = g.reshape(tuple(kept_sizes.get(c, 1) for c in target))
-    g = sum_to_shape(g, x.shape)  # over the dims where operand k was broadcast
-    return g if g.shape == x.shape else g.expand(x.shape)  # and the dims where the others were
+    # summed over the dims where operand k was broadcast (size 1 in x), expanded where the others were (size 1 in g)
+    g = sum_to_shape(g, tuple(1 if n == 1 else m for n, m in zip(x.shape, g.shape)))
+    return g if g.shape == x.shape else g.expand(x.shape)
 
 
 def _identity(x, n):

@@ -11,7 +11,7 @@ import collections
 import math
 
 from ..autograd.function import Function
-from ._common import TrackedTensor, broadcast_shapes, check_same_device, describe, sum_to_shape
+from ._common import TrackedTensor, broadcast_shapes, check_same_device, describe
 from .arithmetic import FloorDivide, Remainder, _refuse_integer_division_by_zero, div, mul, neg, sub
 from .arithmetic import pow as _pow
 from .binary import binary, number_first, require_tensor, tensor_first
@@ -182,9 +182,9 @@ class Lerp(Function):
         start, end, weight = ctx.saved_tensors
         w = ctx.weight if weight is None else weight
         needs = ctx.needs_input_grad
-        grad_start = sum_to_shape(grad * (1 - w), start.shape) if needs[0] else None
-        grad_end = sum_to_shape(grad * w, end.shape) if needs[1] else None
-        grad_weight = sum_to_shape(grad * (end - start), weight.shape) if weight is not None and needs[2] else None
+        grad_start = grad * (1 - w) if needs[0] else None  # in the output's shape: the engine sums each back
+        grad_end = grad * w if needs[1] else None
+        grad_weight = grad * (end - start) if weight is not None and needs[2] else None
         return grad_start, grad_end, grad_weight
 
 

@@ -12,10 +12,10 @@ import math
 from collections import namedtuple
 
 from .. import dtypes as dt
+from ..autograd.broadcasting import sum_to_shape, summed_dims
 from ..autograd.function import Function
 from .autocast import autocast_op
-from ._common import (TrackedTensor, array_in, data_in, describe, int_tuple, normalize_dim, normalize_dims,
-                      sum_to_shape)
+from ._common import TrackedTensor, array_in, data_in, describe, int_tuple, normalize_dim, normalize_dims
 
 max_result = namedtuple("max", ("values", "indices"))
 min_result = namedtuple("min", ("values", "indices"))
@@ -682,11 +682,6 @@ def any(input, dim=None, keepdim=False):
     return Any.apply(input, dim, keepdim)
 
 
-def _broadcasts_to(shape, target) -> bool:
-    lead = len(target) - len(shape)
-    return lead >= 0 and builtins.all(n == 1 or n == target[lead + i] for i, n in enumerate(shape))
-
-
 class ReductionMethods:
     """Tensor's reduction methods (mixed into gradlab.Tensor)."""
 
@@ -745,7 +740,7 @@ class ReductionMethods:
     def sum_to_size(self, *size):
         """The tensor summed down to ``size``, which must broadcast to this tensor's shape (expand's adjoint)."""
         size = int_tuple("sum_to_size", size)
-        if _broadcasts_to(size, self.shape):
+        if summed_dims(self.shape, size) is not None:
             return sum_to_shape(self, size)
         raise RuntimeError(f"sum_to_size: size {list(size)} is not expandable to size {list(self.shape)}; each "
                            "size must be 1 or equal the tensor's size in the same place, counting from the last")

@@ -9,10 +9,11 @@ normalised axes. Layer norm (the trailing axes, weight and bias as they are) is 
 
 from __future__ import annotations
 
+from ...autograd.broadcasting import summed_dims, sum_to_shape
 from ...autograd.function import Function
 from ...autograd.grad_mode import grad_state
 from ...dtypes import float16, float32, float64
-from ...ops._common import check_same_device, describe, float_dtype_required, shape_str, sum_to_shape
+from ...ops._common import check_same_device, describe, float_dtype_required, shape_str
 
 __all__ = ["batch_norm", "instance_norm", "layer_norm", "group_norm", "rms_norm", "normalize", "local_response_norm"]
 
@@ -154,7 +155,7 @@ def _normalize_backward(ctx, grad, weight, x_hat, inv_std):
     axes, param_shape, needs = ctx.axes, ctx.param_shape, ctx.needs_input_grad
     grad_w = grad_b = grad_x = None
     if needs[1] or needs[2]:
-        broadcast = _broadcast_axes(g.ndim, param_shape or (weight.shape if weight is not None else ctx.bias_shape))
+        broadcast = summed_dims(g.shape, param_shape or (weight.shape if weight is not None else ctx.bias_shape))
         if needs[1]:
             grad_w = grad._wrap(_as(b, _total(b, (g, xh), broadcast, weight.shape), weight.dtype))
         if needs[2]:
@@ -177,12 +178,6 @@ def _normalize_backward(ctx, grad, weight, x_hat, inv_std):
         b.imul(gy, inv_std.array)
         grad_x = grad._wrap(_as(b, gy, grad.dtype))
     return grad_x, grad_w, grad_b
-
-
-def _broadcast_axes(ndim, shape):
-    """The axes of an ndim-array along which a parameter of ``shape`` (aligned right) was broadcast."""
-    lead = ndim - len(shape)
-    return tuple(i for i in range(ndim) if i < lead or shape[i - lead] == 1)
 
 
 def _param_grad(grad, shape, param_shape):
