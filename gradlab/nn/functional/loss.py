@@ -4,7 +4,8 @@ Each takes PyTorch's arguments and ``reduction``: 'mean' averages the per-elemen
 adds them, 'none' returns them as they are. Losses built on logarithms work from logits
 (log_softmax, log-sigmoid) so that huge scores give finite losses and finite gradients.
 Cross-entropy over class indices is one fused Function: log-softmax and the pick of the target's
-log-probability in one forward, and the closed-form gradient ``(softmax - onehot) * scale`` back.
+log-probability in one forward, and the closed-form gradient ``(softmax - onehot) * scale`` back
+(class weights that require grad take the same loss composed of Tensor ops, and get their gradient).
 """
 
 from __future__ import annotations
@@ -270,6 +271,30 @@ class ClassIndexLoss(Function):
         return (p * (ga + gc * total) - onehot * ga - smoothed,) + (None,) * 7
 
 
+def _class_index_loss(input, target, weight, ignore_index, smoothing, reduction, from_logits, op):
+    """The fused ClassIndexLoss, or, where the class weights require grad, the same loss composed of
+    differentiable Tensor ops, so that they get their gradient (PyTorch refuses such weights)."""
+    if weight is None or not weight.requires_grad or not grad_state.enabled:
+        return ClassIndexLoss.apply(input, target, weight, ignore_index, smoothing, reduction, from_logits, op)
+    dim = 0 if input.ndim == 1 else 1
+    n_classes = input.shape[dim]
+    logp = input.log_softmax(dim) if from_logits else input
+    valid = target != ignore_index
+    index = where(valid, target, 0)
+    if index.numel():
+        _check_class_range(op, input.device.backend, index.array, n_classes, ignore_index)
+    weight = weight.to(input.dtype)
+    picked_weight = weight[index] * valid
+    loss = -(logp.gather(dim, index.unsqueeze(dim)).squeeze(dim) * picked_weight) * (1.0 - smoothing)
+    if smoothing:
+        loss = loss - (logp * weight.reshape(_class_shape(input, dim))).sum(dim) * valid * (smoothing / n_classes)
+    if reduction != "mean":
+        return _reduce(loss, reduction)
+    denominator = picked_weight.sum()
+    empty = denominator == 0  # every target ignored (or weighted 0): nan, with a zero gradient, as fused
+    return loss.sum() / where(empty, 1.0, denominator) + where(empty, math.nan, 0.0)
+
+
 def _class_shape(input, dim: int) -> tuple:
     """The shape (C, 1, ..., 1) that lines a per-class vector up with the class dim of input."""
     return (input.shape[dim],) + (1,) * (input.ndim - dim - 1)
@@ -347,7 +372,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     _tensors(op, target=target)
     _check_class_indices(op, input, target, dim, False)
     _check_weight(op, weight, input.shape[dim])
-    return ClassIndexLoss.apply(input, target, weight, ignore_index, 0.0, reduction, False, op)
+    return _class_index_loss(input, target, weight, ignore_index, 0.0, reduction, False, op)
 
 
 @autocast_op("fp32")
@@ -369,7 +394,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         raise RuntimeError(f"{op}: label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     if target.shape != input.shape:
         _check_class_indices(op, input, target, dim, True)
-        return ClassIndexLoss.apply(input, target, weight, ignore_index, float(label_smoothing), reduction, True, op)
+        return _class_index_loss(input, target, weight, ignore_index, float(label_smoothing), reduction, True, op)
     if not target.dtype.is_floating_point:
         raise RuntimeError(f"{op}: Expected floating point type for target with class probabilities, got "
                            f"{describe(target)}; class indices (int64) have shape "
