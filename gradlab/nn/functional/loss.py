@@ -15,7 +15,7 @@ import warnings
 
 import numpy as np
 
-from ...autograd.function import Function
+from ...autograd.function import Function, defined_by_caller
 from ...autograd.grad_mode import grad_state
 from ...dtypes import bool_, int64
 from ...ops._common import (TrackedTensor, binary_operands, check_same_device, broadcast_shapes, describe, float_dtype_required,
@@ -101,7 +101,7 @@ def _pointwise_loss(op: str, compute, gradient, doc: str, derivative: str):
     PointwiseLoss.__doc__, PointwiseLoss.derivative = doc, derivative
     PointwiseLoss.__name__ = PointwiseLoss.__qualname__ = "".join(p.capitalize() for p in op.split("_"))
     PointwiseLoss._node_type.__name__ = PointwiseLoss.__name__ + "Backward"
-    return PointwiseLoss
+    return defined_by_caller(PointwiseLoss)
 
 
 def _smooth_l1(b, d, beta):
@@ -114,19 +114,19 @@ def _huber(b, d, delta):
     return b.where(b.lt(z, delta), b.mul(b.mul(d, d), 0.5), b.mul(b.sub(z, 0.5 * delta), delta))
 
 
-_MSE = _pointwise_loss(
+MseLoss = _pointwise_loss(
     "mse_loss", lambda b, d: b.mul(d, d), lambda g, d: g * d * 2,
     "(input − target)²: input receives the gradient times 2 (input − target), target its negative.",
     "∂L/∂input = g · 2 (input − target);  ∂L/∂target = −g · 2 (input − target)")
-_L1 = _pointwise_loss(
+L1Loss = _pointwise_loss(
     "l1_loss", lambda b, d: b.abs(d), lambda g, d: g * d.sign(),
     "|input − target|: input receives the gradient times sign(input − target), target its negative.",
     "∂L/∂input = g · sign(input − target);  ∂L/∂target = −g · sign(input − target)")
-_SmoothL1 = _pointwise_loss(
+SmoothL1Loss = _pointwise_loss(
     "smooth_l1_loss", _smooth_l1, lambda g, d, beta: g * (d / beta).clamp(-1.0, 1.0),
     "Smooth L1: input receives the gradient times (input − target) / beta clamped to [−1, 1], target its negative.",
     "∂L/∂input = g · clamp((input − target) / beta, −1, 1);  ∂L/∂target = −g · clamp((input − target) / beta, −1, 1)")
-_Huber = _pointwise_loss(
+HuberLoss = _pointwise_loss(
     "huber_loss", _huber, lambda g, d, delta: g * d.clamp(-delta, delta),
     "Huber: input receives the gradient times input − target clamped to [−delta, delta], target its negative.",
     "∂L/∂input = g · clamp(input − target, −delta, delta);  ∂L/∂target = −g · clamp(input − target, −delta, delta)")
@@ -167,7 +167,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     Input and target of different shapes broadcast with a warning, as in PyTorch.
     """
     reduction = _reduction(size_average, reduce, reduction)
-    return _pointwise("mse_loss", _MSE, input, target, reduction, weight)
+    return _pointwise("mse_loss", MseLoss, input, target, reduction, weight)
 
 
 @autocast_op("fp32")
@@ -177,7 +177,7 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
     Input and target of different shapes broadcast with a warning, as in PyTorch.
     """
     reduction = _reduction(size_average, reduce, reduction)
-    return _pointwise("l1_loss", _L1, input, target, reduction, weight)
+    return _pointwise("l1_loss", L1Loss, input, target, reduction, weight)
 
 
 @autocast_op("fp32")
@@ -190,8 +190,8 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     if beta < 0:
         raise RuntimeError(f"smooth_l1_loss does not support negative values for beta (got beta={beta})")
     if beta == 0:
-        return _pointwise("smooth_l1_loss", _L1, input, target, reduction, None)
-    return _pointwise("smooth_l1_loss", _SmoothL1, input, target, reduction, None, float(beta))
+        return _pointwise("smooth_l1_loss", L1Loss, input, target, reduction, None)
+    return _pointwise("smooth_l1_loss", SmoothL1Loss, input, target, reduction, None, float(beta))
 
 
 @autocast_op("fp32")
@@ -203,7 +203,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     reduction = _reduction(None, None, reduction)
     if delta <= 0:
         raise RuntimeError(f"huber_loss does not support non-positive values for delta (got delta={delta})")
-    return _pointwise("huber_loss", _Huber, input, target, reduction, weight, float(delta), weighted_mean=False)
+    return _pointwise("huber_loss", HuberLoss, input, target, reduction, weight, float(delta), weighted_mean=False)
 
 
 # --- classification over class indices: nll_loss and cross_entropy (fused) ---------------------
