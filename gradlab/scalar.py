@@ -11,11 +11,64 @@ so what you learn here carries over to the tensor engine unchanged.
 >>> y.backward()
 >>> w.grad
 2.0
+
+At the edges a Scalar gives what a float64 tensor gives (IEEE 754 arithmetic), where plain Python
+would raise: 1 / 0 is inf, log(0) is -inf, sqrt(-1) and sin(inf) are nan, exp(1000) is inf.
 """
 import math
 import numbers
+import sys
 
 from .autograd.engine import BackwardStep
+
+
+# --- float maths as the tensor ops do it: inf and nan where Python raises ------------------------
+
+def _div(x, y):
+    """x / y; dividing by 0 gives ±inf (nan for 0 / 0), as a float64 tensor does."""
+    if y != 0:
+        return x / y
+    if x == 0 or math.isnan(x):
+        return math.nan
+    return math.copysign(math.inf, x) * math.copysign(1.0, y)
+
+
+def _pow(base, exponent):
+    """base ** exponent as C's pow (numpy's): ±inf past the largest float or for 0 to a negative
+    power, nan for a negative base to a fractional power."""
+    try:
+        return math.pow(base, exponent)
+    except OverflowError:
+        return -math.inf if base < 0 and _odd_integer(exponent) else math.inf
+    except ValueError:  # 0 to a negative power, or a negative base to a fractional one
+        if base == 0:
+            return math.copysign(math.inf, base) if _odd_integer(exponent) else math.inf
+        return math.nan
+
+
+def _odd_integer(y):
+    return y.is_integer() and y % 2 == 1
+
+
+def _exp(x):
+    try:
+        return math.exp(x)
+    except OverflowError:  # x > 709.78...: beyond the largest float
+        return math.inf
+
+
+def _log(x):
+    if x > 0 or math.isnan(x):
+        return math.log(x)
+    return -math.inf if x == 0 else math.nan
+
+
+def _sin(x):
+    return math.nan if math.isinf(x) else math.sin(x)
+
+
+def _cos(x):
+    return math.nan if math.isinf(x) else math.cos(x)
 
 
 class ScalarContext:
@@ -109,50 +162,44 @@ class Mul(ScalarFunction):
 
 
 class Div(ScalarFunction):
-    """x / y: d/dx = 1/y and d/dy = -x/y**2."""
+    """x / y: d/dx = 1/y and d/dy = -x/y**2 (x / 0 is ±inf, as for tensors)."""
     op = "/"
     derivative = "∂L/∂x = g / y;  ∂L/∂y = −g · x / y²"
     @staticmethod
     def forward(ctx, x, y):
-        if y == 0:
-            raise ZeroDivisionError(f"Scalar.__truediv__: cannot divide {x} by zero")
         ctx.save_for_backward(x, y)
-        return x / y
+        return _div(x, y)
     @staticmethod
     def backward(ctx, grad):
         x, y = ctx.saved_values
-        return grad / y, -grad * x / (y * y)
-
-
-def _power(base, exponent):
-    """base ** exponent, with 0 to a negative power as inf (a slope that is vertical) instead of an error."""
-    return math.inf if base == 0 and exponent < 0 else base ** exponent
+        return _div(grad, y), _div(-grad * x, y * y)
 
 
 class Pow(ScalarFunction):
-    """x ** y: d/dx = y * x**(y-1) and d/dy = x**y * log(x)."""
+    """x ** y: d/dx = y * x**(y-1) and d/dy = x**y * log(x).
+
+    As for tensors: where y = 0 the base gets 0 (even at x = 0, not 0 · inf), and where x = 0 with
+    y ≥ 0 the exponent gets 0; a negative base to a fractional power is nan.
+    """
     op = "**"
     derivative = "∂L/∂base = g · exponent · base^(exponent − 1);  ∂L/∂exponent = g · out · log(base)"
     @staticmethod
     def forward(ctx, base, exponent):
-        if base == 0 and exponent < 0:
-            raise ZeroDivisionError(
-                f"Scalar.__pow__: cannot raise zero to a negative power ({exponent})")
-        if base < 0 and not float(exponent).is_integer():
-            raise ValueError(f"Scalar.__pow__: {base} ** {exponent} is not a real number")
-        out = base ** exponent
+        if exponent == 0.5 and not ctx.needs_input_grad[1]:  # x ** 0.5 is sqrt(x) for tensors (numpy's and
+            out = math.nan if base < 0 else math.sqrt(base)  # PyTorch's shortcut): nan at -inf, -0 at -0
+        else:
+            out = _pow(base, exponent)
         ctx.save_for_backward(base, exponent, out)
         return out
     @staticmethod
     def backward(ctx, grad):
         base, exponent, out = ctx.saved_values
         wants_base, wants_exponent = ctx.needs_input_grad
-        d_base = grad * exponent * _power(base, exponent - 1) if wants_base else None
-        d_exponent = None
-        if wants_exponent and base > 0:
-            d_exponent = grad * out * math.log(base)
-        elif wants_exponent:  # y -> x**y is flat at x = 0 and has no real slope for x < 0
-            d_exponent = 0.0 if base == 0 else math.nan
+        d_base = d_exponent = None
+        if wants_base:
+            d_base = grad * 0.0 if exponent == 0 else grad * exponent * _pow(base, exponent - 1)
+        if wants_exponent:
+            d_exponent = grad * out * (0.0 if base == 0 and exponent >= 0 else _log(base))
         return d_base, d_exponent
 
 
@@ -174,7 +221,7 @@ class Exp(ScalarFunction):
     derivative = "∂L/∂x = g · out"
     @staticmethod
     def forward(ctx, x):
-        out = math.exp(x)
+        out = _exp(x)
         ctx.save_for_backward(out)
         return out
     @staticmethod
@@ -184,19 +231,17 @@ class Exp(ScalarFunction):
 
 
 class Log(ScalarFunction):
-    """log(x) (natural log): d/dx = 1/x."""
+    """log(x) (natural log): d/dx = 1/x. log(0) is -inf and log of a negative number nan."""
     op = "log"
     derivative = "∂L/∂x = g / x"
     @staticmethod
     def forward(ctx, x):
-        if x <= 0:
-            raise ValueError(f"Scalar.log: log is only defined for positive numbers, got {x}")
         ctx.save_for_backward(x)
-        return math.log(x)
+        return _log(x)
     @staticmethod
     def backward(ctx, grad):
         (x,) = ctx.saved_values
-        return grad / x
+        return _div(grad, x)
 
 
 class Tanh(ScalarFunction):
@@ -220,7 +265,7 @@ class Sigmoid(ScalarFunction):
     derivative = "∂L/∂x = g · out · (1 − out)"
     @staticmethod
     def forward(ctx, x):
-        out = 0.5 * (1 + math.tanh(x / 2))  # same function, but exp(-x) cannot overflow
+        out = 1 / (1 + _exp(-x))  # exp(-x) = inf gives exactly 0, as the tensor kernel computes it
         ctx.save_for_backward(out)
         return out
     @staticmethod
@@ -230,17 +275,18 @@ class Sigmoid(ScalarFunction):
 
 
 class ReLU(ScalarFunction):
-    """relu(x) = max(0, x): the gradient passes where x > 0 and stops elsewhere."""
+    """relu(x) = max(0, x): the gradient passes where x > 0 and stops elsewhere (relu(nan) is nan)."""
     op = "relu"
     derivative = "∂L/∂x = g where x > 0, else 0"
     @staticmethod
     def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return max(0.0, x)
+        out = x if x > 0 or math.isnan(x) else 0.0
+        ctx.save_for_backward(out)
+        return out
     @staticmethod
     def backward(ctx, grad):
-        (x,) = ctx.saved_values
-        return grad if x > 0 else 0.0
+        (out,) = ctx.saved_values
+        return grad * (out > 0)
 
 
 class Sin(ScalarFunction):
@@ -250,11 +296,11 @@ class Sin(ScalarFunction):
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
-        return math.sin(x)
+        return _sin(x)
     @staticmethod
     def backward(ctx, grad):
         (x,) = ctx.saved_values
-        return grad * math.cos(x)
+        return grad * _cos(x)
 
 
 class Cos(ScalarFunction):
@@ -264,29 +310,36 @@ class Cos(ScalarFunction):
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
-        return math.cos(x)
+        return _cos(x)
     @staticmethod
     def backward(ctx, grad):
         (x,) = ctx.saved_values
-        return -grad * math.sin(x)
+        return -grad * _sin(x)
 
 
 class Sqrt(ScalarFunction):
-    """sqrt(x): d/dx = 1 / (2 * sqrt(x)), written in terms of the output."""
+    """sqrt(x): d/dx = 1 / (2 * sqrt(x)), written in terms of the output: inf at 0 (0 / 0 = nan for
+    an incoming gradient of 0, as for tensors and in PyTorch); sqrt of a negative number is nan."""
     op = "sqrt"
     derivative = "∂L/∂x = g / (2 · out)"
     @staticmethod
     def forward(ctx, x):
-        if x < 0:
-            raise ValueError(
-                f"Scalar.sqrt: sqrt is only defined for non-negative numbers, got {x}")
-        out = math.sqrt(x)
+        out = math.nan if x < 0 else math.sqrt(x)
         ctx.save_for_backward(out)
         return out
     @staticmethod
     def backward(ctx, grad):
         (out,) = ctx.saved_values
-        return grad * math.inf if out == 0 else grad / (2 * out)  # vertical at 0, as in PyTorch
+        return _div(grad, out * 2)
+
+
+def _float(number, where):
+    """A real number as a float; an int too big for one is refused by name (not a bare OverflowError)."""
+    try:
+        return float(number)
+    except OverflowError:
+        raise OverflowError(f"{where}: an int of {len(str(abs(int(number))))} digits is too large for a float "
+                            f"(the largest is about {sys.float_info.max:.3e})") from None
 
 
 def _operand(other, method):
@@ -294,7 +347,7 @@ def _operand(other, method):
     if isinstance(other, Scalar):
         return other
     if isinstance(other, numbers.Real):
-        return float(other)
+        return _float(other, f"Scalar.{method}")
     raise TypeError(f"Scalar.{method}: cannot combine Scalar with {type(other).__name__}; "
                     "use a float, an int or a Scalar")
 
@@ -310,7 +363,7 @@ class Scalar:
         if not isinstance(data, numbers.Real):
             raise TypeError(f"Scalar: cannot make a Scalar from {type(data).__name__}; "
                             "use a float or an int")
-        self.data = float(data)
+        self.data = _float(data, "Scalar")
         self.grad = 0.0
         self.grad_fn = None
         self.label = label
@@ -384,15 +437,16 @@ class Scalar:
                 stack.extend((p, False) for p in node.parents if p not in seen)
         return order
 
-    def backward_steps(self):
-        """Backpropagate from this Scalar one node at a time, yielding a BackwardStep each.
+    def backward_steps(self, gradient=1.0):
+        """Backpropagate ``gradient`` (d loss / d self) from this Scalar one node at a time, yielding a
+        BackwardStep each.
 
         Nodes are visited outputs first, so a node's gradient is complete before it is passed on;
         the steps are the tensor engine's: ``grads_in`` is ``(grad,)``, ``grads_out`` has one
         gradient per parent, and ``leaf`` is the node when it is an input. ``backward()`` is exactly
         this generator run to the end.
         """
-        pending = {self: 1.0}  # gradient gathered so far in this pass, per node
+        pending = {self: float(gradient)}  # gradient gathered so far in this pass, per node
         for index, node in enumerate(reversed(self.topological_order())):
             grad = pending.pop(node, 0.0)
             node.grad += grad
@@ -405,9 +459,10 @@ class Scalar:
                     pending[parent] = pending.get(parent, 0.0) + g
             yield BackwardStep(index, node, (grad,), grads_out, node if node.grad_fn is None else None)
 
-    def backward(self):
-        """Add d(self)/d(node) into ``node.grad`` for every node in the graph."""
-        for _ in self.backward_steps():
+    def backward(self, gradient=1.0):
+        """Add gradient · d(self)/d(node) into ``node.grad`` for every node in the graph (as
+        ``tensor.backward(gradient)``: the gradient of a loss with respect to self, 1 when self is it)."""
+        for _ in self.backward_steps(gradient):
             pass
 
     def zero_grad(self):

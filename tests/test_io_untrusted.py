@@ -8,6 +8,7 @@ import struct
 import threading
 import tracemalloc
 import zipfile
+import zlib
 
 import numpy as np
 import pytest
@@ -263,3 +264,91 @@ def test_memory_used_by_a_load_is_bounded_by_the_tensors_it_returns(tmp_path, fm
     returned = sum(t.nbytes for t in loaded.values())
     assert returned == 6 * 2**20
     assert peak < 1.5 * returned + 2**20, f"peak {peak} bytes for {returned} bytes of tensors"
+
+
+# --- compressed members: the declared sizes are checked before anything inflates -------------------------
+
+
+def npy_header(shape, dtype="<f8") -> bytes:
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(header, {"descr": dtype, "fortran_order": False, "shape": shape})
+    return header.getvalue()
+
+
+def zip_bomb(path, mib: int):
+    """A valid .npz whose one member, ``mib`` MiB of float64 zeros, deflates to about 1/1000 of that."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        with archive.open("w.npy", "w") as member:
+            member.write(npy_header((mib * 2**20 // 8,)))
+            for _ in range(mib):
+                member.write(bytes(2**20))
+    return path
+
+
+def declaring(raw: bytes, file_size: int, crc: int | None = None) -> bytes:
+    """A one-member zip with its uncompressed size (and CRC) rewritten in both headers: a lying directory."""
+    raw = bytearray(raw)
+    local, central = raw.index(b"PK\x03\x04"), raw.index(b"PK\x01\x02")
+    struct.pack_into("<I", raw, local + 22, file_size)
+    struct.pack_into("<I", raw, central + 24, file_size)
+    if crc is not None:
+        struct.pack_into("<I", raw, local + 14, crc)
+        struct.pack_into("<I", raw, central + 16, crc)
+    return bytes(raw)
+
+
+def test_a_zip_bomb_is_refused_before_it_inflates(tmp_path):
+    path = zip_bomb(tmp_path / "bomb.npz", mib=32)
+    assert path.stat().st_size < 2**20 // 16  # 32 MiB of zeros in ~32 KiB
+    declared = 32 * 2**20 + len(npy_header((4 * 2**20,)))
+    tracemalloc.start()
+    with pytest.raises(RuntimeError, match=rf"^gradlab\.load: .*bomb\.npz: the member w\.npy declares {declared} bytes "
+                                           rf"\(32\.0 MiB\) inflated from \d+ compressed, .* more than "
+                                           rf"max_bytes=8388608 \(8\.0 MiB\)\. .*zip bomb.*max_bytes={declared}\), "
+                                           rf"or max_bytes=None$"):
+        gl.load(path, max_bytes=8 * 2**20)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 4 * 2**20  # nothing was inflated
+    assert gl.load(path, max_bytes=None)["w"].shape == (4 * 2**20,)  # a real archive, read when the limit allows
+
+
+def test_the_default_limit_refuses_a_directory_declaring_more_than_a_gib(tmp_path):
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("w.npy", npy_header((2**28,)) + bytes(64))
+    path = tmp_path / "claims.npz"
+    path.write_bytes(declaring(buffer.getvalue(), 2**31 + 128))
+    with pytest.raises(RuntimeError, match=r"w\.npy declares 2147483776 bytes \(2048\.0 MiB\).*more than "
+                                           r"max_bytes=1073741824 \(1024\.0 MiB\)"):
+        gl.load(path)
+
+
+def test_a_member_that_inflates_past_its_declared_size_is_refused(tmp_path):
+    content = npy_header((1000,)) + np.arange(1000.0).tobytes()
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("w.npy", content + bytes(2**20))  # a megabyte more than the directory will say
+    path = tmp_path / "lying.npz"
+    path.write_bytes(declaring(buffer.getvalue(), len(content), zlib.crc32(content)))
+    with pytest.raises(RuntimeError, match=rf"w\.npy in .*lying\.npz is damaged or hostile: it inflates to more than "
+                                           rf"the {len(content)} bytes its zip entry declares"):
+        gl.load(path)
+
+
+@pytest.mark.parametrize("method, kind", [(zipfile.ZIP_BZIP2, "bzip2"), (zipfile.ZIP_LZMA, "LZMA")])
+def test_members_compressed_with_bzip2_or_lzma_are_not_read(tmp_path, method, kind):
+    path = tmp_path / "other.npz"
+    with zipfile.ZipFile(path, "w", method) as archive:
+        archive.writestr("w.npy", npy_header((3,)) + np.ones(3).tobytes())
+    with pytest.raises(RuntimeError, match=rf"^gradlab\.load: w\.npy in .*other\.npz is compressed with {kind}, which "
+                                           r"gradlab does not read .*np\.savez or np\.savez_compressed$"):
+        gl.load(path)
+
+
+def test_compressed_and_stored_npz_files_still_load_under_the_default_limit(tmp_path):
+    np.savez_compressed(tmp_path / "small.npz", w=np.arange(6.0), b=np.zeros(1000, np.float32))
+    loaded = gl.load(tmp_path / "small.npz")
+    assert loaded["w"].tolist() == list(range(6)) and loaded["b"].shape == (1000,)
+    with pytest.raises(TypeError, match=r"max_bytes is the number of bytes .* got '1GB'"):
+        gl.load(tmp_path / "small.npz", max_bytes="1GB")

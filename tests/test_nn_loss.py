@@ -567,3 +567,87 @@ def test_pair_loss_errors():
     with pytest.raises(RuntimeError, match=r"cosine_embedding_loss: expected input1 and input2 of the same shape.*"
                                            r"target \(2\)"):
         F.cosine_embedding_loss(gl.randn(3, 4), gl.randn(3, 4), gl.ones(2))
+
+
+# --- class weights that require grad get their gradient (PyTorch refuses them for nll_loss) -------
+
+CLASS_LOGITS_3D = randn(2, 5, 3, seed=40)
+CLASS_WEIGHTED = [  # name, input, target, the weight's name and value, options
+    ("cross_entropy", LOGITS, WITH_IGNORED, "weight", CLASS_WEIGHT, {}),
+    ("cross_entropy", LOGITS, WITH_IGNORED, "weight", CLASS_WEIGHT, {"label_smoothing": 0.3}),
+    ("cross_entropy", CLASS_LOGITS_3D, np.array([[0, 4, -100], [2, 2, 1]]), "weight", CLASS_WEIGHT,
+     {"label_smoothing": 0.1}),
+    ("cross_entropy", randn(5, seed=41), np.array(3), "weight", CLASS_WEIGHT, {}),
+    ("cross_entropy", LOGITS, _probs(4, 5, seed=42), "weight", CLASS_WEIGHT, {"label_smoothing": 0.2}),
+    ("nll_loss", np.log(_probs(4, 5, seed=15)), WITH_IGNORED, "weight", CLASS_WEIGHT, {}),
+    ("nll_loss", np.log(_probs(2, 5, 3, seed=43)), np.array([[0, 4, 1], [-100, 2, 3]]), "weight", CLASS_WEIGHT, {}),
+    ("binary_cross_entropy", SIGMOIDS, TARGET_P, "weight", np.random.default_rng(19).random(4), {}),
+    ("binary_cross_entropy_with_logits", X34, TARGET_P, "weight", np.random.default_rng(20).random((3, 1)), {}),
+    ("binary_cross_entropy_with_logits", X34, TARGET_P, "pos_weight", np.random.default_rng(21).random(4) * 3, {}),
+    ("multi_margin_loss", LOGITS, INDICES, "weight", CLASS_WEIGHT, {}),
+]
+
+
+@pytest.mark.parametrize("name, x, target, key, weight, options", CLASS_WEIGHTED,
+                         ids=[f"{c[0]}[{'x'.join(map(str, c[1].shape))}]({c[3]},{c[5]})" for c in CLASS_WEIGHTED])
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_class_weight_that_requires_grad_gets_its_gradient(name, x, target, key, weight, options, reduction):
+    target = gl.tensor(target) if target.dtype.kind != "f" else leaf(target, requires_grad=False)
+
+    def loss(x, w):
+        return getattr(F, name)(x, target, reduction=reduction, **{key: w}, **options)
+
+    x, w = leaf(x), leaf(weight)
+    out = loss(x, w)
+    fixed = loss(x, w.detach())  # the fused path, with a weight that takes no gradient
+    np.testing.assert_allclose(out.detach().numpy(), fixed.detach().numpy(), rtol=1e-12, atol=1e-14)
+    out.sum().backward()
+    assert w.grad is not None, f"{name}: the {key} was given with requires_grad=True and got no gradient"
+    grad_x = x.grad.numpy().copy()
+    x.grad = None
+    fixed.sum().backward()
+    np.testing.assert_allclose(grad_x, x.grad.numpy(), rtol=1e-12, atol=1e-14)
+    assert gradcheck(loss, (leaf(x.detach().numpy()), leaf(weight)))
+
+
+@pytest.mark.parametrize("name, options", [("cross_entropy", {"label_smoothing": 0.2}), ("nll_loss", {})])
+def test_class_weight_gradient_differentiates_again(name, options):
+    def loss(x, w):
+        return getattr(F, name)(x, gl.tensor(WITH_IGNORED), weight=w, **options)
+
+    assert gradgradcheck(loss, (leaf(np.log(_probs(4, 5, seed=44))), leaf(CLASS_WEIGHT)))
+
+
+def test_class_weight_gradient_every_target_ignored_is_nan_with_zero_gradients():
+    x, w = leaf(LOGITS), leaf(CLASS_WEIGHT)
+    out = F.cross_entropy(x, gl.tensor(np.full(4, -100)), weight=w)
+    out.backward()
+    assert np.isnan(out.item())
+    assert not x.grad.numpy().any() and not w.grad.numpy().any()
+
+
+ON_OFF = (randn(4, 5, seed=45) > 0) * 1.0
+
+
+@pytest.mark.parametrize("make, target", [(lambda w: nn.CrossEntropyLoss(weight=w), INDICES),
+                                          (lambda w: nn.NLLLoss(weight=w), INDICES),
+                                          (lambda w: nn.BCEWithLogitsLoss(weight=w), ON_OFF),
+                                          (lambda w: nn.BCEWithLogitsLoss(pos_weight=w), ON_OFF)])
+def test_loss_modules_pass_a_class_weight_that_requires_grad(make, target):
+    w, x = leaf(CLASS_WEIGHT), leaf(LOGITS)
+    make(w)(x, gl.tensor(target) if target.dtype.kind != "f" else leaf(target, requires_grad=False)).backward()
+    assert w.grad is not None and w.grad.shape == (5,)
+
+
+@requires_torch
+def test_class_weight_gradient_matches_torch_composed():
+    """PyTorch refuses a weight that requires grad in nll_loss; its composed formula gives the reference."""
+    xt, wt = torch.tensor(LOGITS, requires_grad=True), torch.tensor(CLASS_WEIGHT, requires_grad=True)
+    tt = torch.tensor(INDICES)
+    logp = xt.log_softmax(1)
+    picked = wt[tt]
+    (-(logp.gather(1, tt[:, None])[:, 0] * picked).sum() / picked.sum()).backward()
+    x, w = leaf(LOGITS), leaf(CLASS_WEIGHT)
+    F.cross_entropy(x, gl.tensor(INDICES), weight=w).backward()
+    np.testing.assert_allclose(w.grad.numpy(), wt.grad.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-12)

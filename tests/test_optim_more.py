@@ -446,6 +446,100 @@ def test_a_torch_checkpoint_with_a_numeric_step_loads():
     assert isinstance(ours.state[ours.param_groups[0]["params"][0]]["step"], gl.Tensor)
 
 
+def stepped(name, **options):
+    """An optimizer of this kind after two steps on two parameters, and its parameters."""
+    params = [gl.tensor(np.arange(6.0).reshape(2, 3), requires_grad=True), gl.tensor([1.0, 2.0], requires_grad=True)]
+    opt = getattr(optim, name)(params, lr=0.1, **options)
+    for scale in (1.0, -2.0):
+        for p in params:
+            p.grad = gl.full_like(p, scale)
+        opt.step()
+    return opt, params
+
+
+@pytest.mark.parametrize("source, target, message", [
+    (("Adam", {}), ("SGD", dict(momentum=0.9)),
+     r"^loaded state dict: the state of parameter 0 was saved by Adam or RAdam, not by SGD: it keeps \['exp_avg', "
+     r"'exp_avg_sq', 'step'\] \(\['exp_avg', 'exp_avg_sq', 'step'\], which SGD never writes\), where SGD keeps "
+     r"nothing \(and \['momentum_buffer'\] under some options\) for each parameter\. Load it into Adam or RAdam, "
+     r"or leave this SGD's state as it is$"),
+    (("SGD", dict(momentum=0.9)), ("Adam", {}),
+     r"saved by SGD, not by Adam: it keeps \['momentum_buffer'\] \(\['momentum_buffer'\], which Adam never "
+     r"writes; no \['exp_avg', 'exp_avg_sq', 'step'\], which Adam always writes\)"),
+    (("Adam", dict(amsgrad=True)), ("Lion", {}),
+     r"saved by Adam, not by Lion: .*\['exp_avg_sq', 'max_exp_avg_sq', 'step'\], which Lion never writes"),
+    (("Lion", {}), ("Adam", {}), r"saved by Lion, not by Adam: .*no \['exp_avg_sq', 'step'\], which Adam always"),
+    (("Adagrad", {}), ("RMSprop", dict(momentum=0.5)), r"saved by Adagrad, not by RMSprop: .*\['sum'\], which"),
+    (("NAdam", {}), ("Adamax", {}), r"saved by NAdam, not by Adamax"),
+    (("RMSprop", dict(centered=True)), ("Adadelta", {}), r"saved by RMSprop, not by Adadelta"),
+    (("Rprop", {}), ("ASGD", {}), r"saved by Rprop, not by ASGD"),
+])
+def test_state_of_another_kind_is_refused_and_changes_nothing(source, target, message):
+    saved = stepped(source[0], **source[1])[0].state_dict()
+    opt, params = stepped(target[0], **target[1])
+    before = snapshot(opt, params)
+    with pytest.raises(ValueError, match=message):
+        opt.load_state_dict(saved)
+    assert_same(before, snapshot(opt, params))
+    opt.step()  # and it still steps on its own state
+
+
+@pytest.mark.parametrize("source, target", [("Adam", "AdamW"), ("AdamW", "Adam"), ("Adam", "RAdam"),
+                                            ("SGD", "SGD")])
+def test_state_that_means_the_same_still_loads(source, target):
+    saved = stepped(source, momentum=0.9)[0].state_dict() if source == "SGD" else stepped(source)[0].state_dict()
+    opt, params = stepped(target, momentum=0.9) if target == "SGD" else stepped(target)
+    opt.load_state_dict(saved)
+    assert sorted(opt.state[params[0]]) == sorted(saved["state"][0])
+
+
+def test_a_state_no_optimizer_writes_is_refused():
+    saved = stepped("Adam")[0].state_dict()
+    saved["state"][1]["velocity"] = saved["state"][1].pop("exp_avg")
+    opt, params = stepped("Adam")
+    with pytest.raises(ValueError, match=r"^loaded state dict: the state of parameter 1 was saved by another kind "
+                                         r"of optimizer, not by Adam: .*\['velocity'\], which Adam never writes.*"
+                                         r"Load it into the kind of optimizer that saved it"):
+        opt.load_state_dict(saved)
+
+
+def test_a_subclass_with_its_own_step_is_not_held_to_its_base_keys():
+    class Heavy(optim.SGD):
+        def _delta(self, p, grad, group):
+            self.state[p]["velocity"] = p._wrap(grad)
+            return super()._delta(p, grad, group)
+
+    w = gl.ones(2, requires_grad=True)
+    opt = Heavy([w], lr=0.1)
+    w.grad = gl.ones(2)
+    opt.step()
+    fresh = Heavy([gl.ones(2, requires_grad=True)], lr=0.1)
+    fresh.load_state_dict(opt.state_dict())
+    assert list(fresh.state.values())[0].keys() == {"velocity"}
+
+
+@requires_torch
+def test_a_torch_checkpoint_of_another_kind_is_refused():
+    p = torch.zeros(2, requires_grad=True)
+    theirs = torch.optim.Adam([p], lr=0.1)
+    p.grad = torch.ones(2)
+    theirs.step()
+    sd = theirs.state_dict()
+    saved = {"state": {0: {k: gl.tensor(v.numpy()) for k, v in sd["state"][0].items()}},
+             "param_groups": sd["param_groups"]}
+    with pytest.raises(ValueError, match=r"saved by Adam or RAdam, not by SGD"):
+        optim.SGD([gl.zeros(2, requires_grad=True)], lr=0.1, momentum=0.9).load_state_dict(saved)
+    optim.Adam([gl.zeros(2, requires_grad=True)], lr=0.1).load_state_dict(saved)  # its own kind loads
+
+
+def test_an_lbfgs_state_into_adam_is_refused():
+    _, _, opt = lbfgs_problem(gl, 2, max_iter=3)
+    saved = opt.state_dict()
+    target = optim.Adam(opt.param_groups[0]["params"], lr=0.1)
+    with pytest.raises(ValueError, match=r"saved by LBFGS, not by Adam"):
+        target.load_state_dict(saved)
+
+
 def test_lbfgs_load_checks_its_flat_vectors():
     _, _, opt = lbfgs_problem(gl, 2, max_iter=3)
     saved = opt.state_dict()

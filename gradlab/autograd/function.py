@@ -9,6 +9,7 @@ forward saved. The same Node is the ``ctx`` that forward and backward receive.
 from __future__ import annotations
 
 import itertools
+import sys
 import weakref
 from typing import Any, NamedTuple
 
@@ -250,6 +251,19 @@ def accumulator(leaf) -> AccumulateGrad:
 _PRIMITIVE_MODULES = ("gradlab.ops.", "gradlab.nn.functional.")
 
 
+def defined_by_caller(cls, frames_up: int = 2):
+    """Give a Function made by a factory (``elementwise()``, ``binary()``) the module that called the
+    factory, where its name is bound, as ``collections.namedtuple`` does: the lab shows that file, the
+    docs link it, a saved tape names it. Its node type follows. ``frames_up`` 2: the factory's caller.
+
+    Whether its forward is primitive was decided by the factory's own module, which wrote that forward.
+    """
+    module = sys._getframe(frames_up).f_globals.get("__name__")
+    if module:
+        cls.__module__ = cls._node_type.__module__ = module
+    return cls
+
+
 class Function:
     """Base class of every differentiable operation, built in or written by a user.
 
@@ -269,6 +283,7 @@ class Function:
         cls._node_type = type(f"{cls.__name__}Backward", (Node,), {"__slots__": (), "function": cls})
         if "_forward_is_primitive" not in cls.__dict__:  # gradlab's own ops, unless a class says otherwise
             cls._forward_is_primitive = cls.__module__.startswith(_PRIMITIVE_MODULES)
+        cls._node_type.__module__ = cls.__module__
 
     @staticmethod
     def forward(ctx, *inputs):

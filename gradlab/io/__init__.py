@@ -137,11 +137,8 @@ class _Rejoined:
         return False
 
 
-_READERS = {"npz": npz.read, "safetensors": safetensors.read}
-
-
 def load(f, map_location=None, pickle_module=None, *, format: str | None = None, pickle: bool = False,
-         weights_only=None, mmap=None, **pickle_load_args):
+         weights_only=None, mmap=None, max_bytes: int | None = npz.MAX_INFLATED_BYTES, **pickle_load_args):
     """Read back what ``gradlab.save`` wrote (and flat .safetensors / numpy .npz files from elsewhere).
 
     The format is ``format=`` if given, else what the file's first bytes show. Tensors return to the
@@ -150,18 +147,29 @@ def load(f, map_location=None, pickle_module=None, *, format: str | None = None,
     ``pickle=True``, and never with ``weights_only=True`` (PyTorch's flag for "tensors only, no code");
     ``pickle_module`` and ``pickle_load_args`` then go to the unpickler. ``mmap`` is accepted and has no
     effect: the tensors are read into memory.
+
+    What an untrusted file can cost: a .safetensors file, or an .npz whose members are stored (as
+    ``gradlab.save`` and ``np.savez`` write them), makes a load allocate no more than the file's own size.
+    A compressed .npz member inflates up to ~1000 times its size, so the sizes its zip directory
+    declares are checked first: the compressed members may inflate to ``max_bytes`` in all (default
+    1 GiB, ``gradlab.io.npz.MAX_INFLATED_BYTES``; ``None``: no limit, for files you trust), and one that
+    inflates past its declared size is refused as it reads. The worst an .npz can cost is then its size
+    plus ``max_bytes`` of memory, and the time to inflate them (about a second per GiB).
     """
     name = _name(f)
+    if max_bytes is not None and (not isinstance(max_bytes, int) or isinstance(max_bytes, bool) or max_bytes < 0):
+        raise TypeError(f"gradlab.load: max_bytes is the number of bytes an .npz's compressed arrays may inflate to "
+                        f"(an int >= 0), or None for no limit; got {max_bytes!r}")
     if weights_only and pickle:
         raise ValueError(f"gradlab.load: {name}: weights_only=True and pickle=True ask for opposite things; "
                          "weights_only=True never unpickles. Drop one of them")
     if isinstance(f, (str, os.PathLike)):
         with open(f, "rb") as source:
-            return _load_from(source, name, map_location, format, pickle, (pickle_module, pickle_load_args))
-    return _load_from(f, name, map_location, format, pickle, (pickle_module, pickle_load_args))
+            return _load_from(source, name, map_location, format, pickle, (pickle_module, pickle_load_args), max_bytes)
+    return _load_from(f, name, map_location, format, pickle, (pickle_module, pickle_load_args), max_bytes)
 
 
-def _load_from(source, name: str, map_location, format, pickle: bool, unpickler):
+def _load_from(source, name: str, map_location, format, pickle: bool, unpickler, max_bytes):
     start = source.tell() if source.seekable() else None
     head = source.read(16)
     chosen = _check_format(format) or _sniff(head, name)
@@ -177,7 +185,9 @@ def _load_from(source, name: str, map_location, format, pickle: bool, unpickler)
     try:
         if chosen == "pickle":
             return _pickle_load(source, name, map_location, *unpickler)
-        return _READERS[chosen](source, name, map_location)
+        if chosen == "npz":
+            return npz.read(source, name, map_location, max_bytes)
+        return safetensors.read(source, name, map_location)
     except Damaged:
         raise
     except (zipfile.BadZipFile, zlib.error, EOFError, KeyError, TypeError, ValueError, OSError,

@@ -123,14 +123,17 @@ def _class_name(cls, op) -> str:
 
 
 def _find_class(name: str, base=Function):
-    """The class written as ``module:QualName``. Classes made by a factory (gradlab's elementwise ops)
-    live under another module's name than their own, so the loaded subclasses of ``base`` are searched too."""
+    """The class written as ``module:QualName``. A tape saved before factory-made classes took the module
+    that names them (``gradlab.ops.elementwise:Sigmoid``, now ``gradlab.ops.activations``) finds its class
+    among the loaded subclasses of ``base`` by that QualName, where exactly one has it."""
     module, _, qualname = name.partition(":")
     obj = importlib.import_module(module)
     for part in qualname.split("."):
         obj = getattr(obj, part, None)
-    if obj is None:
-        obj = next((cls for cls in _subclasses(base) if f"{cls.__module__}:{cls.__qualname__}" == name), None)
+    if obj is None and module.startswith("gradlab."):
+        named = [cls for cls in _subclasses(base)
+                 if cls.__module__.startswith("gradlab.") and cls.__qualname__ == qualname]
+        obj = named[0] if len(set(named)) == 1 else None
     if not (isinstance(obj, type) and issubclass(obj, base)):
         raise ValueError(f"jit.load: {name} is not a {base.__name__} class; the file does not describe a gradlab tape")
     return obj

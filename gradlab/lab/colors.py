@@ -34,7 +34,9 @@ _CATEGORY_OF_MODULE = {
     "activation": "elementwise", "reductions": "reduction", "shape": "shape", "indexing": "shape",
     "conversion": "shape", "repeat": "shape", "linalg": "matmul", "linear": "matmul", "conv": "matmul",
     "attention": "matmul", "pooling": "reduction", "normalization": "normalization", "loss": "loss",
-    "dropout": "elementwise", "sparse": "shape", "scalar": "arithmetic",
+    "dropout": "elementwise", "sparse": "shape", "scalar": "arithmetic", "pointwise": "elementwise",
+    "trigonometric": "elementwise", "special": "elementwise", "bitwise": "elementwise",
+    "comparison": "elementwise",
 }
 
 

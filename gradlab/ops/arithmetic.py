@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from ..autograd.function import Function
+from ..autograd.function import Function, defined_by_caller
 from ..dtypes import bool_, get_default_dtype, result_dtype, result_dtype_with_scalar
 from ._common import TrackedTensor, binary_operands, broadcast_shapes, describe
 
@@ -228,6 +228,7 @@ def _no_grad_binary(op: str, primitive: str, expression: str, kind: str):
 
     NoGradBinary.__name__ = NoGradBinary.__qualname__ = "".join(p.capitalize() for p in op.split("_"))
     NoGradBinary._node_type.__name__ = NoGradBinary.__name__ + "Backward"
+    defined_by_caller(NoGradBinary)
     return NoGradBinary
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from ..autograd.function import Function
+from ..autograd.function import Function, defined_by_caller
 from ..dtypes import bool_, get_default_dtype, int64, promote, result_dtype, result_dtype_with_scalar, scalar_dtype
 from ._common import TrackedTensor, binary_operands, broadcast_shapes, check_same_device, describe, float_dtype_required
 from .arithmetic import _compute
@@ -71,7 +71,7 @@ def elementwise(op: str, compute, gradient=None, inputs: str = "float", saves: s
     Elementwise.__doc__, Elementwise.derivative = doc, derivative
     Elementwise.__name__ = Elementwise.__qualname__ = name
     Elementwise._node_type.__name__ = Elementwise._node_type.__qualname__ = name + "Backward"
-    return Elementwise
+    return defined_by_caller(Elementwise)
 
 
 def _primitive(name: str):
@@ -276,7 +276,7 @@ def _extremum(op: str, loses, winner: str):
 
     Extremum.__name__ = Extremum.__qualname__ = op.capitalize()
     Extremum._node_type.__name__ = Extremum._node_type.__qualname__ = op.capitalize() + "Backward"
-    return Extremum
+    return defined_by_caller(Extremum)
 
 
 Maximum = _extremum("maximum", lambda a, b: a < b, "larger")

@@ -15,6 +15,8 @@ class Adadelta(Optimizer):
     (the default) is already sensible (Zeiler, 2012).
     """
 
+    _state_keys = ("step", "square_avg", "acc_delta")
+
     def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, *, maximize=False, foreach=None,
                  capturable=False, differentiable=False):
         _check_nonnegative(lr=lr)

@@ -22,6 +22,8 @@ class Adafactor(Optimizer):
     steps alive for parameters near 0. ``weight_decay`` is decoupled: p shrinks by lr * weight_decay.
     """
 
+    _state_keys = ("step",)
+    _optional_state_keys = ("row_var", "col_var", "variance")  # a matrix's rows and columns, or a vector's
     _decoupled_weight_decay = True
 
     def __init__(self, params, lr=1e-2, beta2_decay=-0.8, eps=(None, 1e-3), d=1.0, weight_decay=0.0, *,

@@ -13,6 +13,8 @@ class Adagrad(Optimizer):
     Elements with large past gradients take small steps; ``s`` starts at ``initial_accumulator_value``.
     """
 
+    _state_keys = ("step", "sum")
+
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0, eps=1e-10, *,
                  maximize=False, foreach=None, differentiable=False, fused=None):
         _check_nonnegative(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,

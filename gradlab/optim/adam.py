@@ -14,6 +14,9 @@ class Adam(Optimizer):
     ``amsgrad`` divides by the largest v seen so far instead; ``decoupled_weight_decay=True`` is AdamW.
     """
 
+    _state_keys = ("step", "exp_avg", "exp_avg_sq")
+    _optional_state_keys = ("max_exp_avg_sq",)  # with amsgrad
+
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
                  maximize=False, foreach=None, capturable=False, differentiable=False, fused=None,
                  decoupled_weight_decay=False):

@@ -11,6 +11,8 @@ __all__ = ["Adamax"]
 class Adamax(Optimizer):
     """m averages g; u = max(beta2 * u, |g| + eps); p -= lr / (1 - beta1^t) * m / u."""
 
+    _state_keys = ("step", "exp_avg", "exp_inf")
+
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, *, maximize=False, foreach=None,
                  capturable=False, differentiable=False):
         _check_nonnegative(lr=lr, eps=eps)

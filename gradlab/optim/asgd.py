@@ -16,6 +16,8 @@ class ASGD(Optimizer):
     of the default dtype, and the parameters move by those rounded values.
     """
 
+    _state_keys = ("step", "eta", "mu", "ax")
+
     def __init__(self, params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0, *, maximize=False,
                  foreach=None, capturable=False, differentiable=False):
         _check_nonnegative(lr=lr, weight_decay=weight_decay)

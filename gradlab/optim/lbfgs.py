@@ -114,6 +114,10 @@ class LBFGS(Optimizer):
     the closure. Memory: ``history_size + 1`` copies of the parameters.
     """
 
+    _state_keys = ("func_evals", "n_iter")
+    _optional_state_keys = ("d", "t", "old_dirs", "old_stps", "ro", "H_diag", "prev_flat_grad", "prev_loss",
+                            "al")  # from its first direction on
+
     def __init__(self, params, lr=1, max_iter=20, max_eval=None, tolerance_grad=1e-7, tolerance_change=1e-9,
                  history_size=100, line_search_fn=None):
         _check_nonnegative(lr=lr)

@@ -13,6 +13,7 @@ class Lion(Optimizer):
     Every element moves by exactly lr, so Lion wants a smaller lr (3-10x) than AdamW.
     """
 
+    _state_keys = ("exp_avg",)
     _decoupled_weight_decay = True
 
     def __init__(self, params, lr=1e-4, betas=(0.9, 0.99), weight_decay=0.0, *, maximize=False):

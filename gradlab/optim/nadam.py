@@ -16,6 +16,8 @@ class NAdam(Optimizer):
     p -= lr * [(1 - mu_t) / (1 - Π mu) * g + mu_{t+1} / (1 - Π mu · mu_{t+1}) * m] / (√v̂ + eps).
     """
 
+    _state_keys = ("step", "mu_product", "exp_avg", "exp_avg_sq")
+
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, momentum_decay=4e-3,
                  decoupled_weight_decay=False, *, maximize=False, foreach=None, capturable=False, differentiable=False):
         _check_nonnegative(lr=lr, eps=eps)

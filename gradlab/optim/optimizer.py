@@ -42,6 +42,11 @@ class Optimizer:
     """
 
     _decoupled_weight_decay = False  # True where weight decay always shrinks p directly (Lion)
+    # The per-parameter state keys this kind of optimizer writes: always, and only under some options
+    # (Adam's max_exp_avg_sq with amsgrad). load_state_dict refuses a state with other keys: another
+    # kind's. None: not declared (a subclass with its own step), and then not checked.
+    _state_keys: tuple | None = None
+    _optional_state_keys: tuple = ()
 
     def __init__(self, params, defaults: dict):
         self.defaults = defaults
@@ -104,6 +109,9 @@ class Optimizer:
         super().__init_subclass__(**kwargs)
         if "step" in cls.__dict__:
             cls.step = _then_materialize(cls.__dict__["step"])
+        writes_its_own = any(name in cls.__dict__ for name in ("step", "_delta", "_init_state"))
+        if writes_its_own and "_state_keys" not in cls.__dict__:
+            cls._state_keys = None  # its keys may differ from its base's: unknown, so unchecked
 
     # --- the step ----------------------------------------------------------------------------------
 
@@ -225,6 +233,7 @@ class Optimizer:
             if not isinstance(entry, dict):
                 raise ValueError(f"loaded state dict: the state of parameter {key!r} should be a dict of its "
                                  f"buffers, got {type(entry).__name__}")
+            self._check_state_kind(key, entry)
             self._check_loaded_state(key, entry, param_of[key], {**self.defaults, **group_of[key]})
         saved_groups = copy.deepcopy(saved_groups)
         state = defaultdict(dict)
@@ -259,6 +268,32 @@ class Optimizer:
                              f"optimizer's group (its groups hold {saved_sizes} parameters, this optimizer's "
                              f"{sizes})")
         return saved_groups
+
+    def _check_state_kind(self, index, entry: dict) -> None:
+        """Raise if a saved state entry was written by another kind of optimizer (Adam's into SGD).
+
+        The per-parameter keys are the signal, as every checkpoint holds them (gradlab's, older ones,
+        PyTorch's): a key this kind never writes, or one it always writes missing, where another kind
+        writes exactly the saved keys.
+        """
+        mine = type(self)
+        if mine._state_keys is None:
+            return
+        saved = set(entry)
+        always, allowed = set(mine._state_keys), set(mine._state_keys) | set(mine._optional_state_keys)
+        kinds = _kinds_keeping(saved)
+        if saved <= allowed and (always <= saved or not kinds or mine in kinds):
+            return  # a missing key of our own kind is _check_loaded_state's to name
+        name, source = mine.__name__, " or ".join(kind.__name__ for kind in kinds)
+        keeps = sorted(always) if always else "nothing"
+        if mine._optional_state_keys:
+            keeps = f"{keeps} (and {sorted(mine._optional_state_keys)} under some options)"
+        differ = [f"{sorted(saved - allowed)}, which {name} never writes"] if saved - allowed else []
+        differ += [f"no {sorted(always - saved)}, which {name} always writes"] if always - saved else []
+        raise ValueError(f"loaded state dict: the state of parameter {index!r} was saved by "
+                         f"{source or 'another kind of optimizer'}, not by {name}: it keeps {sorted(saved)} "
+                         f"({'; '.join(differ)}), where {name} keeps {keeps} for each parameter. Load it into "
+                         f"{source or 'the kind of optimizer that saved it'}, or leave this {name}'s state as it is")
 
     def _check_loaded_state(self, index, entry: dict, p, group: dict) -> None:
         """Raise unless a saved state entry has every key a fresh state of ``p`` has, each tensor of the
@@ -417,6 +452,18 @@ def _follow_parameter(p: Tensor, state: dict) -> None:
                     state[key] = moved
         elif isinstance(value, list) and value and isinstance(value[0], Tensor) and value[0].device is not device:
             value[:] = [_cast_like(p, v, key) for v in value]
+
+
+def _kinds_keeping(keys: set) -> list:
+    """The optimizer classes that write exactly these per-parameter state keys (their own declared ones)."""
+    kinds, todo = [], list(Optimizer.__subclasses__())
+    while todo:
+        kind = todo.pop(0)
+        todo.extend(kind.__subclasses__())
+        if "_state_keys" in kind.__dict__ and kind._state_keys is not None:
+            if set(kind._state_keys) <= keys <= set(kind._state_keys) | set(kind._optional_state_keys):
+                kinds.append(kind)
+    return sorted(kinds, key=lambda kind: kind.__name__)
 
 
 def _typename(obj) -> str:

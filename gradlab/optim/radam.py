@@ -13,6 +13,8 @@ class RAdam(Optimizer):
     lr * m̂; after that, Adam's step lr * m̂ / (√v̂ + eps) times the rectification term r_t.
     """
 
+    _state_keys = ("step", "exp_avg", "exp_avg_sq")
+
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, decoupled_weight_decay=False, *,
                  maximize=False, foreach=None, capturable=False, differentiable=False):
         _check_nonnegative(lr=lr, eps=eps)

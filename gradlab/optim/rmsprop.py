@@ -15,6 +15,9 @@ class RMSprop(Optimizer):
     g / (√v + eps) through a buffer first.
     """
 
+    _state_keys = ("step", "square_avg")
+    _optional_state_keys = ("momentum_buffer", "grad_avg")  # with momentum, centered
+
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False, *,
                  maximize=False, foreach=None, capturable=False, differentiable=False):
         _check_nonnegative(lr=lr, eps=eps, momentum=momentum, weight_decay=weight_decay, alpha=alpha)

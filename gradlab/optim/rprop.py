@@ -15,6 +15,8 @@ class Rprop(Optimizer):
     time (Riedmiller & Braun, 1993). Meant for full-batch training; it ignores the gradient's size.
     """
 
+    _state_keys = ("step", "prev", "step_size")
+
     def __init__(self, params, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *, maximize=False, foreach=None,
                  capturable=False, differentiable=False):
         _check_nonnegative(lr=lr)

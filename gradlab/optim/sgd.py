@@ -14,6 +14,9 @@ class SGD(Optimizer):
     buffer starts as the first gradient itself.
     """
 
+    _state_keys = ()
+    _optional_state_keys = ("momentum_buffer",)  # with momentum
+
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *, maximize=False,
                  foreach=None, differentiable=False, fused=None):
         _check_nonnegative(lr=lr, momentum=momentum, weight_decay=weight_decay)

@@ -4,7 +4,8 @@ Each takes PyTorch's arguments and ``reduction``: 'mean' averages the per-elemen
 adds them, 'none' returns them as they are. Losses built on logarithms work from logits
 (log_softmax, log-sigmoid) so that huge scores give finite losses and finite gradients.
 Cross-entropy over class indices is one fused Function: log-softmax and the pick of the target's
-log-probability in one forward, and the closed-form gradient ``(softmax - onehot) * scale`` back.
+log-probability in one forward, and the closed-form gradient ``(softmax - onehot) * scale`` back
+(class weights that require grad take the same loss composed of Tensor ops, and get their gradient).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import warnings
 
 import numpy as np
 
-from ...autograd.function import Function
+from ...autograd.function import Function, defined_by_caller
 from ...autograd.grad_mode import grad_state
 from ...dtypes import bool_, int64
 from ...ops._common import (TrackedTensor, binary_operands, check_same_device, broadcast_shapes, describe, float_dtype_required,
@@ -100,7 +101,7 @@ def _pointwise_loss(op: str, compute, gradient, doc: str, derivative: str):
     PointwiseLoss.__doc__, PointwiseLoss.derivative = doc, derivative
     PointwiseLoss.__name__ = PointwiseLoss.__qualname__ = "".join(p.capitalize() for p in op.split("_"))
     PointwiseLoss._node_type.__name__ = PointwiseLoss.__name__ + "Backward"
-    return PointwiseLoss
+    return defined_by_caller(PointwiseLoss)
 
 
 def _smooth_l1(b, d, beta):
@@ -113,19 +114,19 @@ def _huber(b, d, delta):
     return b.where(b.lt(z, delta), b.mul(b.mul(d, d), 0.5), b.mul(b.sub(z, 0.5 * delta), delta))
 
 
-_MSE = _pointwise_loss(
+MseLoss = _pointwise_loss(
     "mse_loss", lambda b, d: b.mul(d, d), lambda g, d: g * d * 2,
     "(input − target)²: input receives the gradient times 2 (input − target), target its negative.",
     "∂L/∂input = g · 2 (input − target);  ∂L/∂target = −g · 2 (input − target)")
-_L1 = _pointwise_loss(
+L1Loss = _pointwise_loss(
     "l1_loss", lambda b, d: b.abs(d), lambda g, d: g * d.sign(),
     "|input − target|: input receives the gradient times sign(input − target), target its negative.",
     "∂L/∂input = g · sign(input − target);  ∂L/∂target = −g · sign(input − target)")
-_SmoothL1 = _pointwise_loss(
+SmoothL1Loss = _pointwise_loss(
     "smooth_l1_loss", _smooth_l1, lambda g, d, beta: g * (d / beta).clamp(-1.0, 1.0),
     "Smooth L1: input receives the gradient times (input − target) / beta clamped to [−1, 1], target its negative.",
     "∂L/∂input = g · clamp((input − target) / beta, −1, 1);  ∂L/∂target = −g · clamp((input − target) / beta, −1, 1)")
-_Huber = _pointwise_loss(
+HuberLoss = _pointwise_loss(
     "huber_loss", _huber, lambda g, d, delta: g * d.clamp(-delta, delta),
     "Huber: input receives the gradient times input − target clamped to [−delta, delta], target its negative.",
     "∂L/∂input = g · clamp(input − target, −delta, delta);  ∂L/∂target = −g · clamp(input − target, −delta, delta)")
@@ -166,7 +167,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     Input and target of different shapes broadcast with a warning, as in PyTorch.
     """
     reduction = _reduction(size_average, reduce, reduction)
-    return _pointwise("mse_loss", _MSE, input, target, reduction, weight)
+    return _pointwise("mse_loss", MseLoss, input, target, reduction, weight)
 
 
 @autocast_op("fp32")
@@ -176,7 +177,7 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
     Input and target of different shapes broadcast with a warning, as in PyTorch.
     """
     reduction = _reduction(size_average, reduce, reduction)
-    return _pointwise("l1_loss", _L1, input, target, reduction, weight)
+    return _pointwise("l1_loss", L1Loss, input, target, reduction, weight)
 
 
 @autocast_op("fp32")
@@ -189,8 +190,8 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     if beta < 0:
         raise RuntimeError(f"smooth_l1_loss does not support negative values for beta (got beta={beta})")
     if beta == 0:
-        return _pointwise("smooth_l1_loss", _L1, input, target, reduction, None)
-    return _pointwise("smooth_l1_loss", _SmoothL1, input, target, reduction, None, float(beta))
+        return _pointwise("smooth_l1_loss", L1Loss, input, target, reduction, None)
+    return _pointwise("smooth_l1_loss", SmoothL1Loss, input, target, reduction, None, float(beta))
 
 
 @autocast_op("fp32")
@@ -202,7 +203,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     reduction = _reduction(None, None, reduction)
     if delta <= 0:
         raise RuntimeError(f"huber_loss does not support non-positive values for delta (got delta={delta})")
-    return _pointwise("huber_loss", _Huber, input, target, reduction, weight, float(delta), weighted_mean=False)
+    return _pointwise("huber_loss", HuberLoss, input, target, reduction, weight, float(delta), weighted_mean=False)
 
 
 # --- classification over class indices: nll_loss and cross_entropy (fused) ---------------------
@@ -268,6 +269,30 @@ class ClassIndexLoss(Function):
         gc = g * c
         total, smoothed = (ctx.n_classes, gc) if weight is None else (weight.sum(), gc * weight)
         return (p * (ga + gc * total) - onehot * ga - smoothed,) + (None,) * 7
+
+
+def _class_index_loss(input, target, weight, ignore_index, smoothing, reduction, from_logits, op):
+    """The fused ClassIndexLoss, or, where the class weights require grad, the same loss composed of
+    differentiable Tensor ops, so that they get their gradient (PyTorch refuses such weights)."""
+    if weight is None or not weight.requires_grad or not grad_state.enabled:
+        return ClassIndexLoss.apply(input, target, weight, ignore_index, smoothing, reduction, from_logits, op)
+    dim = 0 if input.ndim == 1 else 1
+    n_classes = input.shape[dim]
+    logp = input.log_softmax(dim) if from_logits else input
+    valid = target != ignore_index
+    index = where(valid, target, 0)
+    if index.numel():
+        _check_class_range(op, input.device.backend, index.array, n_classes, ignore_index)
+    weight = weight.to(input.dtype)
+    picked_weight = weight[index] * valid
+    loss = -(logp.gather(dim, index.unsqueeze(dim)).squeeze(dim) * picked_weight) * (1.0 - smoothing)
+    if smoothing:
+        loss = loss - (logp * weight.reshape(_class_shape(input, dim))).sum(dim) * valid * (smoothing / n_classes)
+    if reduction != "mean":
+        return _reduce(loss, reduction)
+    denominator = picked_weight.sum()
+    empty = denominator == 0  # every target ignored (or weighted 0): nan, with a zero gradient, as fused
+    return loss.sum() / where(empty, 1.0, denominator) + where(empty, math.nan, 0.0)
 
 
 def _class_shape(input, dim: int) -> tuple:
@@ -347,7 +372,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     _tensors(op, target=target)
     _check_class_indices(op, input, target, dim, False)
     _check_weight(op, weight, input.shape[dim])
-    return ClassIndexLoss.apply(input, target, weight, ignore_index, 0.0, reduction, False, op)
+    return _class_index_loss(input, target, weight, ignore_index, 0.0, reduction, False, op)
 
 
 @autocast_op("fp32")
@@ -369,7 +394,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         raise RuntimeError(f"{op}: label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     if target.shape != input.shape:
         _check_class_indices(op, input, target, dim, True)
-        return ClassIndexLoss.apply(input, target, weight, ignore_index, float(label_smoothing), reduction, True, op)
+        return _class_index_loss(input, target, weight, ignore_index, float(label_smoothing), reduction, True, op)
     if not target.dtype.is_floating_point:
         raise RuntimeError(f"{op}: Expected floating point type for target with class probabilities, got "
                            f"{describe(target)}; class indices (int64) have shape "
