@@ -52,7 +52,8 @@ function render({ model, el }) {
   function drawChart() {
     const svg = placeSvg(chart, (data(model, "charts"))[model.get("figure")] || "");
     const opened = model.get("opened");
-    if (svg) for (const g of svg.querySelectorAll("[data-layer]")) g.classList.toggle("gl-flow-opened", g.dataset.layer === opened);
+    if (!svg) return;
+    for (const g of svg.querySelectorAll("[data-layer]")) g.classList.toggle("gl-flow-opened", g.dataset.layer === opened);
   }
 
   function drawHistogramPanel() {
@@ -67,7 +68,8 @@ function render({ model, el }) {
     const index = Number(slider.value);
     const hist = ((histograms.layers || {})[layerSelect.value] || [])[index];
     stepLabel.textContent = steps.length ? `step ${steps[index]} (${index + 1} of ${steps.length} kept)` : "no steps yet";
-    histBox.replaceChildren(hist ? histogram(hist, 300, 110) : h("div", { class: "gl-hint" }, "no gradient at this step"));
+    histBox.replaceChildren(hist ? histogram(hist, 300, 110)
+      : h("div", { class: "gl-hint" }, "no gradient at this step"));
     histBox.dataset.step = steps.length ? String(steps[index]) : "";
   }
 

@@ -261,7 +261,9 @@ export function mountGraph(model, root, options = {}) {
   model.on("change:node_updates", () => nodesChanged(data(model, "node_updates")));
   const restyleSoon = coalesce(restyle);
   model.on("change:colors", () => { colorData = data(model, "colors"); });
-  for (const key of ["colors", "color_mode", "selected", "texts", "notice", "color_keys"]) model.on("change:" + key, restyleSoon);
+  for (const key of ["colors", "color_mode", "selected", "texts", "notice", "color_keys"]) {
+    model.on("change:" + key, restyleSoon);
+  }
   canvas.style.height = `${model.get("height")}px`;
   draw();
   requestAnimationFrame(() => { fitHeight(); firstView(); }); // the output area has its real size only once on the page

@@ -52,11 +52,13 @@ def flow_svg(history: dict, figure: str = "grad_norm", width: int = WIDTH) -> st
                    f'<text x="{LEFT - 6}" y="{ty + 4:.1f}" text-anchor="end" fill="{AXIS_INK}">1e{exponent}</text>')
     out.append(f'<rect x="{LEFT}" y="{TOP}" width="{plot_w}" height="{plot_h}" fill="none" stroke="{FRAME}"/>'
                f'<text x="{LEFT}" y="{TOP + plot_h + 16}" fill="{AXIS_INK}">step {first}</text>'
-               f'<text x="{LEFT + plot_w}" y="{TOP + plot_h + 16}" text-anchor="end" fill="{AXIS_INK}">step {last}</text>')
+               f'<text x="{LEFT + plot_w}" y="{TOP + plot_h + 16}" text-anchor="end" '
+               f'fill="{AXIS_INK}">step {last}</text>')
     xs = [x(step) for step in steps]
     for index, name in enumerate(layers):
         values = series[name]
-        tip = f"layer {name}: {_figure_text(values[-1] if values else None)} at step {last} — click to open it in the graph"
+        latest = _figure_text(values[-1] if values else None)
+        tip = f"layer {name}: {latest} at step {last} — click to open it in the graph"
         out.append(f'<g class="gl-flow-layer" data-layer="{escape(name)}"><title>{escape(tip)}</title>')
         out.extend(_line(run, layer_color(index)) for run in _runs(xs, values, y))
         out.append("</g>")
@@ -98,7 +100,8 @@ def _key(layers: list, left: float, rows: int) -> str:
                      f'it in the graph</title><rect class="gl-flow-hit" x="{kx - 3}" y="{ky - 2}" width="{KEY_W - 6}" '
                      f'height="{KEY_ROW - 1}" rx="3" fill="#fff" fill-opacity="0"/>'
                      f'<line x1="{kx}" x2="{kx + 16}" y1="{ky + 6}" y2="{ky + 6}" stroke="{layer_color(index)}" '
-                     f'stroke-width="2"/><text x="{kx + 20}" y="{ky + 10}" fill="{TEXT_INK}">{escape(shown)}</text></g>')
+                     f'stroke-width="2"/><text x="{kx + 20}" y="{ky + 10}" fill="{TEXT_INK}">'
+                     f'{escape(shown)}</text></g>')
     parts.append("</g>")
     return "".join(parts)
 

@@ -33,7 +33,7 @@ class FlowChart(anywidget.AnyWidget):
 
     charts = traitlets.Dict({}).tag(sync=True, **AS_JSON_TEXT)  # figure -> its line chart's SVG (flow_svg)
     figures = traitlets.Dict({}).tag(sync=True)  # figure -> [symbol, meaning]: the menu's entries
-    figure = traitlets.Enum(tuple(FIGURES), "grad_norm").tag(sync=True)  # the menu's choice: the chart shown (and saved)
+    figure = traitlets.Enum(tuple(FIGURES), "grad_norm").tag(sync=True)  # the menu's choice: the chart shown, saved
     histograms = traitlets.Dict({}).tag(sync=True, **AS_JSON_TEXT)  # {"steps": [...], "layers": {layer: [hist]}}
     suggested_layer = traitlets.Unicode("").tag(sync=True)  # the histogram's layer until one is chosen
     histogram_layer = traitlets.Unicode("").tag(sync=True)  # the layer menu's choice ("" until one is made)
