@@ -6,6 +6,7 @@ The figures (flow.py) need no widget; the widget tests (gradient_flow.py) skip w
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -13,7 +14,9 @@ import pytest
 import gradlab as gl
 import gradlab.nn as nn
 from gradlab.data import DataLoader, TensorDataset, make_synthetic
-from gradlab.lab.flow import Flow, FlowError
+from gradlab.lab.colors import decades, layer_color
+from gradlab.lab.flow import FIGURES, Flow, FlowError
+from gradlab.lab.flow_picture import flow_svg
 from gradlab.training import fit
 
 
@@ -282,6 +285,36 @@ def test_the_static_picture_draws_a_line_per_layer_and_lists_the_flags():
     assert "layer 0 vanishing" in svg and "below 0.9" in svg
 
 
+def hand_made_history(layers: int, values: list) -> dict:
+    """A flow's history as Flow.history() gives it, every layer with the same figures (None: missing)."""
+    names = [f"blocks.{i}.fc" for i in range(layers)]
+    return {"layers": names, "steps": list(range(1, len(values) + 1)), "count": len(values), "flags": [],
+            "series": {"grad_norm": {name: list(values) for name in names}},
+            "figures": {"grad_norm": ["‖∂L/∂W‖", "gradient norm"]},
+            "thresholds": {"vanishing": 1e-3, "exploding": 1e2, "window": 10}}
+
+
+def test_the_picture_keys_every_layer_however_many_there_are():
+    svg = flow_svg(hand_made_history(40, [1e-3, 2e-3]))
+    assert svg.count('class="gl-flow-key"') == 40 and 'data-layer="blocks.39.fc"' in svg
+    assert svg.count('class="gl-flow-layer"') == 40
+
+
+def test_the_picture_leaves_a_gap_where_a_figure_is_missing():
+    # a layer backward did not reach at step 3 has no ‖∂L/∂output‖ there: two pieces of line, not one
+    svg = flow_svg(hand_made_history(1, [1e-3, 2e-3, None, 1e-3, "nan", 3e-3]))
+    assert svg.count("<polyline") == 1 and svg.count("<circle") == 2  # steps 1-2, then 4 and 6 alone
+
+
+def test_the_picture_takes_its_colours_and_its_decades_from_colors_py():
+    svg = flow_svg(hand_made_history(12, [3e-7, 4e-2]))
+    strokes = [m.group(1) for m in re.finditer(r'<polyline[^>]* stroke="(#\w+)"', svg)]
+    assert strokes == [layer_color(i) for i in range(12)] and layer_color(10) == layer_color(0)
+    assert decades([3e-7, 4e-2]) == (-7, -1) and decades([0.5, 0.7]) == (-1, 0)
+    assert decades([1.0, 1.0]) == (-1, 1) and decades([None, 0, "nan"], empty=(-4, -3)) == (-4, -3)
+    assert [int(e) for e in re.findall(r">1e(-?\d+)</text>", svg)] == list(range(-7, 0))  # the grid, a line a decade
+
+
 def test_plot_is_a_matplotlib_figure_on_a_log_scale():
     pytest.importorskip("matplotlib", reason='plot() needs matplotlib: pip install "gradlab[lab]"')
     model = small_net()
@@ -309,13 +342,62 @@ def test_the_widget_sends_its_history_throttled_and_flushes_on_demand(widgets):
     x, t = gl.randn(5, 3), gl.randn(5, 2)
     for _ in range(3):
         one_step(model, x, t, flow=flow)
-    assert flow.chart.history["count"] == 0  # inside the interval: nothing sent yet
+    assert flow.chart.status.startswith("0 updates")  # inside the interval: nothing sent yet
+    assert flow.chart.charts["grad_norm"].count("<polyline") == 0
     flow.flush()
-    assert flow.chart.history["count"] == 3 and flow.chart.history["steps"] == [1, 2, 3]
+    assert flow.chart.status == "3 updates · 3 kept" and "step 3</text>" in flow.chart.charts["grad_norm"]
 
     live = widgets(model, interval=0)
     one_step(model, x, t, flow=live)
-    assert live.chart.history["count"] == 1  # no interval: every update is drawn
+    assert live.chart.status.startswith("1 update ")  # no interval: every update is drawn
+
+
+def test_the_live_chart_and_the_saved_picture_are_one_drawing(widgets):
+    model = deep_sigmoid(depth=4)
+    flow = widgets(model, vanishing=0.9, interval=0)
+    train_on_spiral(model, flow, steps=3)
+    flow.flush()
+    for figure in FIGURES:
+        flow.chart.figure = figure  # what the front end's menu sets
+        data, _ = flow._repr_mimebundle_()
+        assert data["image/svg+xml"] == flow.chart.charts[figure] == flow.to_svg()
+    chart = flow.chart.charts["grad_norm"]
+    assert chart.count('class="gl-flow-layer"') == 4 and chart.count('class="gl-flow-key"') == 4
+    assert 'class="gl-flow-flag gl-flow-vanishing" data-layer="0"' in chart  # a flag is a target to click too
+
+
+def test_a_push_in_the_loop_redraws_the_menus_figure_and_one_other_in_turn(widgets):
+    model = small_net()
+    flow = widgets(model, interval=3600)
+    x, t = gl.randn(5, 3), gl.randn(5, 2)
+    flow.chart.figure = "weight_norm"
+    redrawn = []
+    for _ in range(3):
+        one_step(model, x, t, flow=flow)
+        before = dict(flow.chart.charts)
+        flow._push(every_figure=False)  # what update() does once the interval has passed
+        redrawn.append({figure for figure, svg in flow.chart.charts.items() if svg != before[figure]})
+    assert all(len(figures) == 2 and "weight_norm" in figures for figures in redrawn)
+    assert set.union(*redrawn) == set(FIGURES)  # in three pushes, every other figure once
+    one_step(model, x, t, flow=flow)
+    before = dict(flow.chart.charts)
+    flow.flush()  # (and the end of every cell): all four, so the saved state is whole
+    assert all(flow.chart.charts[figure] != before[figure] for figure in FIGURES)
+    with pytest.raises(Exception, match=r"figure.*'grad_norm', 'update_ratio'"):
+        flow.chart.figure = "loss"
+
+
+def test_the_histograms_travel_only_when_one_was_taken(widgets):
+    model = small_net()
+    flow = widgets(model, interval=0, histogram_every=3)
+    sent = []
+    flow.chart.observe(lambda change: sent.append(change["new"]["steps"]), "histograms")
+    x, t = gl.randn(5, 3), gl.randn(5, 2)
+    for _ in range(7):
+        one_step(model, x, t, flow=flow)
+        flow.flush()
+    assert sent == [[1], [1, 3], [1, 3, 6]]  # the first update and every third: not at every push
+    assert len(flow.chart.histograms["layers"]["0"]) == 3 and flow.chart.histograms["layers"]["0"][0]["counts"]
 
 
 def test_the_widget_has_the_flows_python_face(widgets):
@@ -403,6 +485,6 @@ def test_the_widget_redraws_when_a_notebook_cell_ends(widgets, monkeypatch):
     flow = widgets(model, interval=3600)
     [cell_ended] = Shell.events.callbacks["post_execute"]
     one_step(model, gl.randn(5, 3), gl.randn(5, 2), flow=flow)
-    assert flow.chart.history["count"] == 0
+    assert flow.chart.status.startswith("0 updates")
     cell_ended()  # what IPython does after each cell
-    assert flow.chart.history["count"] == 1
+    assert flow.chart.status.startswith("1 update ")

@@ -257,6 +257,22 @@ def test_repr_mimebundle_carries_the_widget_and_a_static_svg():
     assert data["image/svg+xml"].startswith("<svg")
 
 
+def key_entries(svg: str) -> list:
+    """The colour key's swatches and words, in order (positions aside: a key wraps to the width it is given)."""
+    key = svg[svg.index('class="gl-key"'):]
+    return [fill or text for fill, text in re.findall(r'class="gl-swatch"[^>]* fill="(#\w+)"|>([^<>]+)</text>', key)]
+
+
+def test_the_colour_key_is_one_drawing_for_the_widget_and_the_saved_picture():
+    view = views()["recording"]
+    for mode in view.color_labels:  # grad, value, kind, time
+        view.color_mode = mode  # what the front end's menu sets
+        live, saved = key_entries(view.color_keys[mode]), key_entries(view.to_svg())
+        assert live == saved and live[0] == view.legends[mode]["title"] + ":"
+    swatches = [entry for entry in key_entries(view.color_keys["grad"]) if entry.startswith("#")]
+    assert swatches == [color for _, color in view.legends["grad"]["stops"]] + ["#e6e6e6", "#b9b9c8"]  # missing, zero
+
+
 def test_save_svg_writes_the_drawing(tmp_path):
     view = views()["recording"]
     view.save_svg(tmp_path / "graph.svg")

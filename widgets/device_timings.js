@@ -1,6 +1,6 @@
 // DeviceTimings: the chart Python drew (gradlab/lab/timing_chart.py), a "run again" button and the run's status.
 
-import { coalesce, h } from "./dom.js";
+import { coalesce, h, placeSvg } from "./dom.js";
 
 function render({ model, el }) {
   const root = h("div", { class: "gradlab-widget gradlab-device-timings" });
@@ -12,15 +12,7 @@ function render({ model, el }) {
   const chart = h("div", { class: "gl-dt-chart" });
   root.append(h("div", { class: "gl-toolbar" }, button, status), chart, notice);
 
-  function draw() {
-    chart.innerHTML = model.get("svg"); // SVG made by gradlab/lab/timing_chart.py, every label escaped there
-    const svg = chart.querySelector("svg");
-    if (svg) {
-      svg.removeAttribute("height");
-      svg.setAttribute("width", "100%");
-      svg.style.maxWidth = svg.getAttribute("viewBox").split(" ")[2] + "px";
-    }
-  }
+  const draw = () => placeSvg(chart, model.get("svg")); // drawn by gradlab/lab/timing_chart.py
 
   function showStatus() {
     const running = model.get("running");

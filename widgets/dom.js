@@ -56,3 +56,15 @@ export function data(model, key) {
   const value = model.get(key);
   return typeof value === "string" ? JSON.parse(value) : value || {};
 }
+
+// Show an SVG that Python drew (every label escaped there) as wide as its box allows, never wider than drawn.
+export function placeSvg(container, text) {
+  container.innerHTML = text;
+  const svg = container.querySelector("svg");
+  if (svg) {
+    svg.removeAttribute("height");
+    svg.setAttribute("width", "100%");
+    svg.style.maxWidth = svg.getAttribute("viewBox").split(" ")[2] + "px";
+  }
+  return svg;
+}

@@ -1,7 +1,7 @@
 // The drawing both widgets share: the graph's SVG (drawn by Python, laid out once), pan and zoom,
 // search, hover tooltips, the colour key, and restyling by node id. Nothing here moves a box.
 
-import { coalesce, data, h, num, shapeText } from "./dom.js";
+import { coalesce, data, h, num, placeSvg, shapeText } from "./dom.js";
 
 export function mountGraph(model, root, options = {}) {
   const stateOf = options.stateOf || (() => null);
@@ -157,19 +157,9 @@ export function mountGraph(model, root, options = {}) {
     notice.textContent = model.get("notice") || "";
   }
 
+  // The colour key of the mode shown, as Python drew it (gradlab/lab/svg.py, the static picture's too).
   function drawLegend(mode) {
-    const key = (model.get("legends") || {})[mode];
-    legend.replaceChildren();
-    if (!key) return;
-    legend.append(h("span", { class: "gl-legend-title" }, key.title));
-    const entries = key.stops || key.items || [];
-    for (const [text, color] of entries) {
-      legend.append(h("span", { class: "gl-swatch", style: `background:${color}` }), h("span", {}, text));
-    }
-    if (key.stops) {
-      legend.append(h("span", { class: "gl-swatch", style: `background:${key.missing}` }), h("span", {}, key.missing_text || "not known yet"),
-        h("span", { class: "gl-swatch", style: `background:${key.zero}` }), h("span", {}, "zero"));
-    }
+    placeSvg(legend, (model.get("color_keys") || {})[mode] || "");
   }
 
   // --- pan, zoom, click -------------------------------------------------------------------------
@@ -271,7 +261,9 @@ export function mountGraph(model, root, options = {}) {
   model.on("change:node_updates", () => nodesChanged(data(model, "node_updates")));
   const restyleSoon = coalesce(restyle);
   model.on("change:colors", () => { colorData = data(model, "colors"); });
-  for (const key of ["colors", "color_mode", "selected", "texts", "notice", "legends"]) model.on("change:" + key, restyleSoon);
+  for (const key of ["colors", "color_mode", "selected", "texts", "notice", "color_keys"]) {
+    model.on("change:" + key, restyleSoon);
+  }
   canvas.style.height = `${model.get("height")}px`;
   draw();
   requestAnimationFrame(() => { fitHeight(); firstView(); }); // the output area has its real size only once on the page

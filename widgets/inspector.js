@@ -1,6 +1,7 @@
 // The inspector: everything the lab knows about one node, with its value and gradient drawn as histograms.
 
-import { h, s, num, shapeText } from "./dom.js";
+import { h, num, shapeText } from "./dom.js";
+import { histogram } from "./histogram.js";
 
 // A summary (from gradlab/lab/summary.py): the numbers themselves when few, else stats and a histogram.
 export function summaryBlock(summary, emptyText) {
@@ -17,22 +18,6 @@ export function summaryBlock(summary, emptyText) {
   }
   if (summary.hist && summary.numel > 1) rows.push(histogram(summary.hist));
   return h("div", { class: "gl-summary" }, rows);
-}
-
-export function histogram(hist, width = 260, height = 46) {
-  const counts = hist.counts;
-  const top = Math.max(...counts, 1);
-  const bar = width / counts.length;
-  const bars = counts.map((c, i) => s("rect", {
-    x: (i * bar + 0.5).toFixed(1), y: (height - (c / top) * height).toFixed(1),
-    width: Math.max(bar - 1, 1).toFixed(1), height: ((c / top) * height).toFixed(1), class: "gl-hist-bar",
-  }, s("title", {}, `${c} in [${num(hist.low + (i * (hist.high - hist.low)) / counts.length)}, ` +
-    `${num(hist.low + ((i + 1) * (hist.high - hist.low)) / counts.length)})`)));
-  return h("div", { class: "gl-hist" },
-    s("svg", { width, height: height + 14, viewBox: `0 0 ${width} ${height + 14}` },
-      bars,
-      s("text", { x: 0, y: height + 12, class: "gl-hist-axis" }, num(hist.low)),
-      s("text", { x: width, y: height + 12, class: "gl-hist-axis", "text-anchor": "end" }, num(hist.high))));
 }
 
 export function ruleBlock(words, math) {

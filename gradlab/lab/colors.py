@@ -1,8 +1,10 @@
-"""Colours for the graph: by kind of operation, or by the size of a gradient or a value.
+"""Every colour the lab draws with, and its one log scale: the graph's fills, the charts' lines and inks.
 
 Gradients span many orders of magnitude (that is the whole story of vanishing gradients), so
 sizes are coloured on a log scale: the norm's log10 picks a colour between the smallest and the
 largest norm in the graph, on a perceptually even scale (dark purple = small, yellow = large).
+Charts put their figures on a log axis of whole decades (``decades``). Only Python draws with
+these (docs/lab.md, "Who draws"): the front end places the SVG made here and never picks a colour.
 """
 
 from __future__ import annotations
@@ -29,6 +31,15 @@ KIND_COLORS = {
     "group": "#f4effa",
 }
 
+# One colour per layer of a gradient-flow chart, first layer (nearest the input) first; repeats past ten.
+LAYER_COLORS = ("#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#ca8a04", "#db2777",
+                "#4b5563", "#65a30d")
+
+# The inks of the charts (gradient flow, device timings): grid lines, frames, axis figures, text, titles,
+# and the two alarms (a vanishing gradient warns, an exploding one or a failed device alarms).
+GRID, FRAME, AXIS_INK, TEXT_INK, TITLE_INK = "#eef0f3", "#d1d5db", "#6b7280", "#374151", "#111827"
+WARNING_INK, ALARM_INK = "#92400e", "#b91c1c"
+
 _CATEGORY_OF_MODULE = {
     "arithmetic": "arithmetic", "elementwise": "elementwise", "activations": "elementwise",
     "activation": "elementwise", "reductions": "reduction", "shape": "shape", "indexing": "shape",
@@ -48,6 +59,22 @@ def category(function) -> str:
 
 def kind_color(node) -> str:
     return KIND_COLORS.get(node.kind if node.kind != "op" else node.category, KIND_COLORS["other"])
+
+
+def layer_color(index: int) -> str:
+    return LAYER_COLORS[index % len(LAYER_COLORS)]
+
+
+def decades(values, empty: tuple = (-1, 1)) -> tuple:
+    """The powers of ten that enclose every positive, finite figure: (low exponent, high exponent).
+
+    A log axis is drawn in whole decades; figures all in one power of ten get one decade either side
+    (so a flat line sits mid-chart), and no figure at all gets ``empty``."""
+    logs = [math.log10(v) for v in values if isinstance(v, (int, float)) and 0 < v < math.inf]
+    if not logs:
+        return empty
+    low, high = math.floor(min(logs)), math.ceil(max(logs))
+    return (low, high) if high > low else (low - 1, high + 1)
 
 
 def scale_color(t: float) -> str:

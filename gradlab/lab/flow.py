@@ -4,7 +4,7 @@ A layer is a module that owns parameters itself (``0``, ``layers.2.fc``). One fo
 puts a hook on its output, so that when backward reaches the layer we learn ‖∂L/∂output‖ (the gradient
 flowing out of it, towards the input) and keep a copy of its weights before the optimizer moves them.
 ``update()`` after ``optimizer.step()`` then reads ‖∂L/∂W‖, ‖W‖ and ‖W_after − W_before‖ / ‖W_before‖.
-No anywidget here: scripts use ``Flow`` directly, the widget (``gradient_flow.py``) draws it.
+No anywidget here: scripts use ``Flow`` directly; ``flow_picture.py`` draws it, ``gradient_flow.py`` shows it live.
 """
 
 from __future__ import annotations
@@ -274,7 +274,7 @@ class Flow:
         return {name: self.points[index][2][li][fi] for li, name in enumerate(self.layer_names)}
 
     def history(self) -> dict:
-        """Everything kept, as plain JSON-ready data (the widget draws exactly this)."""
+        """Everything kept, as plain JSON-ready data (the pictures are drawn from exactly this)."""
         return {
             "layers": self.layer_names,
             "steps": self.steps,
@@ -289,10 +289,12 @@ class Flow:
             "thresholds": {"vanishing": self.vanishing, "exploding": self.exploding, "window": self.window},
         }
 
-    def to_svg(self) -> str:
-        """A static picture: ‖∂L/∂W‖ per layer over the steps (log scale), and the flags."""
+    def to_svg(self, figure: str = "grad_norm") -> str:
+        """The chart the widget shows, as SVG text: ``figure`` per layer over the steps (log scale), the flags."""
         from .flow_picture import flow_svg
-        return flow_svg(self.history())
+        if figure not in FIGURES:
+            raise FlowError(f"GradientFlow.to_svg(): no figure {figure!r}; the figures are {', '.join(FIGURES)}")
+        return flow_svg(self.history(), figure)
 
     def plot(self, figure: str = "grad_norm"):
         """A matplotlib Figure of one figure per layer over the steps (needs matplotlib)."""

@@ -1,9 +1,11 @@
 """``GradientFlow(model)``: per-layer gradient figures over training, drawn live while the training cell runs.
 
-The figures come from ``flow.py`` (hooks, history, flags); this widget sends them to the front end
-(``widgets/gradient_flow.js``) at most every ``interval`` seconds and once more when the cell ends, so
-drawing never slows the training loop much. Clicking a layer opens the model's graph below the charts,
-coloured by the same figure, with that layer opened and selected.
+The figures come from ``flow.py`` (hooks, history, flags) and the charts are drawn in Python by
+``flow_picture.flow_svg``, the same function that makes the saved notebook's picture. This widget sends
+them to the front end (``widgets/gradient_flow.js``, which only shows them and reports clicks) at most
+every ``interval`` seconds and once more when the cell ends, so drawing never slows the training loop
+much. Clicking a layer opens the model's graph below the charts, coloured by the same figure, with that
+layer opened and selected.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import time
 import weakref
 
 from .flow import FIGURES, Flow, FlowError, nearest
+from .flow_picture import flow_svg
 from .frontend import bundle, stylesheet
 from .graph_view import AS_JSON_TEXT, GraphView
 from .record import record
@@ -26,13 +29,17 @@ except ImportError as error:  # pragma: no cover - depends on the extra
 
 
 class FlowChart(anywidget.AnyWidget):
-    """The charts: one line per layer over the steps, the histogram scrubbed in time, the flags."""
+    """The charts as Python drew them (one per figure), each kept step's histogram counts, what the controls chose."""
 
-    history = traitlets.Dict({}).tag(sync=True, **AS_JSON_TEXT)
-    figure = traitlets.Unicode("grad_norm").tag(sync=True)  # the line plots' figure (the menu)
+    charts = traitlets.Dict({}).tag(sync=True, **AS_JSON_TEXT)  # figure -> its line chart's SVG (flow_svg)
+    figures = traitlets.Dict({}).tag(sync=True)  # figure -> [symbol, meaning]: the menu's entries
+    figure = traitlets.Enum(tuple(FIGURES), "grad_norm").tag(sync=True)  # the menu's choice: the chart shown, saved
+    histograms = traitlets.Dict({}).tag(sync=True, **AS_JSON_TEXT)  # {"steps": [...], "layers": {layer: [hist]}}
+    suggested_layer = traitlets.Unicode("").tag(sync=True)  # the histogram's layer until one is chosen
+    histogram_layer = traitlets.Unicode("").tag(sync=True)  # the layer menu's choice ("" until one is made)
     scrub_step = traitlets.Int(0).tag(sync=True)  # the histogram slider's step; 0 = the latest
-    histogram_layer = traitlets.Unicode("").tag(sync=True)
     opened = traitlets.Unicode("").tag(sync=True)  # the layer shown in the graph below, if any
+    status = traitlets.Unicode("").tag(sync=True)  # "144 updates · 144 kept"
     notice = traitlets.Unicode("").tag(sync=True)
 
     _esm = bundle("gradient_flow.js")
@@ -57,11 +64,12 @@ class GradientFlow:
             raise FlowError(f"GradientFlow(model, interval=...): interval is seconds ≥ 0, got {interval!r}")
         self.figures = Flow(model, **options)
         self.interval = float(interval)
-        self.chart = FlowChart()
+        self.chart = FlowChart(figures={figure: list(text) for figure, text in FIGURES.items()})
         self.view = None  # the GraphView a click opened
         self._pushed_at = -float("inf")
         self._push_cost = 0.0
         self._pending = False
+        self._pushes = 0
         self.widget = ipywidgets.VBox([self.chart])
         self.widget.add_class("gradlab-gradient-flow")
         self.chart.on_msg(self._on_front_end_message)
@@ -77,7 +85,7 @@ class GradientFlow:
         self._pending = True
         # a push costs time in the training loop: never spend more than ~3 % of it pushing (the CNN target is 5 % in all)
         if time.monotonic() - self._pushed_at >= max(self.interval, 30 * self._push_cost):
-            self._push()
+            self._push(every_figure=False)
 
     def on_step(self, loss) -> None:
         """``fit(..., callbacks=[flow])`` calls this after every ``optimizer.step()``."""
@@ -109,9 +117,9 @@ class GradientFlow:
         """A matplotlib Figure of ``figure`` per layer over the steps."""
         return self.figures.plot(figure)
 
-    def to_svg(self) -> str:
-        """The static picture: ‖∂L/∂W‖ per layer over the steps and the flags."""
-        return self.figures.to_svg()
+    def to_svg(self, figure: str | None = None) -> str:
+        """The chart the widget shows (``figure``, else the menu's), as SVG text: the same drawing, by one function."""
+        return self.figures.to_svg(figure or self.chart.figure)
 
     def _repr_mimebundle_(self, **kwargs):
         """The live widget, plus a static SVG for GitHub, nbviewer and nbconvert."""
@@ -127,12 +135,32 @@ class GradientFlow:
 
     # --- sending to the front end ---------------------------------------------------------------------
 
-    def _push(self) -> None:
+    def _push(self, every_figure: bool = True) -> None:
+        """Draw the charts and send them, with the histograms' counts when a histogram was taken, in one message.
+
+        Every figure has its chart in the front end, so the menu switches at once even while a training cell
+        holds the kernel. A live push in the loop redraws the menu's figure and one other in turn (the
+        drawing is most of a push's cost); a flush, and the end of every cell, redraws all four."""
         started = time.monotonic()
-        self.chart.history = self.figures.history()
+        history = self.figures.history()
+        flags = history["flags"]
+        if every_figure or not self.chart.charts:
+            figures = list(FIGURES)
+        else:
+            others = [figure for figure in FIGURES if figure != self.chart.figure]
+            figures = [self.chart.figure, others[self._pushes % len(others)]]
+        self._pushes += 1
+        with self.chart.hold_sync():
+            self.chart.charts = {**self.chart.charts, **{figure: flow_svg(history, figure) for figure in figures}}
+            if history["histogram_steps"] != self.chart.histograms.get("steps"):  # copies: Flow appends to its own
+                self.chart.histograms = {"steps": list(history["histogram_steps"]),
+                                         "layers": {name: list(kept) for name, kept in history["histograms"].items()}}
+            self.chart.suggested_layer = flags[0]["layer"] if flags else history["layers"][0]
+            count = history["count"]
+            self.chart.status = f"{count} update{'' if count == 1 else 's'} · {len(history['steps'])} kept"
         self._pushed_at = time.monotonic()
         self._push_cost = self._pushed_at - started
-        self._pending = False
+        self._pending = not every_figure  # the end of the cell draws the figures this push left
 
     def _flush_after_each_cell(self) -> None:
         """Redraw at the end of every notebook cell that updated the figures (as GraphView does for backward)."""

@@ -20,7 +20,7 @@ from .profiling import Profile, figure_modes, figure_tables, node_figures
 from .record import Recording
 from .scene import GROUP_PREFIX, Scene, sub_text
 from .summary import summarize
-from .svg import render
+from .svg import key_svg, render
 
 try:
     import anywidget
@@ -43,7 +43,8 @@ class GraphWidget(anywidget.AnyWidget):
     node_updates = traitlets.Dict({}).tag(sync=True, **AS_JSON_TEXT)  # {id: node} changed since `nodes` was sent
     groups = traitlets.Dict({}).tag(sync=True)
     colors = traitlets.Dict({}).tag(sync=True, **AS_JSON_TEXT)
-    legends = traitlets.Dict({}).tag(sync=True)
+    legends = traitlets.Dict({})  # mode -> its colour key as data (title, stops or items); drawn into `color_keys`
+    color_keys = traitlets.Dict({}).tag(sync=True)  # mode -> its colour key as SVG (svg.key_svg): what the widget shows
     color_mode = traitlets.Unicode("kind").tag(sync=True)
     color_labels = traitlets.Dict({}).tag(sync=True)  # mode -> its name in the colour menu
     selected = traitlets.Unicode("").tag(sync=True)
@@ -89,6 +90,10 @@ class GraphWidget(anywidget.AnyWidget):
             self._watch_backward()
 
     # --- drawing ----------------------------------------------------------------------------------
+
+    @traitlets.observe("legends")
+    def _draw_keys(self, change) -> None:
+        self.color_keys = {mode: key_svg(legend) for mode, legend in change["new"].items()}
 
     def _redraw(self) -> None:
         """Lay out (cached per set of open modules) and draw; the front end swaps the SVG in."""

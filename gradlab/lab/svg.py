@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 from html import escape
 
-from .colors import KIND_COLORS, MISSING, ZERO
+from .colors import KIND_COLORS, MISSING, TEXT_INK, ZERO
 
 INK = "#111827"
 from .scene import GROUP_PREFIX, Scene, clip, sub_text
@@ -29,7 +29,6 @@ STYLE = """
 .gl-group.gl-expanded > rect { fill: rgba(124, 58, 237, 0.04); stroke: #c4b5fd; stroke-width: 1; stroke-dasharray: 5 3; }
 .gl-group.gl-collapsed > rect { stroke: #7c3aed; stroke-width: 1.4; }
 .gl-group-title { font-size: 11px; fill: #5b21b6; font-weight: 600; }
-.gl-legend-text { font-size: 10.5px; fill: #374151; }
 .gl-state-unreached { opacity: 0.35; }
 .gl-node.gl-state-current rect { stroke: #ea580c; stroke-width: 3.5; filter: drop-shadow(0 0 4px #fb923c); }
 .gl-node.gl-state-done rect { stroke: #15803d; stroke-width: 1.6; }
@@ -46,7 +45,8 @@ def render(scene: Scene, placement=None, colors: dict | None = None, texts: dict
     texts = texts or {}
     states = states or {}
     uid = f"gl{next(_ids)}"
-    legend_h = 34.0 if legend else 0.0
+    key, _, key_h = _key(legend, max(placement.width, 300.0)) if legend else ("", 0.0, 0.0)
+    legend_h = key_h + 20 if legend else 0.0
     width, height = placement.width + 2 * margin, placement.height + 2 * margin + legend_h
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="gl-graph" width="{width:.0f}" height="{height:.0f}" '
@@ -93,7 +93,7 @@ def render(scene: Scene, placement=None, colors: dict | None = None, texts: dict
                         colors.get(item, (MISSING, INK)), tip, 4 if node.kind == "op" else 12))
     out.append("</g>")
     if legend:
-        out.append(_legend(legend, placement.height + 10))
+        out.append(f'<g class="gl-key" transform="translate(0,{placement.height + 10:.1f})">{key}</g>')
     out.append("</g></svg>")
     return "".join(out)
 
@@ -127,19 +127,35 @@ def _path(points) -> str:
     return "".join(d)
 
 
-def _legend(legend: dict, y: float) -> str:
-    """The colour key under the drawing: a scale with its ends, or the kinds of operation."""
-    parts = [f'<g class="gl-legend" transform="translate(0,{y:.1f})">',
-             f'<text class="gl-legend-text" x="0" y="10">{escape(legend["title"])}:</text>']
-    x = len(legend["title"]) * 6.2 + 14
-    for text, color in legend.get("stops") or legend.get("items") or []:
-        parts.append(f'<rect x="{x:.1f}" y="0" width="14" height="12" fill="{color}" stroke="#9ca3af" stroke-width="0.5"/>'
-                     f'<text class="gl-legend-text" x="{x + 18:.1f}" y="10">{escape(str(text))}</text>')
-        x += 26 + len(str(text)) * 6.2
+KEY_ROW, CHAR_W = 16, 6.2  # a row of the colour key; the width of one of its characters (10.5 px text)
+
+
+def key_svg(legend: dict, max_width: float = 760) -> str:
+    """The colour key alone, as SVG text: the widget shows it under its canvas (``render`` draws it inside)."""
+    body, width, height = _key(legend, max_width)
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" class="gl-key" width="{width:.0f}" height="{height:.0f}" '
+            f'viewBox="0 0 {width:.0f} {height:.0f}" font-family="-apple-system, \'Segoe UI\', Helvetica, Arial, '
+            f'sans-serif">{body}</svg>')
+
+
+def _key(legend: dict, max_width: float) -> tuple:
+    """The key's title and entries (a scale with its ends, or the kinds of operation), flowed left to right in
+    rows no wider than ``max_width``: (SVG elements, width, height)."""
+    entries = [(None, f"{legend['title']}:")]
+    entries += [(color, str(text)) for text, color in legend.get("stops") or legend.get("items") or []]
     if legend.get("stops") is not None:
-        for text, color in ((legend.get("missing_text", "not known yet"), MISSING), ("zero", ZERO)):
-            parts.append(f'<rect x="{x:.1f}" y="0" width="14" height="12" fill="{color}" stroke="#9ca3af" '
-                         f'stroke-width="0.5"/><text class="gl-legend-text" x="{x + 18:.1f}" y="10">{text}</text>')
-            x += 26 + len(text) * 6.2
-    parts.append("</g>")
-    return "".join(parts)
+        entries += [(MISSING, legend.get("missing_text", "not known yet")), (ZERO, "zero")]
+    parts, x, y, width = [], 0.0, 0.0, 0.0
+    for color, text in entries:
+        swatch = 18 if color else 0
+        entry_w = swatch + len(text) * CHAR_W + 10
+        if x > 0 and x + entry_w > max_width:
+            x, y = 0.0, y + KEY_ROW
+        if color:
+            parts.append(f'<rect class="gl-swatch" x="{x:.1f}" y="{y:.0f}" width="14" height="12" fill="{color}" '
+                         f'stroke="#9ca3af" stroke-width="0.5"/>')
+        parts.append(f'<text x="{x + swatch:.1f}" y="{y + 10:.0f}" font-size="10.5" fill="{TEXT_INK}">'
+                     f'{escape(text)}</text>')
+        x += entry_w
+        width = max(width, x)
+    return "".join(parts), width, y + 14

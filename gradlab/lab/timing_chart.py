@@ -12,28 +12,29 @@ import math
 import textwrap
 from html import escape
 
+from .colors import ALARM_INK, AXIS_INK, GRID, decades
 from .timing import DeviceTimes, _ms, _ratio
 
 WIDTH, LABEL_W, BARS_W, COMPILE_W = 760, 120, 450, 170
 SPAN_W = 300  # the log axis; the rest of the bar column holds each bar's figures
 ROW_H, LINE_H, TOP, GAP = 32, 13, 44, 6
-BAR, COMPILE_INK, GREY, RED = "#6366f1", "#d97706", "#9ca3af", "#b91c1c"
+BAR, COMPILE_INK, GREY, RED = "#6366f1", "#d97706", "#9ca3af", ALARM_INK
 COMPILED_BAR = "#0d9488"  # compare_compiled: the compiled row's bar (eager keeps BAR)
 _ids = itertools.count()
 
-STYLE = """
-.gl-dt { font-family: -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif; font-size: 11.5px; fill: #1f2937; }
-.gl-dt-label { font-weight: 600; }
-.gl-dt-unavailable .gl-dt-label, .gl-dt-unavailable .gl-dt-why { fill: #6b7280; }
-.gl-dt-failed .gl-dt-why { fill: #b91c1c; }
-.gl-dt-pending .gl-dt-why { fill: #6b7280; font-style: italic; }
-.gl-dt-figure { font-size: 11px; }
-.gl-dt-axis { font-size: 10px; fill: #6b7280; }
-.gl-dt-grid { stroke: #eef0f3; }
-.gl-dt-note { font-size: 10.5px; fill: #4b5563; }
-.gl-dt-variant { font-size: 10.5px; font-weight: 600; }
-.gl-dt-compiled .gl-dt-variant { fill: #0f766e; }
-.gl-dt-fallback { font-size: 10.5px; fill: #b91c1c; }
+STYLE = f"""
+.gl-dt {{ font-family: -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif; font-size: 11.5px; fill: #1f2937; }}
+.gl-dt-label {{ font-weight: 600; }}
+.gl-dt-unavailable .gl-dt-label, .gl-dt-unavailable .gl-dt-why {{ fill: {AXIS_INK}; }}
+.gl-dt-failed .gl-dt-why {{ fill: {ALARM_INK}; }}
+.gl-dt-pending .gl-dt-why {{ fill: {AXIS_INK}; font-style: italic; }}
+.gl-dt-figure {{ font-size: 11px; }}
+.gl-dt-axis {{ font-size: 10px; fill: {AXIS_INK}; }}
+.gl-dt-grid {{ stroke: {GRID}; }}
+.gl-dt-note {{ font-size: 10.5px; fill: #4b5563; }}
+.gl-dt-variant {{ font-size: 10.5px; font-weight: 600; }}
+.gl-dt-compiled .gl-dt-variant {{ fill: #0f766e; }}
+.gl-dt-fallback {{ font-size: 10.5px; fill: {ALARM_INK}; }}
 """
 
 
@@ -150,11 +151,9 @@ def _hatch(hatch) -> str:
 
 
 def _span(times) -> tuple:
-    """The decades that hold every time (one decade when there is nothing yet)."""
-    times = [t for t in times if t and t > 0]
-    if not times:
-        return 1e-4, 1e-3
-    return 10 ** math.floor(math.log10(min(times))), 10 ** math.ceil(math.log10(max(times)) + 1e-9)
+    """The decades that hold every time, in seconds (0.1 ms to 1 ms when there is nothing yet)."""
+    low, high = decades(times, empty=(-4, -3))
+    return 10.0 ** low, 10.0 ** high
 
 
 def _log_axis(low, high):

@@ -198,6 +198,8 @@ def start_server(kind: str, base: Path) -> JupyterServer:
         HOME=str(home), JUPYTER_CONFIG_DIR=str(home / "config"), JUPYTER_DATA_DIR=str(home / "data"),
         JUPYTER_RUNTIME_DIR=str(home / "runtime"), IPYTHONDIR=str(home / "ipython"),
         PATH=path_without_dot(os.environ.get("PATH", ""), base / "bin"), PYTHONUNBUFFERED="1",
+        # the kernels import this checkout's gradlab, not whichever one the venv was installed from
+        PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
     )
     assert shutil.which("dot", path=env["PATH"]) is None, "the server's PATH must not reach Graphviz's dot"
     for key in ("JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR", "IPYTHONDIR"):

@@ -57,6 +57,11 @@ def test_lab04_draws_the_flow_scrubs_opens_a_layer_and_flags(page, jupyter_serve
     sigmoid.locator("select.gl-flow-figure").select_option("update_ratio")
     page.wait_for_function("([el, p]) => el.querySelector('.gl-flow-lines polyline').getAttribute('points') !== p",
                            arg=[sigmoid.element_handle(), before_points])
+    # what the browser shows is the kernel's own drawing, the saved notebook's picture (the menu's choice synced back)
+    shown = first_line.get_attribute("points")
+    saved = run_cell(page, "print(flow.chart.figure, flow.to_svg() == flow._repr_mimebundle_()[0]['image/svg+xml'], "
+                           "flow.to_svg().split('points=\"')[1].split('\"')[0])").strip().splitlines()[-1]
+    assert saved == f"update_ratio True {shown}"
 
     # a click on a layer opens the graph below, coloured by the flow's figure, that layer selected
     sigmoid.locator('.gl-flow-key[data-layer="4"]').click()
