@@ -300,7 +300,7 @@ def test_the_panel_shows_a_failed_step():
     with pytest.raises(RuntimeError):
         stepper.step()
     assert stepper.panel["title"] == "step 2 of 4 failed: Fails"
-    assert stepper.panel["text"].startswith("ValueError: this backward is broken. loss.backward() would raise it too")
+    assert stepper.panel["warning"].startswith("ValueError: this backward is broken. loss.backward() would raise it")
     assert "step 2 of 4 failed" in stepper.notice and stepper.status.startswith("step 2 of 4 failed")
 
 

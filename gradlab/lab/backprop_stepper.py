@@ -230,7 +230,8 @@ class BackpropStepper(GraphWidget):
             failure = stepping.failure
             if failure is not None:
                 return {"title": f"step {failure['index'] + 1} of {stepping.total} failed: {failure['label']}",
-                        "text": f"{failure['error']}. {failure['advice']}", "warning": warning}
+                        "warning": " ".join(filter(None, [f"{failure['error']}. {failure['advice']}", warning])),
+                        "text": ""}
             if stepping.finished:
                 return {"title": "backward finished", "warning": warning,
                         "text": ("every step has run" if warnings else
