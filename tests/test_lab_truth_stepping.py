@@ -148,6 +148,51 @@ def test_your_own_scalar_backward_while_stepping_is_reported():
     assert any("changed outside backward" in w for w in stepping.warnings())
 
 
+def test_the_widget_says_so_when_the_cell_that_ran_your_backward_ends(monkeypatch):
+    IPython = pytest.importorskip("IPython")
+
+    class Events:
+        def __init__(self):
+            self.callbacks = {}
+
+        def register(self, event, callback):
+            self.callbacks.setdefault(event, []).append(callback)
+
+        def unregister(self, event, callback):
+            self.callbacks[event].remove(callback)
+
+    class Shell:
+        events = Events()
+
+    monkeypatch.setattr(IPython, "get_ipython", lambda: Shell)
+    model, _ = model_and_twin()
+    loss = loss_of(model)
+    stepper = stepper_widget(loss)
+    stepper.step()
+    [cell_ended] = Shell.events.callbacks["post_execute"]
+    loss.backward(retain_graph=True)  # in a later cell: the stepper is not asked anything
+    assert stepper.notice == ""
+    cell_ended()  # what IPython does after each cell
+    assert "a backward of your own" in stepper.notice and "a backward of your own" in stepper.panel["warning"]
+    stepper.close()
+    cell_ended()
+    assert Shell.events.callbacks["post_execute"] == []  # a closed stepper stops listening
+
+
+def test_a_stepper_left_open_keeps_nothing_of_your_training_loop():
+    model = mlp()
+    stepping = Stepping(loss_of(model))
+    stepping.step()
+    optimizer = gl.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(3):
+        optimizer.zero_grad()
+        loss_of(model).backward()
+        optimizer.step()
+    ledgers = stepping._ledgers
+    assert all(not ledger.awake and ledger.entries == [] and ledger.start is None for ledger in ledgers)
+    assert any("changed outside backward" in w for w in stepping.warnings())
+
+
 # --- a step that fails ---------------------------------------------------------------------------------
 
 class Fails(gl.autograd.Function):

@@ -48,6 +48,7 @@ class BackpropStepper(GraphWidget):
         self.stepping = stepping
         self._said = ""  # what the last action has to say; the warnings about others' changes follow it
         super().__init__(loss, graph=stepping.graph, color="grad", height=height)
+        self._said = self.notice  # what the drawing had to say (modules opened collapsed), until the first action
         self.total_steps = stepping.total
         self._reached = stepping.reached_ids()
         self._redraw_after_each_cell()

@@ -5,7 +5,9 @@ stepper on the same loss. To take out only its own steps (reset, step back) it a
 ledger to add the rest up again, in the order they came: bit for bit the ``.grad`` those backwards
 alone would have left. The ledger learns each addition from hooks on the leaf's accumulator node;
 a change made outside backward (``p.grad = None``, ``zero_grad()``, an in-place edit) cannot be
-taken apart, so it becomes the ledger's new start, and the steppers watching are told.
+taken apart, so it becomes the ledger's new start, and the steppers watching are told. From then
+on, until a stepper adds to the leaf again, the ledger sleeps: nothing in it needs taking out, so
+your training loop (``zero_grad()``, then ``backward()``) pays nothing for a stepper left open.
 """
 
 from __future__ import annotations
@@ -33,10 +35,9 @@ class Ledger:
 
     def __init__(self, leaf, accumulator):
         self.leaf = leaf
-        self.start = _copy(leaf.grad)
         self.entries: list = []
         self.watchers: list = []  # weak references to the steppers that use this ledger
-        self._look()
+        self.wake()
         self._handles = (accumulator.register_prehook(self._before_accumulate),
                          accumulator.register_hook(self._after_accumulate))
 
@@ -45,33 +46,50 @@ class Ledger:
     def _before_accumulate(self, grads) -> None:
         if _off_the_books():
             return
+        if not self.awake:
+            lab_pass = current_pass()
+            if lab_pass is None or all(ref is not lab_pass.owner for ref in self.watchers):
+                return
+            self.wake()  # a stepper adds to this leaf again: from here on its steps can be taken out
         self.sync()
 
     def _after_accumulate(self, grads_out, grads) -> None:
-        if _off_the_books() or grads[0] is None or self._unchanged():
+        if not self.awake or _off_the_books() or grads[0] is None or self._unchanged():
             return  # (unchanged: autograd.grad, or backward(inputs=...) without this leaf, added nothing)
         lab_pass = current_pass()
         owner, step = (lab_pass.owner, lab_pass.step) if lab_pass is not None else (None, None)
         grad = grads[0] if grads[0].dtype is self.leaf.dtype else grads[0].to(self.leaf.dtype)
-        self.entries.append(Entry(owner, step, _copy(grad)))
+        last = self.entries[-1] if self.entries else None
+        if owner is None and last is not None and last.owner is None:
+            last.grad.add_(grad)  # yours again, after a stepper's: one entry, so the list stays short
+        else:
+            self.entries.append(Entry(owner, step, _copy(grad)))
         self._fold()
         self._look()
         self._tell(owner, "added")
 
     # --- what a stepper asks --------------------------------------------------------------------------
 
-    def sync(self) -> bool:
-        """Notice a change made outside backward since the last look: it becomes the new start. True if one was."""
-        if self._unchanged():
-            return False
+    def wake(self) -> None:
+        """Start from .grad as it is now, with nothing added since."""
+        self.awake = True
         self.start, self.entries = _copy(self.leaf.grad), []
         self._look()
+
+    def sync(self) -> bool:
+        """Notice a change made outside backward since the last look: the watchers are told, and the ledger
+        sleeps until a stepper adds here again (nothing is left to take out). True if there was one."""
+        if not self.awake or self._unchanged():
+            return False
+        self.awake, self.start, self.entries, self._seen_values = False, None, [], None
         self._tell(None, "changed")
         return True
 
     def take_out(self, owner, from_step: int = 0) -> bool:
         """Remove ``owner``'s additions (those of step ``from_step`` on) and add up the rest again."""
         self.sync()
+        if not self.awake:
+            return False
         kept = [e for e in self.entries if not (e.owner is owner and e.step is not None and e.step >= from_step)]
         if len(kept) == len(self.entries):
             return False
@@ -84,11 +102,9 @@ class Ledger:
         self._tell(owner, "removed")
         return True
 
-    def others_since(self, owner) -> list:
-        """Who else added to this leaf and is still in its .grad: None (you) or other steppers."""
-        return [e.owner for e in self.entries if e.owner is not owner]
-
     def watch(self, stepper_ref) -> None:
+        if not self.awake:
+            self.wake()
         self.watchers.append(stepper_ref)
 
     def unwatch(self, stepper_ref) -> None:
@@ -118,7 +134,7 @@ class Ledger:
         return grad is None or np.array_equal(as_numpy(grad), self._seen_values, equal_nan=_floating(grad))
 
     def _fold(self) -> None:
-        """Additions nobody can take out any more (yours, at the front) join the start: the list stays short."""
+        """Additions nobody can take out any more (yours, at the front) join the start."""
         while self.entries and self.entries[0].owner is None:
             grad = self.entries.pop(0).grad
             self.start = grad if self.start is None else self.start.add_(grad)

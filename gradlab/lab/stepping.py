@@ -128,12 +128,16 @@ class Stepping:
         self._check_open()
         self.sync()
         self._rewind()
-        for node in self.graph.nodes.values():
-            if node.kind in ("param", "leaf") and node.ref is not None and self._outside:
-                node.grad = summarize(node.ref.grad)
+        if self._outside:  # the leaves do not hold what they held when the stepper began: show what they hold
+            for node in self.graph.nodes.values():
+                if node.kind in ("param", "leaf") and node.ref is not None:
+                    node.grad = summarize(node.ref.grad)
         if self.is_scalar:
             self._initial = {node: node.grad for node in self.leaves}
             self._left = dict(self._initial)
+        for ledger in self._ledgers:
+            if not ledger.awake:  # from here on, any change to .grad counts against this stepper's claim again
+                ledger.wake()
         self._initial_summaries = {n.id: n.grad for n in self.graph.nodes.values()}
         self._outside = {}
         self.told = False
