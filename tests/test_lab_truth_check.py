@@ -116,6 +116,15 @@ def test_a_kink_in_an_input_too_big_to_search_is_reported_as_unchecked():
     assert "sits on a kink" in result["message"] and "too many elements" in result["message"]
 
 
+def test_a_kink_in_a_big_input_where_backward_agrees_on_average_is_still_named():
+    values = np.zeros(3000)
+    values[::2] = np.linspace(0.5, 2.0, 1500)
+    result = check_op("AbsBackward", lambda x: x.abs(), values.tolist())
+    message = result["message"]
+    assert result["ok"] is True
+    assert "its input 'x' sits on a kink" in message and "agrees with the central difference" in message
+
+
 def test_a_smooth_function_with_a_strong_curve_is_no_kink():
     result = check_op("ReciprocalBackward", lambda x: x.reciprocal(), [0.01, 0.02, 1.0])
     assert result["ok"] is True and "kinks" not in result and "agrees" in result["message"]
