@@ -38,6 +38,8 @@ function render({ model, el }) {
   function showPanel() {
     const p = model.get("panel") || {};
     panel.replaceChildren(h("div", { class: "gl-panel-title" }, p.title || ""));
+    // what the stepper cannot vouch for (someone else changed a .grad it adds into) comes first
+    if (p.warning) panel.append(h("div", { class: "gl-warn gl-step-warning" }, p.warning));
     if (!p.node) {
       panel.append(h("div", { class: "gl-hint" }, p.text || ""));
       return;

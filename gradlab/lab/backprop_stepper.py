@@ -2,17 +2,22 @@
 
 Each Step runs one node of ``gl.autograd.backward_steps`` (never a replay): the panel shows the
 gradient that reached it, its local rule with the numbers it produced for each input, and where
-a gradient adds into one that fanned out. Step back restores the gradients exactly.
+a gradient adds into one that fanned out. Step back restores the gradients exactly. When a step
+fails, or someone else changes a ``.grad`` while it steps, the panel says so and stops claiming
+that ``.grad`` holds what ``loss.backward()`` gives.
 """
 
 from __future__ import annotations
+
+import weakref
+from contextlib import contextmanager
 
 import traitlets
 
 from .frontend import bundle
 from .graph_view import GraphWidget
 from .capture import capture
-from .stepping import Stepping
+from .stepping import BackwardStepError, Stepping
 
 
 class BackpropStepper(GraphWidget):
@@ -20,7 +25,8 @@ class BackpropStepper(GraphWidget):
 
     ``step()``, ``step_back()``, ``run_to(node)``, ``run_to_end()``, ``reset()``; ``current`` is
     the node whose turn it is. In the widget: → or Space steps, ← steps back, End runs to the end,
-    Home resets, Enter runs to the selected node.
+    Home resets, Enter runs to the selected node. ``close()`` takes its hooks off the graph (so does
+    collecting it).
     """
 
     states = traitlets.Dict({}).tag(sync=True)  # node id -> pending / current / done / unreached
@@ -37,12 +43,33 @@ class BackpropStepper(GraphWidget):
     def __init__(self, loss, *, names=None, height=460):
         stepping = Stepping(loss, None)
         if names and not stepping.is_scalar and stepping.graph.source == "tensor":
+            stepping.close()
             stepping = Stepping(loss, capture(loss, names))
         self.stepping = stepping
+        self._said = ""  # what the last action has to say; the warnings about others' changes follow it
         super().__init__(loss, graph=stepping.graph, color="grad", height=height)
+        self._said = self.notice  # what the drawing had to say (modules opened collapsed), until the first action
         self.total_steps = stepping.total
         self._reached = stepping.reached_ids()
+        self._redraw_after_each_cell()
         self._show()
+
+    def close(self) -> None:
+        """Take this stepper's hooks off the graph and close the widget (what it added to .grad stays)."""
+        self.stepping.close()
+        super().close()
+
+    @property
+    def status(self) -> str:
+        """Where the stepper is, in one line, with whatever it cannot vouch for."""
+        stepping = self.stepping
+        if stepping.failure is not None:
+            where = f"step {stepping.failure['index'] + 1} of {stepping.total} failed"
+        elif stepping.finished:
+            where = "backward finished"
+        else:
+            where = f"{len(stepping.steps)} of {stepping.total} nodes run"
+        return " · ".join([where, *stepping.warnings()])
 
     # --- the Python face --------------------------------------------------------------------------
 
@@ -58,55 +85,89 @@ class BackpropStepper(GraphWidget):
         return [self._panel(step) for step in self.stepping.steps]
 
     def step(self):
-        """Run the next node of backward; past the end it does nothing and says so."""
-        self.notice = ""
-        if self.stepping.step() is None:
-            self.notice = "backward has finished: every gradient is in .grad. Reset to walk it again"
-        self._show()
+        """Run the next node of backward; past the end it does nothing and says so. A step whose
+        backward fails raises ``BackwardStepError``, and the panel says where and what to do."""
+        with self._acting():
+            if self.stepping.step() is None:
+                self._said = ("backward has finished: every gradient is in .grad. Reset to walk it again"
+                              if not self.stepping.changed_by_others else "backward has finished")
         return self.current
 
     def step_back(self):
         """Undo the last step, restoring every gradient to what it was before it."""
-        self.notice = ""
-        if not self.stepping.step_back():
-            self.notice = "nothing to undo: backward has not started"
-        self._show()
+        with self._acting():
+            if not self.stepping.step_back():
+                self._said = "nothing to undo: backward has not started"
         return self.current
 
     def run_to(self, node):
         """Step until ``node`` (an id, a GraphNode, an engine node, a tensor or a Scalar) has run."""
         target = self._node_id(node)
-        self.notice = ""
-        if target not in self._reached:
-            self.notice = f"{self.graph.nodes[target].label} is never reached by backward: it needs no gradient"
-            self._show()
-            return self.current
-        done = [s["node"] for s in self.stepping.steps]
-        if target in done:
-            self.stepping.go_to(len(done) - done[::-1].index(target))
-        else:
-            while self.stepping.step() is not None:
-                if self.stepping.steps[-1]["node"] == target:
-                    break
+        with self._acting():
+            if target not in self._reached:
+                self._said = f"{self.graph.nodes[target].label} is never reached by backward: it needs no gradient"
+                return self.current
+            done = [s["node"] for s in self.stepping.steps]
+            if target in done:
+                self.stepping.go_to(len(done) - done[::-1].index(target))
             else:
-                self.notice = f"{self.graph.nodes[target].label} is never reached by backward"
-        self._show()
+                while self.stepping.step() is not None:
+                    if self.stepping.steps[-1]["node"] == target:
+                        break
+                else:
+                    self._said = f"{self.graph.nodes[target].label} is never reached by backward"
         return self.current
 
     def run_to_end(self):
-        """Run every remaining node: afterwards each leaf's .grad is what loss.backward() gives."""
-        self.notice = ""
-        while self.stepping.step() is not None:
-            pass
-        self._show()
+        """Run every remaining node: afterwards each leaf's .grad is what loss.backward() gives (the panel
+        says so only when nobody else changed a .grad meanwhile)."""
+        with self._acting():
+            while self.stepping.step() is not None:
+                pass
         return self.current
 
     def reset(self):
-        """Back to before the first step, every gradient as it was when the stepper was made."""
-        self.notice = ""
-        self.stepping.reset()
-        self._show()
+        """Back to before the first step: this stepper's additions leave every .grad; what your own
+        backward (or another stepper) added meanwhile stays."""
+        with self._acting():
+            others = self.stepping.warnings()
+            self.stepping.reset()
+            if others:
+                self._said = ("reset: this stepper's steps are out of .grad; the rest stays (" + "; ".join(others) +
+                              "). Stepping again adds one more backward on top of it")
         return self.current
+
+    @contextmanager
+    def _acting(self):
+        """Every action: clear what the last one said, do it, then redraw, even when a step fails."""
+        self._said = ""
+        try:
+            yield
+        except BackwardStepError as error:
+            self._said = str(error)
+            raise
+        finally:
+            self._show()
+
+    def _redraw_after_each_cell(self) -> None:
+        """When someone else changed a .grad during a cell (your own loss.backward()), say so when it ends."""
+        try:
+            from IPython import get_ipython
+        except ImportError:  # pragma: no cover
+            return
+        shell = get_ipython()
+        if shell is None:
+            return
+        me = weakref.ref(self)
+
+        def flush(*_):
+            live = me()
+            if live is None or not live.stepping.is_open:  # the stepper is gone: stop listening
+                shell.events.unregister("post_execute", flush)
+            elif live.stepping.told:
+                live.stepping.sync()
+                live._show()
+        shell.events.register("post_execute", flush)
 
     # --- what the widget shows ------------------------------------------------------------------
 
@@ -126,6 +187,8 @@ class BackpropStepper(GraphWidget):
 
     def _send_position(self) -> None:
         stepping = self.stepping
+        stepping.told = False
+        self.notice = " · ".join(filter(None, [self._said, *stepping.warnings()]))
         states = {node_id: "pending" if node_id in self._reached else "unreached" for node_id in self.graph.nodes}
         for step in stepping.steps:
             if step["node"] is not None:
@@ -136,7 +199,8 @@ class BackpropStepper(GraphWidget):
         self.group_states = self._group_states(states)
         self.current_id = current or ""
         self.step_index = len(stepping.steps)
-        self.panel = self._panel(stepping.steps[-1] if stepping.steps and not stepping.finished else None)
+        shown = stepping.steps[-1] if stepping.steps and not stepping.finished and stepping.failure is None else None
+        self.panel = self._panel(shown)
         self.states = states
         self._show_scalar_values()
         self._refresh_values(only_gradients=True)
@@ -159,11 +223,22 @@ class BackpropStepper(GraphWidget):
         return {**self.states, **self.group_states}
 
     def _panel(self, step) -> dict:
+        stepping = self.stepping
+        warnings = stepping.warnings()
+        warning = ("; ".join(warnings) + ". So .grad is not what one loss.backward() gives; reset() takes this "
+                   "stepper's steps out and keeps the rest") if warnings else ""
         if step is None:
-            finished = self.stepping.finished
-            return {"title": "backward finished" if finished else "before the first step",
-                    "text": ("every leaf's .grad now holds what loss.backward() gives" if finished else
-                             "Step runs the first node: the output, which receives the gradient 1")}
+            failure = stepping.failure
+            if failure is not None:
+                return {"title": f"step {failure['index'] + 1} of {stepping.total} failed: {failure['label']}",
+                        "warning": " ".join(filter(None, [f"{failure['error']}. {failure['advice']}", warning])),
+                        "text": ""}
+            if stepping.finished:
+                return {"title": "backward finished", "warning": warning,
+                        "text": ("every step has run" if warnings else
+                                 "every leaf's .grad now holds what loss.backward() gives")}
+            return {"title": "before the first step", "warning": warning,
+                    "text": "Step runs the first node: the output, which receives the gradient 1"}
         node = self.graph.nodes.get(step["node"]) if step["node"] is not None else None
         rows = []
         for sent in step["sent"]:
@@ -172,4 +247,5 @@ class BackpropStepper(GraphWidget):
         shown = node.label if node is not None else "a node computed outside the recording"
         return {"title": f"step {step['index'] + 1} of {self.stepping.total}: {shown}",
                 "node": step["node"], "op": node.op if node else "", "words": node.words if node else "",
-                "math": node.math if node else "", "grads_in": step["grads_in"], "sent": rows, "leaf": step["leaf"]}
+                "math": node.math if node else "", "grads_in": step["grads_in"], "sent": rows, "leaf": step["leaf"],
+                "warning": warning}

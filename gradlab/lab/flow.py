@@ -16,6 +16,7 @@ import numpy as np
 
 from ..autograd import is_grad_enabled
 from ..tensor import Tensor
+from .ownership import counts_as_training
 from .summary import as_numpy, summarize
 
 # figure -> (what it is called on a chart, what it measures)
@@ -114,6 +115,8 @@ class Flow:
 
     def _forward_hook(self, layer: _Layer):
         def on_output_grad(grad):
+            if not counts_as_training():  # a stepper's replay or a profile's backward: not a training step
+                return
             if layer.before is None:  # the weights as the optimizer will find them
                 layer.before = [_host(p).copy() for p in layer.params]
             layer.out_sq += _sq(_host(grad))

@@ -16,6 +16,7 @@ from html import escape
 from ..autograd import backward_steps
 from ..autograd.function import AccumulateGrad, Node, TrackedTensor
 from .capture import CaptureError, capture, reachable
+from .ownership import lab_pass
 from .record import Recording, record
 from .summary import summarize
 
@@ -84,16 +85,19 @@ def _run_once(fn, args, keep_grads: bool) -> _Run:
         leaf.grad = None
     timed = []  # (node, seconds, gradients in) of each step: kept short, the clock is running
     steps = backward_steps(out, retain_graph=True)  # kept: the graph can still be drawn and inspected
+    # a backward whose gradients are put back afterwards is no training step: watching hooks (GradientFlow's,
+    # a stepper's ledger) ignore it; with keep_grads it is one, as loss.backward() would be
     try:
-        started = _clock()
-        while True:
-            ready = _clock()
-            step = next(steps, None)
-            if step is None:
-                break
-            synchronize()
-            timed.append((step.node, _clock() - ready, step.grads_in))
-        backward_wall = _clock() - started
+        with lab_pass(counts=keep_grads, keeps_grads=keep_grads):
+            started = _clock()
+            while True:
+                ready = _clock()
+                step = next(steps, None)
+                if step is None:
+                    break
+                synchronize()
+                timed.append((step.node, _clock() - ready, step.grads_in))
+            backward_wall = _clock() - started
     finally:
         if not keep_grads:
             for leaf, grad in before:
