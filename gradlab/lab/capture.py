@@ -15,9 +15,9 @@ import inspect
 
 from ..autograd.function import AccumulateGrad, Function, Node, TrackedTensor
 from ..scalar import Scalar, ScalarFunction
+from .as_used import ValuesAsUsed
 from .colors import category
 from .graph import Graph, GraphNode, Group
-from .as_used import ValuesAsUsed
 from .record import PACKAGE_DIR, Recording, short_filename
 from .summary import summarize
 from .tape_graph import is_tape, tape_to_graph
