@@ -86,7 +86,7 @@ class Recording:
 
     def __init__(self, synchronize: bool = False):
         self._ops: list = []  # (OpRecord, index of the module call it ran in or -1, (file, line))
-        self._versions: list = []  # per op: (versions of its inputs, of its outputs) as it ran
+        self._versions: list = []  # per op: the versions of its inputs, then of its outputs, as it ran
         self._writes: list = []  # RecordedWrite of each in-place write outside an op's forward
         self._thread = None  # the thread that records: only its operations and module calls are noted
         self._seconds: list = []  # forward seconds of each op in _ops: from the previous event to it
@@ -109,7 +109,8 @@ class Recording:
         """The operations in the order they ran, each with its module call and source line."""
         self._finished()
         ids = [call.id for call in self._named_calls]
-        return [RecordedOp(record, ids[call] if call >= 0 else None, where, versions)
+        return [RecordedOp(record, ids[call] if call >= 0 else None, where,
+                           (tuple(versions[:len(record.inputs)]), tuple(versions[len(record.inputs):])))
                 for (record, call, where), versions in zip(self._ops, self._versions)]
 
     @property
@@ -203,7 +204,8 @@ class Recording:
         where = _where(nested_possible=record.node is None)
         if where is not None:
             self._ops.append((record, self._stack[-1] if self._stack else -1, where))
-            self._versions.append((_versions_of(record.inputs), _versions_of(record.outputs)))
+            self._versions.append([t.version if isinstance(t, TrackedTensor) else None
+                                   for t in record.inputs + record.outputs])
             self._seconds.append(now - self._last - self._nested)
             self._nested = 0.0
             self._last = _clock()
@@ -274,10 +276,6 @@ class record:
 
 
 _clock = time.perf_counter
-
-
-def _versions_of(tensors) -> tuple:
-    return tuple(t.version if isinstance(t, TrackedTensor) else None for t in tensors)
 
 
 def _nested_write() -> bool:
