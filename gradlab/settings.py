@@ -135,7 +135,7 @@ def set_anomaly_enabled(mode: bool, check_nan: bool = True) -> None:
     on = bool(mode) and bool(check_nan)
     _anomaly.anomaly_state.enabled = on
     if on and not _anomaly_handle:
-        _anomaly_handle.append(_observers.subscribe(_anomaly._remember_forward))
+        _anomaly_handle.append(_observers.subscribe(_anomaly._remember_forward, all_threads=True))
     elif not on and _anomaly_handle:
         _anomaly_handle.pop().remove()
 

@@ -7,6 +7,8 @@ import { histogram } from "./histogram.js";
 export function summaryBlock(summary, emptyText) {
   if (!summary) return h("div", { class: "gl-empty" }, emptyText);
   const rows = [];
+  // changed in place since the forward: what changed, and whether the numbers below are still the forward's
+  if (summary.changed) rows.push(h("div", { class: "gl-warn gl-changed" }, summary.changed));
   if (summary.values) {
     rows.push(h("div", { class: "gl-values" }, "[" + summary.values.map(num).join(", ") + "]"));
   }
@@ -94,7 +96,8 @@ export function renderInspector(container, model, node, onCheck) {
       : "not known yet: run backward (or step) to see it"),
     node.saved && node.saved.length ? h("h4", {}, "saved for backward") : null,
     (node.saved || []).map((t) => h("div", { class: "gl-saved" },
-      h("b", {}, t.name), t.freed ? " — freed by backward()" : ` ${shapeText(t.shape)} · min ${num(t.min)} · max ${num(t.max)}`)),
+      h("b", {}, t.name), t.freed ? " — freed by backward()" : ` ${shapeText(t.shape)} · min ${num(t.min)} · max ${num(t.max)}`,
+      t.changed ? h("div", { class: "gl-warn gl-changed" }, t.changed) : null)),
     node.kind === "op"
       ? h("button", { class: "gl-check", onclick: () => onCheck(id) }, "check this node")
       : null,

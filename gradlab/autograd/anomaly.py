@@ -28,7 +28,7 @@ def _switch(enabled: bool) -> None:
     """Turn detection on or off: the flag the engine reads, and the one observer that records stacks."""
     anomaly_state.enabled = enabled
     if enabled and anomaly_state.recorder is None:
-        anomaly_state.recorder = observers.subscribe(_remember_forward)
+        anomaly_state.recorder = observers.subscribe(_remember_forward, all_threads=True)  # the mode is global
     elif not enabled and anomaly_state.recorder is not None:
         anomaly_state.recorder.remove()
         anomaly_state.recorder = None

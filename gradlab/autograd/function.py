@@ -56,6 +56,12 @@ class TrackedTensor:
     def _version_count(self) -> int:
         return self._version[0]
 
+    @property
+    def version(self) -> int:
+        """How many times this tensor's memory has been changed in place (PyTorch spells it ``t._version``);
+        a view shares its base's count. Backward compares it with the count a saved tensor had when saved."""
+        return self._version[0]
+
 
 def _check_assigned_grad(tensor, grad) -> None:
     """``t.grad = g`` keeps g only if it could have come from backward: a tensor of t's shape, dtype and device."""

@@ -7,10 +7,14 @@ Two rarer channels tell of *writes* (an in-place op copies its result into a ten
 and of *escapes*: a value leaving the world of operations (``.item()``,
 ``bool(t)``, ``.numpy()``, a random draw outside an op). A tracer needs them, since what Python
 does with such a value (an ``if``, a fresh random mask) is invisible to a recording of operations.
+
+An observer sees the thread that subscribed it, as PyTorch's modes do: a recording, a trace or a
+profile holds its own thread's operations, never another thread's (``all_threads=True`` sees all).
 """
 
 from __future__ import annotations
 
+from threading import get_ident
 from typing import Any, Callable, NamedTuple
 
 from .hooks import RemovableHandle
@@ -29,48 +33,58 @@ class OpRecord(NamedTuple):
     node: Any
 
 
-active: list = []
+active: list = []  # (observer, the thread it watches or None for every thread)
 
 
 ObserverHandle = RemovableHandle  # what subscribe returns: remove() detaches the observer
 
 
-def subscribe(fn: Callable[[OpRecord], None]) -> RemovableHandle:
-    """Call ``fn(record)`` after every operation from now on, until the handle is removed."""
+def subscribe(fn: Callable[[OpRecord], None], *, all_threads: bool = False) -> RemovableHandle:
+    """Call ``fn(record)`` after every operation this thread runs from now on (every thread's with
+    ``all_threads=True``), until the handle is removed."""
     if not callable(fn):
         raise TypeError(f"autograd.subscribe expects a callable taking an OpRecord, got {type(fn).__name__}")
-    active.append(fn)
-    return RemovableHandle(active, hook=fn)
+    return _watch(active, fn, all_threads)
 
 
 def notify(function, inputs, outputs, node) -> None:
     record = OpRecord(function, inputs, outputs if isinstance(outputs, tuple) else (outputs,), node)
-    for fn in tuple(active):
-        fn(record)
+    thread = get_ident()
+    for fn, watched in tuple(active):
+        if watched is None or watched == thread:
+            fn(record)
+
+
+def _watch(watchers: list, fn: Callable, all_threads: bool) -> RemovableHandle:
+    entry = (fn, None if all_threads else get_ident())
+    watchers.append(entry)
+    return RemovableHandle(watchers, hook=entry)
 
 
 escape_watchers: list = []
 write_watchers: list = []
 
 
-def watch_writes(fn: Callable) -> RemovableHandle:
-    """Call ``fn(target, source)`` whenever a tensor's memory is overwritten with another tensor's values
+def watch_writes(fn: Callable, *, all_threads: bool = False) -> RemovableHandle:
+    """Call ``fn(target, source)`` whenever this thread overwrites a tensor's memory with another tensor's values
     outside any op (an in-place operation's last step: ``x.mul_(2)`` computes ``x * 2``, then writes it in)."""
-    write_watchers.append(fn)
-    return RemovableHandle(write_watchers, hook=fn)
+    return _watch(write_watchers, fn, all_threads)
 
 
 def wrote(target, source) -> None:
-    for fn in tuple(write_watchers):
-        fn(target, source)
+    thread = get_ident()
+    for fn, watched in tuple(write_watchers):
+        if watched is None or watched == thread:
+            fn(target, source)
 
 
-def watch_escapes(fn: Callable[[str], None]) -> RemovableHandle:
-    """Call ``fn(what)`` whenever a value escapes the operations (``"item()"``, ``"bool()"``, ``"random"``, ...)."""
-    escape_watchers.append(fn)
-    return RemovableHandle(escape_watchers, hook=fn)
+def watch_escapes(fn: Callable[[str], None], *, all_threads: bool = False) -> RemovableHandle:
+    """Call ``fn(what)`` whenever a value of this thread escapes the operations (``"item()"``, ``"random"``, ...)."""
+    return _watch(escape_watchers, fn, all_threads)
 
 
 def escaped(what: str) -> None:
-    for fn in tuple(escape_watchers):
-        fn(what)
+    thread = get_ident()
+    for fn, watched in tuple(escape_watchers):
+        if watched is None or watched == thread:
+            fn(what)

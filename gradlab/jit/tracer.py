@@ -4,13 +4,15 @@ It listens where the lab's graph capture listens, to the observers in ``Function
 tensor it meets becomes a numbered *value*: an input, a parameter or buffer of the module, a
 constant captured from outside, or the output of an earlier op. What it cannot see — a value
 leaving the ops through ``.item()`` or ``bool()``, a random draw outside any op — it notes as an
-*escape*, because a replay could not repeat what Python did with it.
+*escape*, because a replay could not repeat what Python did with it. It sees its own thread only, as
+PyTorch's modes do: what other threads run meanwhile is not part of the call.
 """
 
 from __future__ import annotations
 
 import sys
 import warnings
+from threading import get_ident
 
 from ..autograd import observers
 from ..autograd.function import Function, TrackedTensor
@@ -43,14 +45,16 @@ class Tracer:
         self._handles = []
         self._random_in_op = False
         self._viewed: set = set()  # ids of tensors some op made a view of: a write into one reaches the views
+        self._thread = None  # the thread that traces: other threads' module calls are not this call's
 
     # --- listening ---------------------------------------------------------------------------------
 
     def __enter__(self):
+        self._thread = get_ident()
         self._handles = [observers.subscribe(self._on_op), observers.watch_escapes(self._on_escape),
                          observers.watch_writes(self._on_write),
                          module_hooks.register_module_forward_pre_hook(self._on_enter),
-                         module_hooks.register_module_forward_hook(self._on_exit)]
+                         module_hooks.register_module_forward_hook(self._on_exit, always_call=True)]
         return self
 
     def __exit__(self, *exc):
@@ -60,12 +64,16 @@ class Tracer:
         return False
 
     def _on_enter(self, module, args):
+        if get_ident() != self._thread:
+            return
         name = self._module_names.get(id(module))
         name = name if name is not None else type(module).__name__
         self.modules.setdefault(name, type(module).__name__)
         self._stack.append(name)
 
-    def _on_exit(self, module, args, output):
+    def _on_exit(self, module, args, output):  # (also when the module's forward raised: always_call)
+        if get_ident() != self._thread:
+            return
         if self._stack:
             self._stack.pop()
 

@@ -15,6 +15,7 @@ import inspect
 
 from ..autograd.function import AccumulateGrad, Function, Node, TrackedTensor
 from ..scalar import Scalar, ScalarFunction
+from .as_used import ValuesAsUsed
 from .colors import category
 from .graph import Graph, GraphNode, Group
 from .record import PACKAGE_DIR, Recording, short_filename
@@ -92,8 +93,9 @@ def _forward_arg_names(function) -> list:
     return params[1:]  # drop ctx
 
 
-def _saved(node: Node, inputs: tuple = (), outputs: tuple = ()) -> list:
-    """What forward saved for backward, each named by the forward argument or output it is."""
+def _saved(node: Node, inputs: tuple = (), outputs: tuple = (), versions=((), ()), values=None) -> list:
+    """What forward saved for backward, each named by the forward argument or output it is; from a
+    recording (``versions`` of the inputs and outputs as the op ran), as saved, and marked if changed since."""
     saved = node.inspect_saved()
     if saved is None:
         return [{"name": "freed", "freed": True}]
@@ -104,8 +106,13 @@ def _saved(node: Node, inputs: tuple = (), outputs: tuple = ()) -> list:
         if t is None:
             continue
         name = None
+        shown, version = t, None  # the tensor to look at, and its version when forward saved it
         if output is not None:  # one of the node's own outputs (kept without its history: see SavedValue)
             name = "out" if n_outputs == 1 else f"out[{output}]"
+            if output < len(versions[1]):
+                shown, version = outputs[output], versions[1][output]
+        elif values is not None:
+            version = next((v for x, v in zip(inputs, versions[0]) if x is t), None)
         name = name or next((names[j] if j < len(names) else f"input {j}" for j, x in enumerate(inputs) if x is t), None)
         if name is None:
             name = next((("out" if len(outputs) == 1 else f"out[{j}]") for j, x in enumerate(outputs) if x is t), None)
@@ -113,7 +120,9 @@ def _saved(node: Node, inputs: tuple = (), outputs: tuple = ()) -> list:
             leaf = next((child.variable for child, _ in node.next_functions
                          if child.__class__ is AccumulateGrad and child.variable is t), None)
             name = "input" if leaf is not None else f"saved[{i}]"
-        result.append({"name": name, **summarize(t, histogram=False)})
+        summary = (values.summary(shown, version, "saved", histogram=False) if values is not None
+                   else summarize(t, histogram=False))
+        result.append({"name": name, **summary})
     return result
 
 
@@ -215,7 +224,11 @@ def _anomaly_source(node) -> tuple[str, str]:
 # --- (b) a recorded forward pass -----------------------------------------------------------------------
 
 def from_recording(rec) -> Graph:
-    """Every operation ``record()`` saw, in order, grouped by the module call it ran in."""
+    """Every operation ``record()`` saw, in order, grouped by the module call it ran in.
+
+    An in-place write makes the tensor it wrote stand for the op that computed the new values (its
+    old values stand for what made them), and each value is shown as the forward computed or used it.
+    """
     if rec.active:
         raise CaptureError("gl.lab: the recording is still running; draw it after the `with gl.lab.record()` block ends")
     if not rec.ops:
@@ -224,32 +237,50 @@ def from_recording(rec) -> Graph:
     graph = Graph(source="recording")
     for call in rec.calls.values():
         graph.groups[call.id] = Group(call.id, call.label, call.parent)
-    producer: dict = {}  # id(tensor) -> node id
-    for op in rec.ops:
-        record = op.record
-        for x in record.inputs:
-            if isinstance(x, TrackedTensor) and id(x) not in producer:
-                producer[id(x)] = _leaf_node(graph, rec, x).id
+    producer: dict = {}  # id(tensor) -> id of the node that made the values it holds now
+    values = ValuesAsUsed()
+    for write in rec.writes:  # (all known first: a later write may have kept a copy of an earlier value)
+        values.wrote(write)
+    writes = iter(rec.writes)
+    write = next(writes, None)
+
+    def made(x, version) -> str:
+        if id(x) not in producer:
+            then = values.holder(x, version)  # (a copy an in-place write kept has x's grad_fn of then)
+            then = then if then is not None else x
+            producer[id(x)] = _leaf_node(graph, rec, x, then, values.summary(x, version, "used")).id
+        return producer[id(x)]
+
+    for position, op in enumerate(rec.ops + [None]):
+        while write is not None and write.position == position:  # target holds source's values from now on
+            if isinstance(write.source, TrackedTensor):
+                producer[id(write.target)] = made(write.source, write.source_version)
+            write = next(writes, None)
+        if op is None:
+            break
+        record, (in_versions, out_versions) = op.record, op.versions
+        tensor_inputs = [(x, v) for x, v in zip(record.inputs, in_versions or (None,) * len(record.inputs))
+                         if isinstance(x, TrackedTensor)]
+        sources = [made(x, v) for x, v in tensor_inputs]
         nid = graph.new_id()
         node = record.node
-        outputs = tuple(o for o in record.outputs if isinstance(o, TrackedTensor))
+        outputs = [(o, v) for o, v in zip(record.outputs, out_versions or (None,) * len(record.outputs))
+                   if isinstance(o, TrackedTensor)]
         words, math = rule_of(record.function)
-        saved = _saved(node, record.inputs, record.outputs) if node is not None else []
-        first = outputs[0] if outputs else None
+        saved = _saved(node, record.inputs, record.outputs, op.versions, values) if node is not None else []
+        first, first_version = outputs[0] if outputs else (None, None)
         graph.add(GraphNode(
             nid, "op", node.name() if node is not None else f"{record.function.__name__}Backward",
             record.function.__name__, group=op.group,
-            input_shapes=[list(x.shape) for x in record.inputs if isinstance(x, TrackedTensor)],
+            input_shapes=[list(x.shape) for x, _ in tensor_inputs],
             **(_tensor_facts(first) if first is not None else {}),
-            value=summarize(first) if first is not None else None, saved=saved, words=words, math=math,
-            source=op.source, code=op.code, requires_grad=node is not None, category=category(record.function),
-            ref=node,
+            value=values.summary(first, first_version, "output") if first is not None else None, saved=saved,
+            words=words, math=math, source=op.source, code=op.code, requires_grad=node is not None,
+            category=category(record.function), ref=node,
         ), *((node,) if node is not None else ()))
         graph.calls[nid] = (record.function, record.inputs)
-        for x in record.inputs:
-            if isinstance(x, TrackedTensor):
-                graph.edges.append((producer[id(x)], nid))
-        for out in outputs:
+        graph.edges.extend((source, nid) for source in sources)
+        for out, _ in outputs:
             producer[id(out)] = nid
     output = rec.output
     if output is not None and id(output) in producer:
@@ -258,23 +289,24 @@ def from_recording(rec) -> Graph:
     return graph
 
 
-def _leaf_node(graph: Graph, rec, x) -> GraphNode:
-    """A tensor the recorded forward used but did not make: a parameter, a leaf, or input data."""
+def _leaf_node(graph: Graph, rec, x, then, value: dict) -> GraphNode:
+    """A tensor the recorded forward used but did not make: a parameter, a leaf, or input data. ``then``
+    is x as the forward used it (x, or the copy of it an in-place write kept: x's history has moved on)."""
     named = rec.param_names.get(id(x))
     if named is not None:
         kind, label, group = "param", named[0], named[1]
-    elif x.requires_grad and x.grad_fn is None:
+    elif then.requires_grad and then.grad_fn is None:
         kind, label, group = "leaf", "leaf", None
-    elif x.requires_grad:
+    elif then.requires_grad:
         kind, label, group = "leaf", "computed before recording", None
     else:
         kind, label, group = "input", "input", None
-    refs = (x,) + ((x.grad_fn,) if x.grad_fn is not None else ())
+    refs = (x,) + ((then.grad_fn,) if then.grad_fn is not None else ())
     return graph.add(GraphNode(
         graph.new_id(), kind, "AccumulateGrad" if kind in ("param", "leaf") else "input", label, group=group,
-        **_tensor_facts(x), value=summarize(x), grad=summarize(x.grad),
-        words=LEAF_WORDS if x.requires_grad else "data: it needs no gradient, so backward stops here",
-        math=LEAF_MATH if x.requires_grad else "no gradient", requires_grad=x.requires_grad, ref=x,
+        **_tensor_facts(x), value=value, grad=summarize(x.grad),
+        words=LEAF_WORDS if then.requires_grad else "data: it needs no gradient, so backward stops here",
+        math=LEAF_MATH if then.requires_grad else "no gradient", requires_grad=then.requires_grad, ref=x,
     ), *refs)
 
 

@@ -4,6 +4,7 @@ Python holds the state as traitlets (the drawn SVG, every node's details, colour
 the front end (``widgets/graph_view.js``) shows it, pans and zooms, and reports clicks. Opening
 a module re-lays out only that module and its ancestors; colouring and selecting only restyle.
 Gradients that a later ``backward()`` computes appear when the cell that ran it finishes.
+A view owns the hooks it puts on the graph: they come off when it is closed or collected.
 """
 
 from __future__ import annotations
@@ -58,9 +59,12 @@ class GraphWidget(anywidget.AnyWidget):
     _esm = bundle(_entry)
     _css = stylesheet()
     _watches_backward = True  # a later backward() recolours the view (the stepper tracks its own steps)
+    _installed = ()  # (until __init__ gives the view a list of its own)
 
     def __init__(self, obj, *, names=None, color=None, height=460, graph=None, modes=(), color_hint=""):
         graph = graph if graph is not None else capture(obj, names)
+        self._installed = []  # what this view hooked into the graph (and IPython): taken off when it goes
+        weakref.finalize(self, take_off, self._installed)
         self.graph = graph
         self.scene = Scene(graph)
         self._added_modes = {}  # mode -> (sizes, title, missing text, text of a figure): colour modes a lab gave
@@ -88,6 +92,22 @@ class GraphWidget(anywidget.AnyWidget):
         self.on_msg(self._on_front_end_message)
         if self._watches_backward:
             self._watch_backward()
+
+    def own(self, handle):
+        """Keep a hook's handle (anything with ``remove()``): the hook comes off when the view is closed or
+        collected, so views made and dropped leave nothing on the graph. Returns the handle."""
+        self._installed.append(handle)
+        return handle
+
+    def close(self) -> None:
+        """Take this view's hooks off the graph, then close the widget and the layout widget ipywidgets gave it
+        (closing a widget leaves that one open, and held, otherwise)."""
+        take_off(self._installed)
+        if self.comm is None:  # never opened (its __init__ failed), or closed already
+            return super().close()
+        layout = self.layout  # (read first: a closed widget forgets it)
+        super().close()
+        layout.close()
 
     # --- drawing ----------------------------------------------------------------------------------
 
@@ -238,13 +258,12 @@ class GraphWidget(anywidget.AnyWidget):
                 continue
 
             def seen(grads, node=node):
-                if grads and grads[0] is not None:
+                live = view()
+                if live is not None and grads and grads[0] is not None:
                     node.grad = summarize(grads[0])
-                    live = view()
-                    if live is not None:
-                        live._pending = True
+                    live._pending = True
 
-            engine_node.register_prehook(seen)
+            self.own(engine_node.register_prehook(seen))
         self._pending = False
         try:
             from IPython import get_ipython
@@ -254,11 +273,9 @@ class GraphWidget(anywidget.AnyWidget):
         if shell is not None:
             def flush(*_, view=view):
                 live = view()
-                if live is None:  # the view is gone: stop listening
-                    shell.events.unregister("post_execute", flush)
-                elif live._pending or live.graph.source == "scalar":  # a Scalar's backward calls no hook
+                if live is not None and (live._pending or live.graph.source == "scalar"):  # a Scalar calls no hook
                     live.refresh()
-            shell.events.register("post_execute", flush)
+            self.own(CellListener(shell, flush))
 
     def refresh(self) -> None:
         """Re-read leaves' .grad and redraw the colours (called after each cell that ran backward)."""
@@ -310,6 +327,24 @@ class GraphWidget(anywidget.AnyWidget):
         return data, metadata
 
 
+def take_off(handles: list) -> None:
+    """Remove every hook in ``handles`` (once: the list is emptied)."""
+    while handles:
+        handles.pop().remove()
+
+
+class CellListener:
+    """``callback`` run after each cell IPython executes, removable like a hook."""
+
+    def __init__(self, shell, callback):
+        self.shell, self.callback = shell, callback
+        shell.events.register("post_execute", callback)
+
+    def remove(self) -> None:
+        if self.callback in self.shell.events.callbacks.get("post_execute", ()):
+            self.shell.events.unregister("post_execute", self.callback)
+
+
 class GraphView(GraphWidget):
     """Draw a graph you can explore: ``gl.lab.GraphView(loss)``, ``GraphView(rec)``, ``GraphView(scalar)``.
 
@@ -355,8 +390,8 @@ class GraphView(GraphWidget):
                 if key in started:
                     seen[key] = perf_counter() - started.pop(key)
 
-            node.ref.register_prehook(start)
-            node.ref.register_hook(stop)
+            self.own(node.ref.register_prehook(start))
+            self.own(node.ref.register_hook(stop))
 
     def refresh(self) -> None:
         if self._backward_seen:  # a backward ran through the recorded graph: its times join the forward's

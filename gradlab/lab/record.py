@@ -5,6 +5,10 @@ recording point) keeps each operation as it runs, and global module hooks keep t
 modules being called, so each operation knows its module path (``encoder.layers.0.attn``) and
 the line of your code that called it. It also reads the clock at every event, so each
 operation knows how long it took (``Recording.forward_seconds``; ``gl.lab.profile`` builds on it).
+
+It sees the thread that started it, as PyTorch's modes do: other threads' operations are theirs.
+In-place writes are noted with the version of each tensor involved, so the graph can show what the
+forward really computed, and say so where a value changed after the forward used it.
 """
 
 from __future__ import annotations
@@ -14,10 +18,11 @@ import linecache
 import os
 import sys
 import time
-from typing import NamedTuple
+from threading import get_ident
+from typing import Any, NamedTuple
 
 from ..autograd import observers
-from ..autograd.function import Function
+from ..autograd.function import Function, TrackedTensor
 from ..nn.modules import module as module_hooks
 
 PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
@@ -29,6 +34,7 @@ class RecordedOp(NamedTuple):
     record: observers.OpRecord
     group: str | None
     where: tuple  # (filename, line number) of the user's code, or ("", 0)
+    versions: tuple = ((), ())  # the version of each input and each output as it ran (None: not a tensor)
 
     @property
     def source(self) -> str:
@@ -40,6 +46,18 @@ class RecordedOp(NamedTuple):
     def code(self) -> str:
         filename, line = self.where
         return linecache.getline(filename, line).strip() if filename else ""
+
+
+class RecordedWrite(NamedTuple):
+    """An in-place write seen while recording: ``target``'s memory took ``source``'s values, before op
+    number ``position`` ran. ``x.add_(y)`` is two: a copy of x's old value is made (target: the copy,
+    source: x), then ``old + y`` is written into x (target: x, source: the result)."""
+
+    position: int
+    target: Any
+    source: Any
+    target_version: int  # the versions just after the write
+    source_version: int
 
 
 class ModuleCall:
@@ -68,6 +86,9 @@ class Recording:
 
     def __init__(self, synchronize: bool = False):
         self._ops: list = []  # (OpRecord, index of the module call it ran in or -1, (file, line))
+        self._versions: list = []  # per op: the versions of its inputs, then of its outputs, as it ran
+        self._writes: list = []  # RecordedWrite of each in-place write outside an op's forward
+        self._thread = None  # the thread that records: only its operations and module calls are noted
         self._seconds: list = []  # forward seconds of each op in _ops: from the previous event to it
         self._last = 0.0  # the clock when the previous event's bookkeeping ended
         self._nested = 0.0  # seconds spent noting nested operations since then: not the op's own time
@@ -88,7 +109,15 @@ class Recording:
         """The operations in the order they ran, each with its module call and source line."""
         self._finished()
         ids = [call.id for call in self._named_calls]
-        return [RecordedOp(record, ids[call] if call >= 0 else None, where) for record, call, where in self._ops]
+        return [RecordedOp(record, ids[call] if call >= 0 else None, where,
+                           (tuple(versions[:len(record.inputs)]), tuple(versions[len(record.inputs):])))
+                for (record, call, where), versions in zip(self._ops, self._versions)]
+
+    @property
+    def writes(self) -> list:
+        """The in-place writes the forward made, in order (``RecordedWrite``), each placed between two ops."""
+        self._finished()
+        return list(self._writes)
 
     @functools.cached_property
     def _named_calls(self) -> list:
@@ -175,13 +204,23 @@ class Recording:
         where = _where(nested_possible=record.node is None)
         if where is not None:
             self._ops.append((record, self._stack[-1] if self._stack else -1, where))
+            self._versions.append([t.version if isinstance(t, TrackedTensor) else None
+                                   for t in record.inputs + record.outputs])
             self._seconds.append(now - self._last - self._nested)
             self._nested = 0.0
             self._last = _clock()
         else:  # inside another op's forward: its time belongs to that op, but our bookkeeping does not
             self._nested += _clock() - now
 
+    def _on_write(self, target, source) -> None:
+        started = _clock()
+        if not _nested_write():  # (inside an op's forward, that op is what the graph shows)
+            self._writes.append(RecordedWrite(len(self._ops), target, source, target.version, source.version))
+        self._nested += _clock() - started  # the next op's time is the write's too, but not this bookkeeping
+
     def _on_enter(self, module, args) -> None:
+        if get_ident() != self._thread:
+            return
         self._stack.append(len(self._calls))
         self._calls.append((module, self._stack[-2] if len(self._stack) > 1 else -1))
         self._restart_clock()
@@ -192,7 +231,9 @@ class Recording:
         self._last = _clock()
 
     def _on_exit(self, module, args, output) -> None:
-        # pop up to this module's call: a forward that raised inside a child left that child on the stack
+        # called also when the module's forward raised (always_call): pop up to this module's call
+        if get_ident() != self._thread:
+            return
         for i in range(len(self._stack) - 1, -1, -1):
             if self._calls[self._stack[i]][0] is module:
                 del self._stack[i:]
@@ -214,10 +255,12 @@ class record:
         rec = self.recording
         if rec.active or rec._ops:
             raise RuntimeError("gl.lab.record(): this recorder was already used; start a new one with gl.lab.record()")
+        rec._thread = get_ident()
         rec._handles = [
             observers.subscribe(rec._on_op),
+            observers.watch_writes(rec._on_write),
             module_hooks.register_module_forward_pre_hook(rec._on_enter),
-            module_hooks.register_module_forward_hook(rec._on_exit),
+            module_hooks.register_module_forward_hook(rec._on_exit, always_call=True),
         ]
         rec.active = True
         _note_frameworks()
@@ -233,6 +276,16 @@ class record:
 
 
 _clock = time.perf_counter
+
+
+def _nested_write() -> bool:
+    """Whether the write being noted happens inside some Function's forward (the frames above the watcher)."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        if frame.f_code is _APPLY_CODE:
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _wait_for(outputs) -> None:

@@ -9,6 +9,7 @@ runs its forward with the hooks around it; the lab's gradient-flow view listens 
 from __future__ import annotations
 
 import itertools
+import warnings
 from collections import OrderedDict, namedtuple
 from collections.abc import Mapping
 
@@ -36,6 +37,7 @@ class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpec
 
 _global_forward_pre_hooks: OrderedDict = OrderedDict()
 _global_forward_hooks: OrderedDict = OrderedDict()
+_global_forward_hooks_always_called: set = set()  # ids of the global forward hooks that run even when forward raises
 
 
 def register_module_forward_pre_hook(hook) -> RemovableHandle:
@@ -47,10 +49,11 @@ def register_module_forward_pre_hook(hook) -> RemovableHandle:
     return _add_hook(_global_forward_pre_hooks, hook)
 
 
-def register_module_forward_hook(hook) -> RemovableHandle:
+def register_module_forward_hook(hook, *, always_call: bool = False) -> RemovableHandle:
     """``hook(module, args, output)`` runs after the forward of every module, ahead of its own hooks;
-    a returned value replaces the output."""
-    return _add_hook(_global_forward_hooks, hook)
+    a returned value replaces the output. With ``always_call=True`` it also runs when the call raises
+    (with output None, before the error goes on), as in PyTorch: ``record()`` closes the module's call there."""
+    return _add_hook(_global_forward_hooks, hook, flags=_global_forward_hooks_always_called if always_call else None)
 
 
 def _add_hook(hooks: OrderedDict, hook, prepend: bool = False, flags=None) -> RemovableHandle:
@@ -513,40 +516,47 @@ class Module:
         if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks or self._backward_pre_hooks
                 or _global_forward_pre_hooks or _global_forward_hooks):
             return self.forward(*args, **kwargs)
-        for hook in tuple(_global_forward_pre_hooks.values()):
-            result = hook(self, args)
-            if result is not None:
-                args = result if isinstance(result, tuple) else (result,)
-        for hook_id, hook in tuple(self._forward_pre_hooks.items()):
-            if hook_id in self._forward_pre_hooks_with_kwargs:
-                result = hook(self, args, kwargs)
-                if result is not None:
-                    if not (isinstance(result, tuple) and len(result) == 2):
-                        raise RuntimeError(f"forward pre-hook must return None or a tuple of (new_args, new_kwargs), "
-                                           f"but got {result}.")
-                    args, kwargs = result
-            else:
+        ran = []  # the global forward hooks that have run: an always_call hook runs once, even if a later one raises
+        try:
+            for hook in tuple(_global_forward_pre_hooks.values()):
                 result = hook(self, args)
                 if result is not None:
                     args = result if isinstance(result, tuple) else (result,)
-        backward_hook = None
-        if self._backward_hooks or self._backward_pre_hooks:
-            backward_hook = _BackwardHook(self)
-            args = backward_hook.wrap_inputs(args)
-        output = self.forward(*args, **kwargs)
-        for hook in tuple(_global_forward_hooks.values()):
-            result = hook(self, args, output)
-            if result is not None:
-                output = result
-        for hook_id, hook in tuple(self._forward_hooks.items()):
-            if hook_id in self._forward_hooks_with_kwargs:
-                result = hook(self, args, kwargs, output)
-            else:
+            for hook_id, hook in tuple(self._forward_pre_hooks.items()):
+                if hook_id in self._forward_pre_hooks_with_kwargs:
+                    result = hook(self, args, kwargs)
+                    if result is not None:
+                        if not (isinstance(result, tuple) and len(result) == 2):
+                            raise RuntimeError("forward pre-hook must return None or a tuple of (new_args, "
+                                               f"new_kwargs), but got {result}.")
+                        args, kwargs = result
+                else:
+                    result = hook(self, args)
+                    if result is not None:
+                        args = result if isinstance(result, tuple) else (result,)
+            backward_hook = None
+            if self._backward_hooks or self._backward_pre_hooks:
+                backward_hook = _BackwardHook(self)
+                args = backward_hook.wrap_inputs(args)
+            output = self.forward(*args, **kwargs)
+            for hook_id, hook in tuple(_global_forward_hooks.items()):
                 result = hook(self, args, output)
-            if result is not None:
-                output = result
-        if backward_hook is not None:
-            output = backward_hook.wrap_outputs(output)
+                ran.append(hook_id)
+                if result is not None:
+                    output = result
+            for hook_id, hook in tuple(self._forward_hooks.items()):
+                if hook_id in self._forward_hooks_with_kwargs:
+                    result = hook(self, args, kwargs, output)
+                else:
+                    result = hook(self, args, output)
+                if result is not None:
+                    output = result
+            if backward_hook is not None:
+                output = backward_hook.wrap_outputs(output)
+        except Exception:
+            if _global_forward_hooks_always_called:
+                _run_always_called_hooks(self, args, ran)
+            raise
         return output
 
     # --- printing ----------------------------------------------------------------------------------
@@ -574,6 +584,17 @@ class Module:
 
     def __setstate__(self, state):
         self.__dict__.update(state)
+
+
+def _run_always_called_hooks(module, args, ran) -> None:
+    """The call raised: run the global forward hooks registered with ``always_call=True`` that have not run yet."""
+    for hook_id, hook in tuple(_global_forward_hooks.items()):
+        if hook_id in _global_forward_hooks_always_called and hook_id not in ran:
+            try:
+                hook(module, args, None)
+            except Exception as error:  # the first error is the one to see
+                warnings.warn("global module forward hook with ``always_call=True`` raised an exception that was "
+                              f"silenced as another error was raised in forward: {error}", stacklevel=3)
 
 
 def _typename(value) -> str:
