@@ -139,3 +139,17 @@ def test_a_view_stops_listening_for_notebook_cells_when_closed(monkeypatch):
     assert view.nodes[view.graph.outputs[0]]["grad"] is not None
     view.close()
     assert Shell.events.callbacks["post_execute"] == []
+
+
+def test_a_view_hears_your_backward_but_not_a_stepper_replay_or_a_profile():
+    from gradlab.lab.ownership import lab_pass
+    rec, loss = small_recording()
+    view = gl.lab.GraphView(rec)
+    with lab_pass(counts=False):  # what a stepper's replay and a profile's backward say about themselves
+        loss.backward(retain_graph=True)
+    ops = [node for node in view.graph.nodes.values() if node.kind == "op"]
+    assert all(node.grad is None for node in ops)
+    assert not view._backward_seen
+    loss.backward()
+    assert all(node.grad is not None for node in ops)
+    assert set(view._backward_seen) == {node.id for node in ops if node.id in view._figures}

@@ -17,6 +17,7 @@ from .capture import CaptureError, capture
 from .check import check_node
 from .colors import MODE_LABELS, size_colors
 from .frontend import bundle, standalone_html, stylesheet
+from .ownership import counts_as_training
 from .profiling import Profile, figure_modes, figure_tables, node_figures
 from .record import Recording
 from .scene import GROUP_PREFIX, Scene, sub_text
@@ -259,7 +260,7 @@ class GraphWidget(anywidget.AnyWidget):
 
             def seen(grads, node=node):
                 live = view()
-                if live is not None and grads and grads[0] is not None:
+                if live is not None and grads and grads[0] is not None and counts_as_training():
                     node.grad = summarize(grads[0])
                     live._pending = True
 
@@ -384,7 +385,8 @@ class GraphView(GraphWidget):
                 continue
 
             def start(grads, key=node.id):
-                started[key] = perf_counter()
+                if counts_as_training():  # a stepper's replay or a profile is not the backward you ran
+                    started[key] = perf_counter()
 
             def stop(grads_in, grads_out, key=node.id):
                 if key in started:
