@@ -33,6 +33,7 @@ from .ops.indexing import IndexingMethods
 from .ops.inplace import InPlaceMethods
 from .ops.legacy_linalg import LegacyLinalgMethods
 from .ops.linalg import LinalgMethods
+from .ops.numpy_spellings import accept_numpy_spellings
 from .ops.pointwise import PointwiseMethods
 from .ops.products import ProductMethods
 from .ops.random_methods import RandomMethods
@@ -679,6 +680,9 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
         return self.pow_(other)
 
     __hash__ = object.__hash__
+
+
+accept_numpy_spellings(Tensor, leave=("norm",))  # x.sum(1, keepdims=True), x.mean(axis=0), as in PyTorch
 
 
 def _init(t, array, device) -> None:
