@@ -1,13 +1,16 @@
 """``gradlab.Size``: a shape as PyTorch spells it, a tuple of ints that also knows its ``numel()``.
 
-``Tensor.shape`` stays a plain tuple (it is read on every op, and a Size would cost a construction
-each time); ``gradlab.Size((2, 3))`` builds one where a program asks for it, and compares equal to
-the tuple, so ``x.shape == gradlab.Size([2, 3])`` holds.
+``x.shape`` and ``x.size()`` are Sizes, as in PyTorch: ``print(x.shape)`` shows ``gradlab.Size([3, 4])``
+(PyTorch: ``torch.Size([3, 4])``), and a Size is still a tuple, equal to the plain tuple of the
+same ints (``x.shape == (3, 4)``). Ops read their arrays' own shapes (``x.array.shape``), so the hot
+path never builds one.
 """
 
 from __future__ import annotations
 
 import operator
+
+_PACKAGE = __name__.partition(".")[0]  # "gradlab": the name a Size prints with
 
 
 class Size(tuple):
@@ -21,6 +24,11 @@ class Size(tuple):
         except TypeError:
             raise TypeError(f"Size: expected a sequence of integers, got {sizes!r}") from None
         return super().__new__(cls, values)
+
+    @classmethod
+    def of(cls, shape: tuple) -> "Size":
+        """The Size of a tuple of ints that is already a shape (an array's): made without checking each."""
+        return tuple.__new__(cls, shape)
 
     def numel(self) -> int:
         """The number of elements a tensor of this shape holds (1 for the empty shape of a scalar)."""
@@ -49,7 +57,7 @@ class Size(tuple):
     __rmul__ = __mul__
 
     def __repr__(self):
-        return f"gradlab.Size({list(self)})"
+        return f"{_PACKAGE}.Size({list(self)})"
 
     def __reduce__(self):
         return (Size, (tuple(self),))

@@ -47,8 +47,10 @@ from .ops.special import SpecialMethods
 from .ops.statistics import StatisticsMethods
 from .ops.trigonometric import TrigonometricMethods
 from .printing import format_tensor
+from .size import Size
 
 _new = object.__new__
+_size = Size.of  # (read on every x.shape: the tuple is made without checking it again)
 
 
 def _cast(name: str, dtype: dt.DType):
@@ -139,8 +141,9 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
     # --- what a tensor is ------------------------------------------------------------------------
 
     @property
-    def shape(self) -> tuple:
-        return self.array.shape
+    def shape(self) -> Size:
+        """The sizes of the dims, as a ``gradlab.Size``: a tuple that prints as ``gradlab.Size([3, 4])``."""
+        return _size(self.array.shape)
 
     @property
     def dtype(self) -> dt.DType:
@@ -158,7 +161,7 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
 
     def size(self, dim=None):
         if dim is None:
-            return self.array.shape
+            return _size(self.array.shape)
         return self.array.shape[normalize_dim("size", dim, self.ndim)]
 
     def numel(self) -> int:

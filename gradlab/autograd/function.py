@@ -62,7 +62,7 @@ def _check_assigned_grad(tensor, grad) -> None:
     if grad is tensor:
         raise RuntimeError("can't assign Variable as its own grad")
     problems = [(what, theirs, ours) for what, theirs, ours in (
-        ("dtype", grad.dtype, tensor.dtype), ("size", tuple(grad.shape), tuple(tensor.shape)),
+        ("dtype", grad.dtype, tensor.dtype), ("size", grad.array.shape, tensor.array.shape),
         ("device", grad.device, tensor.device)) if theirs != ours]
     if problems:
         what, theirs, ours = problems[0]
@@ -183,7 +183,7 @@ class AccumulateGrad(Node):
         self.variable = variable
         self.next_functions = ()
         self.needs_input_grad = ()
-        self._output_shapes = (variable.shape,)
+        self._output_shapes = (variable.array.shape,)
         self._output_dtypes = (variable.array.dtype,)
         self._seq = _LEAF_SEQUENCE + next(_sequence)  # above every op's number: ready leaves are served first
 
