@@ -98,6 +98,7 @@ class Node:
     _pre_hooks = None  # [hook(grad_outputs)], from Node.register_prehook
     _post_hooks = None  # [hook(grad_inputs, grad_outputs)], from Node.register_hook
     _forward_trace = None  # where forward ran, kept while detect_anomaly is on
+    _variants = ()  # the node classes of this node's Function, one per name in its node_names
 
     # --- what forward may call on ctx ----------------------------------------------------------
 
@@ -154,7 +155,16 @@ class Node:
     # --- what users and the lab see --------------------------------------------------------------
 
     def name(self) -> str:
+        """The node's class name, PyTorch's where the op is PyTorch's: ``AddBackward0``, ``SumBackward1``."""
         return type(self).__name__
+
+    def recorded_as(self, variant: int) -> None:
+        """Record this node under its Function's ``node_names[variant]``, for an op that PyTorch names by
+        how it was called (``x.sum()`` is ``SumBackward0``, ``x.sum(1)`` ``SumBackward1``). Forward calls
+        it; a subclass that inherits the forward but names no variants of its own keeps its one name."""
+        variants = self._variants
+        if variant < len(variants):
+            self.__class__ = variants[variant]
 
     def register_hook(self, hook):
         """Call ``hook(grad_inputs, grad_outputs)`` after this node's backward has run."""
@@ -214,13 +224,16 @@ class Function:
 
     _node_type = Node
     derivative = ""  # the local rule in plain math ("∂L/∂x = g · out"), shown by the lab
+    # The class names of this op's grad_fn, as PyTorch names its nodes (empty: see name_nodes). A second
+    # name onwards is a variant that forward picks with ctx.recorded_as(i) (SumBackward0 / SumBackward1).
+    node_names: tuple = ()
     # True when forward uses backend primitives only (the rule of gradlab.ops): nothing inside can record,
     # so apply need not switch this thread's recording off around it (~0.3 µs: 4% of an add in the chain).
     _forward_is_primitive = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        cls._node_type = type(f"{cls.__name__}Backward", (Node,), {"__slots__": (), "function": cls})
+        name_nodes(cls, *cls.__dict__.get("node_names", ()))
         if "_forward_is_primitive" not in cls.__dict__:  # gradlab's own ops, unless a class says otherwise
             cls._forward_is_primitive = cls.__module__.startswith(_PRIMITIVE_MODULES)
 
@@ -258,6 +271,19 @@ class Function:
         if observers.active:
             observers.notify(cls, inputs, outputs, None)
         return outputs
+
+
+def name_nodes(cls, *names) -> None:
+    """Make the grad_fn classes of Function ``cls``: one per name, the first the default. Without names,
+    PyTorch's: ``"<ClassName>Backward0"`` for gradlab's own ops (PyTorch's built-in nodes end in a number),
+    ``"<ClassName>Backward"`` for a user's Function (as torch.autograd.Function names its nodes). Done once,
+    when the class is made, so no call pays for its node's name; a class renamed later calls it again."""
+    names = names or (f"{cls.__name__}Backward{'0' if cls.__module__.startswith('gradlab.') else ''}",)
+    variants = tuple(type(name, (Node,), {"__slots__": (), "function": cls}) for name in names)
+    for node_type in variants:
+        node_type._variants = variants
+    cls._node_type = variants[0]
+    cls.node_names = names
 
 
 def _forward_without_recording(cls, ctx, inputs):

@@ -23,9 +23,14 @@ class Linear(Function):
     """
 
     derivative = "∂L/∂x = g · w;  ∂L/∂w = gᵀ · x;  ∂L/∂b = Σ g over the leading dims"
+    # PyTorch's names for the product it does: addmm with a bias, mm without (for other than 2-D input
+    # PyTorch wraps that node in a view's; here the one node does it all)
+    node_names = ("AddmmBackward0", "MmBackward0")
 
     @staticmethod
     def forward(ctx, x, w, b):
+        if b is None:
+            ctx.recorded_as(1)
         backend = x.device.backend
         y = backend.matmul(_rows(backend, x.array), backend.permute(w.array, (1, 0)))
         if b is not None:
