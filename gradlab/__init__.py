@@ -58,7 +58,7 @@ from .amp import GradScaler, autocast
 from math import e, inf, nan, pi  # noqa: E402  (gradlab.pi, gradlab.inf as in torch)
 
 newaxis = None  # x[:, gradlab.newaxis], as numpy's and torch's
-_accept_out(globals())  # gradlab.add(x, y, out=r), gradlab.matmul(a, b, out=c), ...: every function torch's takes out= in
+_accept_out(globals())  # gradlab.add(x, y, out=r), gradlab.matmul(a, b, out=c): wherever torch's takes out=
 autograd.functional = _functional
 autograd.Variable = Variable
 autograd.gradcheck = _gradcheck.gradcheck

@@ -313,7 +313,8 @@ def test_an_optimizer_trajectory_through_the_rules_matches_eager():
 
 
 def test_every_rule_is_registered():
-    assert {Add, Sub, Mul, Div, Relu, Gelu, Linear, LogSoftmax, NllLoss, ConvNd, MaxPoolNd, Normalize} <= set(rules.RULES)
+    assert {Add, Sub, Mul, Div, Relu, Gelu, Linear, LogSoftmax, NllLoss, ConvNd, MaxPoolNd,
+            Normalize} <= set(rules.RULES)
 
 
 def test_gradients_accumulate_across_calls_without_aliasing_a_kept_buffer():

@@ -59,7 +59,8 @@ def test_keepdims_as_in_torch(name, before, numpy_fn, form):
 
 @pytest.mark.parametrize("call", [
     lambda x: gl.linalg.vector_norm(x, 2, 1, keepdims=True), lambda x: gl.linalg.norm(x, None, 1, keepdims=True),
-    lambda x: gl.linalg.matrix_norm(x.unsqueeze(0), keepdims=True)[0], lambda x: gl.special.logsumexp(x, 1, keepdims=True),
+    lambda x: gl.linalg.matrix_norm(x.unsqueeze(0), keepdims=True)[0],
+    lambda x: gl.special.logsumexp(x, 1, keepdims=True),
     lambda x: gl.aminmax(x, dim=1, keepdims=True).min, lambda x: gl.std_mean(x, 1, keepdims=True)[0],
     lambda x: gl.var_mean(x, 1, keepdims=True)[1], lambda x: gl.nn.functional.pairwise_distance(x, x, keepdims=True),
 ], ids=["vector_norm", "linalg.norm", "matrix_norm", "special.logsumexp", "aminmax", "std_mean", "var_mean",

@@ -37,8 +37,10 @@ def lib_cases(lib):
         "softmax": (lambda out: lib.softmax(a, 1, out=out), lib.empty(3, 4, dtype=lib.float64)),
         "eq_into_float": (lambda out: lib.eq(a, b, out=out), lib.empty(3, 4, dtype=lib.float64)),
         "argmax": (lambda out: lib.argmax(a, 1, out=out), lib.empty(3, dtype=lib.int64)),
-        "max_dim": (lambda out: lib.max(a, 1, out=out), (lib.empty(3, dtype=lib.float64), lib.empty(3, dtype=lib.int64))),
-        "sort": (lambda out: lib.sort(b, 1, out=out), (lib.empty(3, 4, dtype=lib.float64), lib.empty(3, 4, dtype=lib.int64))),
+        "max_dim": (lambda out: lib.max(a, 1, out=out),
+                    (lib.empty(3, dtype=lib.float64), lib.empty(3, dtype=lib.int64))),
+        "sort": (lambda out: lib.sort(b, 1, out=out),
+                 (lib.empty(3, 4, dtype=lib.float64), lib.empty(3, 4, dtype=lib.int64))),
         "zeros": (lambda out: lib.zeros(2, 3, out=out), lib.ones(2, 3)),
         "arange": (lambda out: lib.arange(5, out=out), lib.empty(5, dtype=lib.int64)),
     }

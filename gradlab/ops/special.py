@@ -133,9 +133,9 @@ Zeta = binary("zeta", kernels.hurwitz_zeta, None, lambda g, s, q, out: -g * s * 
               derivative="∂L/∂q = −g · s · ζ(s + 1, q)")
 
 for _function, _name in ((I0e, "SpecialI0EBackward0"), (I1, "SpecialI1Backward0"), (I1e, "SpecialI1EBackward0"),
-                         (Entr, "SpecialEntrBackward0"), (Erfcx, "SpecialErfcxBackward0"), (Ndtri, "SpecialNdtriBackward0"),
-                         (LogNdtr, "SpecialLogNdtrBackward0"), (Xlog1py, "SpecialXlog1PyBackward0"),
-                         (Zeta, "SpecialZetaBackward0")):
+                         (Entr, "SpecialEntrBackward0"), (Erfcx, "SpecialErfcxBackward0"),
+                         (Ndtri, "SpecialNdtriBackward0"), (LogNdtr, "SpecialLogNdtrBackward0"),
+                         (Xlog1py, "SpecialXlog1PyBackward0"), (Zeta, "SpecialZetaBackward0")):
     name_nodes(_function, _name)  # PyTorch's names for the torch.special ops' nodes
 
 

@@ -17,7 +17,6 @@ import warnings
 import numpy as np
 
 from ...autograd.function import Function, name_nodes
-from ...autograd.grad_mode import grad_state
 from ...dtypes import bool_, int64
 from ...ops._common import (TrackedTensor, binary_operands, check_same_device, broadcast_shapes, describe, float_dtype_required,
                             shape_str)
@@ -250,7 +249,8 @@ class NllLoss(Function):
             denominator = b.where(b.eq(denominator, 0), 1.0, denominator)
         ctx.dim, ctx.reduction, ctx.shape = dim, reduction, input.shape
         wrap = input._wrap
-        ctx.save_for_backward(target._wrap(index), wrap(picked_weight), None if denominator is None else wrap(denominator))
+        ctx.save_for_backward(target._wrap(index), wrap(picked_weight),
+                              None if denominator is None else wrap(denominator))
         return wrap(out)
 
     @staticmethod
@@ -392,7 +392,10 @@ def _label_smoothed(nll, logp, target, weight, ignore_index, reduction, smoothin
     smooth = -(logp if weight is None else logp * weight.reshape(_class_shape(logp, dim))).sum(dim)
     smooth = smooth.masked_fill(ignored, 0.0)
     if reduction == "mean":
-        count = (~ignored).sum() if weight is None else weight[target.masked_fill(ignored, 0)].masked_fill(ignored, 0.0).sum()
+        if weight is None:
+            count = (~ignored).sum()
+        else:
+            count = weight[target.masked_fill(ignored, 0)].masked_fill(ignored, 0.0).sum()
         smooth = smooth.sum() / count
     elif reduction == "sum":
         smooth = smooth.sum()
