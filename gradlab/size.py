@@ -25,11 +25,6 @@ class Size(tuple):
             raise TypeError(f"Size: expected a sequence of integers, got {sizes!r}") from None
         return super().__new__(cls, values)
 
-    @classmethod
-    def of(cls, shape: tuple) -> "Size":
-        """The Size of a tuple of ints that is already a shape (an array's): made without checking each."""
-        return tuple.__new__(cls, shape)
-
     def numel(self) -> int:
         """The number of elements a tensor of this shape holds (1 for the empty shape of a scalar)."""
         n = 1
@@ -39,20 +34,20 @@ class Size(tuple):
 
     def __getitem__(self, index):
         item = tuple.__getitem__(self, index)
-        return Size(item) if isinstance(index, slice) else item
+        return _of(Size, item) if index.__class__ is slice else item
 
     def __add__(self, other):
         if not isinstance(other, tuple):
             return NotImplemented
-        return Size(tuple(self) + tuple(other))
+        return _of(Size, tuple.__add__(self, _ints(other)))
 
     def __radd__(self, other):
         if not isinstance(other, tuple):
             return NotImplemented
-        return Size(tuple(other) + tuple(self))
+        return _of(Size, tuple.__add__(_ints(other), self))
 
     def __mul__(self, times):
-        return Size(tuple(self) * times)
+        return _of(Size, tuple.__mul__(self, times))
 
     __rmul__ = __mul__
 
@@ -61,3 +56,11 @@ class Size(tuple):
 
     def __reduce__(self):
         return (Size, (tuple(self),))
+
+
+_of = tuple.__new__  # a Size from ints already checked: shapes are read and sliced on every op, so no check again
+
+
+def _ints(sizes: tuple) -> tuple:
+    """sizes as a tuple of ints (checked unless it is one already)."""
+    return sizes if all(n.__class__ is int for n in sizes) else Size(sizes)

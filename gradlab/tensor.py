@@ -8,6 +8,7 @@ and the rule for in-place operations.
 
 from __future__ import annotations
 
+import functools
 import weakref
 
 import numpy as np
@@ -50,7 +51,7 @@ from .printing import format_tensor
 from .size import Size
 
 _new = object.__new__
-_size = Size.of  # (read on every x.shape: the tuple is made without checking it again)
+_size = functools.partial(tuple.__new__, Size)  # x.shape: an array's shape, made a Size without checking it again
 
 
 def _cast(name: str, dtype: dt.DType):

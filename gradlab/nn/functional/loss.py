@@ -17,6 +17,7 @@ import warnings
 import numpy as np
 
 from ...autograd.function import Function, name_nodes
+from ...autograd.grad_mode import grad_state
 from ...dtypes import bool_, int64
 from ...ops._common import (TrackedTensor, binary_operands, check_same_device, broadcast_shapes, describe, float_dtype_required,
                             shape_str)
@@ -260,10 +261,12 @@ class NllLoss(Function):
         index, picked_weight, denominator = ctx.saved_tensors
         dim, shape = ctx.dim, ctx.shape
         g = grad.unsqueeze(dim) if ctx.reduction == "none" else grad if denominator is None else grad / denominator
-        backend = index.device.backend
-        classes = index._wrap(backend.reshape(backend.arange(0, shape[dim], 1, int64),
-                                              (shape[dim],) + (1,) * (len(shape) - dim - 1)))
-        return ((index == classes) * (g * picked_weight).neg(),) + (None,) * 5
+        b = index.device.backend
+        classes = b.reshape(b.arange(0, shape[dim], 1, int64), (shape[dim],) + (1,) * (len(shape) - dim - 1))
+        if not grad_state.enabled:  # (not differentiated again: the same formula on arrays, without Tensors between)
+            onehot = b.astype(b.eq(index.array, classes), grad.dtype)
+            return (grad._wrap(b.mul(onehot, b.neg(b.mul(g.array, picked_weight.array)))),) + (None,) * 5
+        return ((index == index._wrap(classes)) * (g * picked_weight).neg(),) + (None,) * 5
 
 
 def _class_shape(input, dim: int) -> tuple:
