@@ -59,32 +59,32 @@ class _Recorder:
 
 def _linear(rec, x, group):
     w, b = rec.param("weight", group), rec.param("bias", group)
-    t = rec.op("TBackward", [w], group)
-    return rec.op("AddBackward", [rec.op("MmBackward", [x, t], group), b], group)
+    t = rec.op("TBackward0", [w], group)
+    return rec.op("AddBackward0", [rec.op("MmBackward0", [x, t], group), b], group)
 
 
 def _layer_norm(rec, x, group):
-    mean = rec.op("MeanBackward", [x], group)
-    centred = rec.op("SubBackward", [x, mean], group)
-    var = rec.op("MeanBackward", [rec.op("PowBackward", [centred], group)], group)
-    std = rec.op("SqrtBackward", [rec.op("AddBackward", [var], group)], group)
-    normed = rec.op("DivBackward", [centred, std], group)
+    mean = rec.op("MeanBackward0", [x], group)
+    centred = rec.op("SubBackward0", [x, mean], group)
+    var = rec.op("MeanBackward0", [rec.op("PowBackward0", [centred], group)], group)
+    std = rec.op("SqrtBackward0", [rec.op("AddBackward0", [var], group)], group)
+    normed = rec.op("DivBackward0", [centred, std], group)
     gain, shift = rec.param("weight", group), rec.param("bias", group)
-    return rec.op("AddBackward", [rec.op("MulBackward", [normed, gain], group), shift], group)
+    return rec.op("AddBackward0", [rec.op("MulBackward0", [normed, gain], group), shift], group)
 
 
 def _softmax(rec, x, group):
-    shifted = rec.op("SubBackward", [x, rec.op("MaxBackward", [x], group)], group)
-    e = rec.op("ExpBackward", [shifted], group)
-    return rec.op("DivBackward", [e, rec.op("SumBackward", [e], group)], group)
+    shifted = rec.op("SubBackward0", [x, rec.op("AmaxBackward0", [x], group)], group)
+    e = rec.op("ExpBackward0", [shifted], group)
+    return rec.op("DivBackward0", [e, rec.op("SumBackward0", [e], group)], group)
 
 
 def _gelu(rec, x, group):
-    cube = rec.op("PowBackward", [x], group)
-    inner = rec.op("AddBackward", [x, rec.op("MulBackward", [cube], group)], group)
-    t = rec.op("TanhBackward", [rec.op("MulBackward", [inner], group)], group)
-    half = rec.op("MulBackward", [rec.op("AddBackward", [t], group)], group)
-    return rec.op("MulBackward", [x, half], group)
+    cube = rec.op("PowBackward0", [x], group)
+    inner = rec.op("AddBackward0", [x, rec.op("MulBackward0", [cube], group)], group)
+    t = rec.op("TanhBackward0", [rec.op("MulBackward0", [inner], group)], group)
+    half = rec.op("MulBackward0", [rec.op("AddBackward0", [t], group)], group)
+    return rec.op("MulBackward0", [x, half], group)
 
 
 def transformer(n_layers=12, heads=8, grouped=True):
@@ -96,8 +96,8 @@ def transformer(n_layers=12, heads=8, grouped=True):
 
     tokens = rec.op("tokens", size=(72.0, 24.0))
     table = rec.param("embed.weight", g("embed"))
-    x = rec.op("EmbeddingBackward", [tokens, table], g("embed"))
-    x = rec.op("AddBackward", [x, rec.param("pos", g("embed"))], g("embed"))
+    x = rec.op("EmbeddingBackward0", [tokens, table], g("embed"))
+    x = rec.op("AddBackward0", [x, rec.param("pos", g("embed"))], g("embed"))
     mask = rec.op("causal_mask", size=(72.0, 24.0))
     for n in range(n_layers):
         block = f"layers.{n}"
@@ -106,21 +106,21 @@ def transformer(n_layers=12, heads=8, grouped=True):
         q, k, v = (_linear(rec, h, g(attn)) for _ in range(3))
         outs = []
         for head in range(heads):
-            qh, kh, vh = (rec.op("SliceBackward", [t], g(attn)) for t in (q, k, v))
-            scores = rec.op("MmBackward", [qh, rec.op("TBackward", [kh], g(attn))], g(attn))
-            scores = rec.op("AddBackward", [rec.op("MulBackward", [scores], g(attn)), mask], g(attn))
-            p = rec.op("DropoutBackward", [_softmax(rec, scores, g(attn))], g(attn))
-            outs.append(rec.op("MmBackward", [p, vh], g(attn)))
-        y = _linear(rec, rec.op("CatBackward", outs, g(attn)), g(attn))
-        x = rec.op("AddBackward", [x, rec.op("DropoutBackward", [y], g(block))], g(block))
+            qh, kh, vh = (rec.op("SliceBackward0", [t], g(attn)) for t in (q, k, v))
+            scores = rec.op("MmBackward0", [qh, rec.op("TBackward0", [kh], g(attn))], g(attn))
+            scores = rec.op("AddBackward0", [rec.op("MulBackward0", [scores], g(attn)), mask], g(attn))
+            p = rec.op("MulBackward0", [_softmax(rec, scores, g(attn))], g(attn))
+            outs.append(rec.op("MmBackward0", [p, vh], g(attn)))
+        y = _linear(rec, rec.op("CatBackward0", outs, g(attn)), g(attn))
+        x = rec.op("AddBackward0", [x, rec.op("MulBackward0", [y], g(block))], g(block))
         h = _layer_norm(rec, x, g(f"{block}.ln2"))
         mlp = f"{block}.mlp"
         h = _linear(rec, _gelu(rec, _linear(rec, h, g(mlp)), g(mlp)), g(mlp))
-        x = rec.op("AddBackward", [x, rec.op("DropoutBackward", [h], g(block))], g(block))
+        x = rec.op("AddBackward0", [x, rec.op("MulBackward0", [h], g(block))], g(block))
     x = _layer_norm(rec, x, g("ln_f"))
-    logits = rec.op("MmBackward", [x, rec.op("TBackward", [table], g("head"))], g("head"))
+    logits = rec.op("MmBackward0", [x, rec.op("TBackward0", [table], g("head"))], g("head"))
     targets = rec.op("targets", size=(72.0, 24.0))
-    rec.op("CrossEntropyBackward", [logits, targets], g("loss"), size=(140.0, 32.0))
+    rec.op("NllLossBackward0", [logits, targets], g("loss"), size=(140.0, 32.0))
     return rec.graph()
 
 
@@ -129,8 +129,8 @@ def deep_mlp(blocks=333):
     rec = _Recorder()
     x = rec.op("input", size=(72.0, 24.0))
     for n in range(blocks):
-        x = rec.op("ReluBackward", [_linear(rec, x, f"{n}.fc")], f"{n}")  # as in nn.Sequential
-    rec.op("MseLossBackward", [x, rec.op("target", size=(72.0, 24.0))], "loss")
+        x = rec.op("ReluBackward0", [_linear(rec, x, f"{n}.fc")], f"{n}")  # as in nn.Sequential
+    rec.op("MseLossBackward0", [x, rec.op("target", size=(72.0, 24.0))], "loss")
     return rec.graph()
 
 

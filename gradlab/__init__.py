@@ -21,6 +21,7 @@ from .generator import default_generator
 from .autograd import (enable_grad, gradcheck as _gradcheck, inference_mode, is_grad_enabled,
                        is_inference_mode_enabled, no_grad, set_grad_enabled)
 from .ops.functional import *  # noqa: F401,F403  (gradlab.exp, gradlab.matmul, ... as in torch)
+from .ops.out_argument import accept_out as _accept_out
 from .ops.autocast import (autocast_decrement_nesting, autocast_increment_nesting, clear_autocast_cache,
                            get_autocast_cpu_dtype, get_autocast_dtype, is_autocast_available, is_autocast_cache_enabled,
                            is_autocast_cpu_enabled, is_autocast_enabled, set_autocast_cache_enabled,
@@ -57,6 +58,7 @@ from .amp import GradScaler, autocast
 from math import e, inf, nan, pi  # noqa: E402  (gradlab.pi, gradlab.inf as in torch)
 
 newaxis = None  # x[:, gradlab.newaxis], as numpy's and torch's
+_accept_out(globals())  # gradlab.add(x, y, out=r), gradlab.matmul(a, b, out=c): wherever torch's takes out=
 autograd.functional = _functional
 autograd.Variable = Variable
 autograd.gradcheck = _gradcheck.gradcheck

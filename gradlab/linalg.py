@@ -13,6 +13,7 @@ import math
 
 from .ops import diagonals
 from .ops.autocast import autocast_op
+from .ops.numpy_spellings import accept_numpy_spellings
 from .ops._common import Tensor, describe, normalize_dim
 from .ops._linalg_common import default_tolerances
 from .ops.linalg import matmul
@@ -213,3 +214,6 @@ def _floating(op, x, dtype):
         raise RuntimeError(f"{op}: Expected a floating point tensor as input. Got {describe(x)}; "
                            "convert it first with .float() or pass dtype=gradlab.float32")
     return x
+
+
+accept_numpy_spellings(globals())  # linalg.vector_norm(x, axis=1, keepdims=True), as torch.linalg takes them

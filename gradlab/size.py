@@ -1,13 +1,16 @@
 """``gradlab.Size``: a shape as PyTorch spells it, a tuple of ints that also knows its ``numel()``.
 
-``Tensor.shape`` stays a plain tuple (it is read on every op, and a Size would cost a construction
-each time); ``gradlab.Size((2, 3))`` builds one where a program asks for it, and compares equal to
-the tuple, so ``x.shape == gradlab.Size([2, 3])`` holds.
+``x.shape`` and ``x.size()`` are Sizes, as in PyTorch: ``print(x.shape)`` shows ``gradlab.Size([3, 4])``
+(PyTorch: ``torch.Size([3, 4])``), and a Size is still a tuple, equal to the plain tuple of the
+same ints (``x.shape == (3, 4)``). Ops read their arrays' own shapes (``x.array.shape``), so the hot
+path never builds one.
 """
 
 from __future__ import annotations
 
 import operator
+
+_PACKAGE = __name__.partition(".")[0]  # "gradlab": the name a Size prints with
 
 
 class Size(tuple):
@@ -31,25 +34,33 @@ class Size(tuple):
 
     def __getitem__(self, index):
         item = tuple.__getitem__(self, index)
-        return Size(item) if isinstance(index, slice) else item
+        return _of(Size, item) if index.__class__ is slice else item
 
     def __add__(self, other):
         if not isinstance(other, tuple):
             return NotImplemented
-        return Size(tuple(self) + tuple(other))
+        return _of(Size, tuple.__add__(self, _ints(other)))
 
     def __radd__(self, other):
         if not isinstance(other, tuple):
             return NotImplemented
-        return Size(tuple(other) + tuple(self))
+        return _of(Size, tuple.__add__(_ints(other), self))
 
     def __mul__(self, times):
-        return Size(tuple(self) * times)
+        return _of(Size, tuple.__mul__(self, times))
 
     __rmul__ = __mul__
 
     def __repr__(self):
-        return f"gradlab.Size({list(self)})"
+        return f"{_PACKAGE}.Size({list(self)})"
 
     def __reduce__(self):
         return (Size, (tuple(self),))
+
+
+_of = tuple.__new__  # a Size from ints already checked: shapes are read and sliced on every op, so no check again
+
+
+def _ints(sizes: tuple) -> tuple:
+    """sizes as a tuple of ints (checked unless it is one already)."""
+    return sizes if all(n.__class__ is int for n in sizes) else Size(sizes)

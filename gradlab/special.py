@@ -6,6 +6,7 @@ familiar (``gammaln``, ``psi``, ``expit``); see ``gradlab/ops/special.py`` for h
 
 from .ops.activations import log_softmax, sigmoid as expit, softmax
 from .ops.elementwise import erf, expm1, log1p, round
+from .ops.numpy_spellings import accept_numpy_spellings
 from .ops.pointwise import exp2
 from .ops.reductions import logsumexp
 from .ops.special import (digamma, entr, erfc, erfcx, erfinv, i0, i0e, i1, i1e, igamma as gammainc,
@@ -18,3 +19,5 @@ psi = digamma
 __all__ = ["digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp2", "expit", "expm1", "gammainc", "gammaincc",
            "gammaln", "i0", "i0e", "i1", "i1e", "log1p", "log_ndtr", "log_softmax", "logit", "logsumexp", "multigammaln",
            "ndtr", "ndtri", "polygamma", "psi", "round", "sinc", "softmax", "xlog1py", "xlogy", "zeta"]
+
+accept_numpy_spellings(globals())  # special.logsumexp(x, 1, keepdims=True), as torch.special takes it

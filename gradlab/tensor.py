@@ -8,6 +8,7 @@ and the rule for in-place operations.
 
 from __future__ import annotations
 
+import functools
 import weakref
 
 import numpy as np
@@ -33,6 +34,7 @@ from .ops.indexing import IndexingMethods
 from .ops.inplace import InPlaceMethods
 from .ops.legacy_linalg import LegacyLinalgMethods
 from .ops.linalg import LinalgMethods
+from .ops.numpy_spellings import accept_numpy_spellings
 from .ops.pointwise import PointwiseMethods
 from .ops.products import ProductMethods
 from .ops.random_methods import RandomMethods
@@ -46,8 +48,10 @@ from .ops.special import SpecialMethods
 from .ops.statistics import StatisticsMethods
 from .ops.trigonometric import TrigonometricMethods
 from .printing import format_tensor
+from .size import Size
 
 _new = object.__new__
+_size = functools.partial(tuple.__new__, Size)  # x.shape: an array's shape, made a Size without checking it again
 
 
 def _cast(name: str, dtype: dt.DType):
@@ -138,8 +142,9 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
     # --- what a tensor is ------------------------------------------------------------------------
 
     @property
-    def shape(self) -> tuple:
-        return self.array.shape
+    def shape(self) -> Size:
+        """The sizes of the dims, as a ``gradlab.Size``: a tuple that prints as ``gradlab.Size([3, 4])``."""
+        return _size(self.array.shape)
 
     @property
     def dtype(self) -> dt.DType:
@@ -157,7 +162,7 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
 
     def size(self, dim=None):
         if dim is None:
-            return self.array.shape
+            return _size(self.array.shape)
         return self.array.shape[normalize_dim("size", dim, self.ndim)]
 
     def numel(self) -> int:
@@ -679,6 +684,9 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
         return self.pow_(other)
 
     __hash__ = object.__hash__
+
+
+accept_numpy_spellings(Tensor, leave=("norm",))  # x.sum(1, keepdims=True), x.mean(axis=0), as in PyTorch
 
 
 def _init(t, array, device) -> None:

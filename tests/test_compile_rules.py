@@ -17,10 +17,10 @@ from gradlab.compile import rules
 from gradlab.compile.generic import GenericForward
 from gradlab.nn.functional.conv import ConvNd
 from gradlab.nn.functional.linear import Linear
-from gradlab.nn.functional.loss import ClassIndexLoss
+from gradlab.nn.functional.loss import NllLoss
 from gradlab.nn.functional.normalization import Normalize
 from gradlab.nn.functional.pooling import MaxPoolNd
-from gradlab.ops.activations import Gelu, Relu
+from gradlab.ops.activations import Gelu, LogSoftmax, Relu
 from gradlab.ops.arithmetic import Add, Div, Mul, Sub
 
 nn, F = gl.nn, gl.nn.functional
@@ -103,7 +103,7 @@ def test_activation_rules_match_eager():
     model = nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 8), nn.GELU(), nn.Linear(8, 8), nn.GELU("tanh"),
                           nn.Linear(8, 3))
     step = _compare(model, _t((5, 6)), gl.tensor([0, 1, 2, 1, 0]), F.cross_entropy)
-    assert not (_generic_ops(step) & {Relu, Gelu, Linear, ClassIndexLoss})
+    assert not (_generic_ops(step) & {Relu, Gelu, Linear, LogSoftmax, NllLoss})
 
 
 def test_relu_gradient_is_zero_at_zero_and_where_negative():
@@ -126,17 +126,42 @@ def test_cross_entropy_rule_ignores_ignore_index_and_checks_the_range():
     model = nn.Linear(4, 3)
     y = gl.tensor([0, -100, 2, 1, -100])
     step = _compare(model, _t((5, 4)), y, F.cross_entropy)
-    assert ClassIndexLoss not in _generic_ops(step)
+    assert not _generic_ops(step) & {LogSoftmax, NllLoss}
     with pytest.raises(IndexError, match="out of bounds"):
         step(_t((5, 4)), gl.tensor([0, 1, 3, 1, 0]))
 
 
-def test_cross_entropy_rule_declines_label_smoothing_and_class_weights():
+def _instruction_names(step):
+    (compiled,) = step.cache.values()
+    return [ins.name for ins in compiled.program.instrs]
+
+
+def test_cross_entropys_two_backwards_run_as_one_fused_instruction():
+    """Eager records NllLoss after LogSoftmax, as PyTorch; the program runs their backwards as one
+    (softmax − onehot) · g / N, and nll_loss's own one-hot gradient, read by nobody, is dropped."""
+    step = _compare(nn.Linear(4, 3), _t((5, 4)), gl.tensor([0, 1, 2, 1, 0]), F.cross_entropy)
+    names = _instruction_names(step)
+    assert "LogSoftmax.backward of NllLoss.backward (softmax − onehot) · g / N" in names
+    assert "NllLoss.backward (−onehot · g / N)" not in names and "LogSoftmax.backward" not in names
+
+
+def test_log_softmax_read_twice_is_not_fused():
+    """Where the log-probabilities have a second reader, their gradient is a sum: the two backwards stay apart."""
+    def twice(out, y):
+        logp = out.log_softmax(1)
+        return F.nll_loss(logp, y) + (logp * logp).mean()
+    step = _compare(nn.Linear(4, 3), _t((5, 4)), gl.tensor([0, 1, 2, 1, 0]), twice)
+    names = _instruction_names(step)
+    assert "LogSoftmax.backward" in names and "NllLoss.backward (−onehot · g / N)" in names
+    assert not any("of NllLoss.backward" in name for name in names)
+
+
+def test_cross_entropy_rule_declines_class_weights_and_keeps_label_smoothing():
     def smoothed(out, y):
         return F.cross_entropy(out, y, label_smoothing=0.1) + F.cross_entropy(out, y, weight=gl.tensor(
             [1.0, 2.0, 0.5], dtype=gl.float64), reduction="sum")
     step = _compare(nn.Linear(4, 3), _t((5, 4)), gl.tensor([0, 1, 2, 1, 0]), smoothed)
-    assert ClassIndexLoss in _generic_ops(step)
+    assert NllLoss in _generic_ops(step) and LogSoftmax not in _generic_ops(step)
 
 
 @pytest.mark.parametrize("kwargs", [dict(padding=1), dict(padding=(2, 0), stride=2), dict(stride=(1, 2), dilation=2),
@@ -288,7 +313,8 @@ def test_an_optimizer_trajectory_through_the_rules_matches_eager():
 
 
 def test_every_rule_is_registered():
-    assert {Add, Sub, Mul, Div, Relu, Gelu, Linear, ClassIndexLoss, ConvNd, MaxPoolNd, Normalize} <= set(rules.RULES)
+    assert {Add, Sub, Mul, Div, Relu, Gelu, Linear, LogSoftmax, NllLoss, ConvNd, MaxPoolNd,
+            Normalize} <= set(rules.RULES)
 
 
 def test_gradients_accumulate_across_calls_without_aliasing_a_kept_buffer():

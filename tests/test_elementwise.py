@@ -197,9 +197,9 @@ def test_in_place_cannot_turn_an_int_tensor_into_floats():
 
 def test_grad_fn_is_named_after_the_op():
     x = leaf(domain("positive"))
-    assert gl.exp(x).grad_fn.name() == "ExpBackward"
-    assert gl.leaky_relu(x).grad_fn.name() == "LeakyReluBackward"
-    assert gl.where(x > 1, x, 0.0).grad_fn.name() == "WhereBackward"
+    assert gl.exp(x).grad_fn.name() == "ExpBackward0"
+    assert gl.leaky_relu(x).grad_fn.name() == "LeakyReluBackward0"
+    assert gl.where(x > 1, x, 0.0).grad_fn.name() == "WhereBackward0"
 
 
 # --- dtypes --------------------------------------------------------------------------------------

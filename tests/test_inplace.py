@@ -29,7 +29,7 @@ def test_modifying_a_saved_tensor_is_detected():
     a.mul_(3)
     with pytest.raises(RuntimeError, match=MODIFIED) as info:
         b.sum().backward()
-    assert "MulBackward" in str(info.value) and "version 1; expected version 0" in str(info.value)
+    assert "MulBackward0" in str(info.value) and "version 1; expected version 0" in str(info.value)
 
 
 def test_modifying_a_saved_output_is_detected():
@@ -76,7 +76,7 @@ def test_in_place_on_non_leaf_gives_right_gradients():
     a, b = leaf(a_np), leaf(b_np)
     x = a * 2
     x.mul_(b)
-    assert x.grad_fn.name() == "MulBackward"
+    assert x.grad_fn.name() == "MulBackward0"
     x.sum().backward()
     assert_close(a.grad, 2 * b_np)
     assert_close(b.grad, 2 * a_np)
@@ -143,7 +143,7 @@ def test_fill_and_zero_on_non_leaf_cut_the_old_history():
     a = leaf([1.0, 2.0])
     x = a * 2
     x.fill_(5.0)
-    assert x.requires_grad and x.grad_fn.name() == "FillBackward"
+    assert x.requires_grad and x.grad_fn.name() == "FillBackward0"
     (x * a).sum().backward()
     assert_close(a.grad, [5.0, 5.0])  # only through the second use: the filled values are constants
     y = a * 3
@@ -235,7 +235,7 @@ def test_recorded_in_place_on_a_view_reaches_the_base():
     assert a.grad.tolist() == [2.0, 2.0, 1.0]
     base = gl.zeros(3, dtype=gl.float64)
     base[:2].add_(a[:2])
-    assert base.requires_grad and base.grad_fn.name() == "CopySlicesBackward"
+    assert base.requires_grad and base.grad_fn.name() == "CopySlices"
 
 
 def test_view_of_a_view_keeps_the_root_base():

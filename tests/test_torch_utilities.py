@@ -27,6 +27,24 @@ def test_size_behaves_as_torch_size():
         gl.Size([2.5])
 
 
+def test_a_tensors_shape_prints_as_a_size_with_the_packages_name():
+    x = gl.zeros(3, 4)
+    assert repr(x.shape) == str(x.shape) == repr(x.size()) == f"{gl.__name__}.Size([3, 4])" == "gradlab.Size([3, 4])"
+    assert type(x.shape) is gl.Size and type(x.size()) is gl.Size and isinstance(x.shape, tuple)
+    assert x.shape == (3, 4) and (3, 4) == x.shape and hash(x.shape) == hash((3, 4)) and x.size(1) == 4
+    assert repr(x.shape[1:]) == "gradlab.Size([4])" and type(x.shape[0]) is int and x.shape.numel() == 12
+    assert repr(gl.tensor(1.0).shape) == "gradlab.Size([])"
+    assert np.zeros(x.shape).shape == (3, 4) and gl.ones(x.shape).shape == (3, 4)
+
+
+@requires_torch
+def test_a_tensors_shape_prints_as_torch_prints_its():
+    ours, theirs = gl.zeros(3, 4), torch.zeros(3, 4)
+    for read in (lambda t: t.shape, lambda t: t.size(), lambda t: t.shape[1:], lambda t: t.sum(0).shape):
+        assert repr(read(ours)) == repr(read(theirs)).replace("torch.", "gradlab.")
+        assert read(ours) == read(theirs)
+
+
 # --- settings ------------------------------------------------------------------------------------------------
 
 @requires_torch

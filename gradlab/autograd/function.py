@@ -70,7 +70,7 @@ def _check_assigned_grad(tensor, grad) -> None:
     if grad is tensor:
         raise RuntimeError("can't assign Variable as its own grad")
     problems = [(what, theirs, ours) for what, theirs, ours in (
-        ("dtype", grad.dtype, tensor.dtype), ("size", tuple(grad.shape), tuple(tensor.shape)),
+        ("dtype", grad.dtype, tensor.dtype), ("size", grad.array.shape, tensor.array.shape),
         ("device", grad.device, tensor.device)) if theirs != ours]
     if problems:
         what, theirs, ours = problems[0]
@@ -118,6 +118,7 @@ class Node:
     _pre_hooks = None  # [hook(grad_outputs)], from Node.register_prehook
     _post_hooks = None  # [hook(grad_inputs, grad_outputs)], from Node.register_hook
     _forward_trace = None  # where forward ran, kept while detect_anomaly is on
+    _variants = ()  # the node classes of this node's Function, one per name in its node_names
 
     # --- what forward may call on ctx ----------------------------------------------------------
 
@@ -174,6 +175,7 @@ class Node:
     # --- what users and the lab see --------------------------------------------------------------
 
     def name(self) -> str:
+        """The node's class name, PyTorch's where the op is PyTorch's: ``AddBackward0``, ``SumBackward1``."""
         return type(self).__name__
 
     @property
@@ -209,6 +211,14 @@ class Node:
         is on; else None."""
         return self._forward_trace
 
+    def recorded_as(self, variant: int) -> None:
+        """Record this node under its Function's ``node_names[variant]``, for an op that PyTorch names by
+        how it was called (``x.sum()`` is ``SumBackward0``, ``x.sum(1)`` ``SumBackward1``). Forward calls
+        it; a subclass that inherits the forward but names no variants of its own keeps its one name."""
+        variants = self._variants
+        if variant < len(variants):
+            self.__class__ = variants[variant]
+
     def register_hook(self, hook):
         """Call ``hook(grad_inputs, grad_outputs)`` after this node's backward has run."""
         if self._post_hooks is None:
@@ -236,7 +246,7 @@ class AccumulateGrad(Node):
         self.variable = variable
         self.next_functions = ()
         self.needs_input_grad = ()
-        self._output_shapes = (variable.shape,)
+        self._output_shapes = (variable.array.shape,)
         self._output_dtypes = (variable.array.dtype,)
         self._seq = _LEAF_SEQUENCE + next(_sequence)  # above every op's number: ready leaves are served first
 
@@ -266,7 +276,9 @@ def defined_by_caller(cls, frames_up: int = 2):
     """
     module = sys._getframe(frames_up).f_globals.get("__name__")
     if module:
-        cls.__module__ = cls._node_type.__module__ = module
+        cls.__module__ = module
+        for node_type in cls._node_type._variants:
+            node_type.__module__ = module
     return cls
 
 
@@ -280,16 +292,18 @@ class Function:
 
     _node_type = Node
     derivative = ""  # the local rule in plain math ("∂L/∂x = g · out"), shown by the lab
+    # The class names of this op's grad_fn, as PyTorch names its nodes (empty: see name_nodes). A second
+    # name onwards is a variant that forward picks with ctx.recorded_as(i) (SumBackward0 / SumBackward1).
+    node_names: tuple = ()
     # True when forward uses backend primitives only (the rule of gradlab.ops): nothing inside can record,
     # so apply need not switch this thread's recording off around it (~0.3 µs: 4% of an add in the chain).
     _forward_is_primitive = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        cls._node_type = type(f"{cls.__name__}Backward", (Node,), {"__slots__": (), "function": cls})
+        name_nodes(cls, *cls.__dict__.get("node_names", ()))
         if "_forward_is_primitive" not in cls.__dict__:  # gradlab's own ops, unless a class says otherwise
             cls._forward_is_primitive = cls.__module__.startswith(_PRIMITIVE_MODULES)
-        cls._node_type.__module__ = cls.__module__
 
     @staticmethod
     def forward(ctx, *inputs):
@@ -325,6 +339,20 @@ class Function:
         if observers.active:
             observers.notify(cls, inputs, outputs, None)
         return outputs
+
+
+def name_nodes(cls, *names) -> None:
+    """Make the grad_fn classes of Function ``cls``: one per name, the first the default. Without names,
+    PyTorch's: ``"<ClassName>Backward0"`` for gradlab's own ops (PyTorch's built-in nodes end in a number),
+    ``"<ClassName>Backward"`` for a user's Function (as torch.autograd.Function names its nodes). Done once,
+    when the class is made, so no call pays for its node's name; a class renamed later calls it again."""
+    names = names or (f"{cls.__name__}Backward{'0' if cls.__module__.startswith('gradlab.') else ''}",)
+    variants = tuple(type(name, (Node,), {"__slots__": (), "function": cls, "__module__": cls.__module__})
+                     for name in names)
+    for node_type in variants:
+        node_type._variants = variants
+    cls._node_type = variants[0]
+    cls.node_names = names
 
 
 def _forward_without_recording(cls, ctx, inputs):

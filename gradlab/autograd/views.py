@@ -26,6 +26,7 @@ class CopySlices(Function):
     """
 
     derivative = "∂L/∂base = g with the view's positions zeroed;  ∂L/∂value = g at the view's positions"
+    node_names = ("CopySlices",)  # PyTorch's name for this node (it has no "Backward")
 
     @staticmethod
     def forward(ctx, base, value, positions):

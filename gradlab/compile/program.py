@@ -51,6 +51,7 @@ class Builder:
         self.slots: list = []
         self.instrs: list = []
         self.constants: dict = {}  # slot -> a value fixed when planned (a Python number's array, a seed of ones)
+        self.notes: dict = {}  # what one rule tells a later one about a slot (rules_loss: nll_loss's gradient)
         self.phase = "forward"
 
     def slot(self, shape, dtype, name: str = "") -> int:

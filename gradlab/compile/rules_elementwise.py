@@ -16,7 +16,7 @@ from ..jit.tape import Ref
 from .generic import sum_to
 from .passes import OUT_BACKENDS
 from ..ops.activations import Gelu, Relu
-from ..ops.arithmetic import Add, Div, Mul, Sub
+from ..ops.arithmetic import Add, Div, Mul, Rsub, Sub
 
 FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -178,7 +178,7 @@ def _broadcast(b, *slots):
 
 
 rule(Add)(_binary(np.add, "add", _add_backward))
-rule(Sub)(_binary(np.subtract, "sub", _sub_backward))
+rule(Sub, Rsub)(_binary(np.subtract, "sub", _sub_backward))  # (1 - x is Rsub: PyTorch names its node apart)
 rule(Mul)(_binary(np.multiply, "mul", _mul_backward))
 rule(Div)(_binary(np.divide, "div", _div_backward))
 

@@ -127,8 +127,14 @@ def _saved(node: Node, inputs: tuple = (), outputs: tuple = (), versions=((), ()
 
 
 def _op_label(node: Node) -> str:
-    name = node.name()
-    return name[:-len("Backward")] if name.endswith("Backward") else name
+    """The short label of a box: the engine's name without PyTorch's "Backward0" ("AddBackward0" -> "Add")."""
+    return short_name(node.name())
+
+
+def short_name(name: str) -> str:
+    """"MulBackward0" -> "Mul", "SumBackward1" -> "Sum", "AccumulateGrad" and "CopySlices" as they are."""
+    stem = name.rstrip("0123456789")
+    return stem[:-len("Backward")] if stem.endswith("Backward") and len(stem) > len("Backward") else name
 
 
 def _shape(shape) -> list | None:
@@ -270,7 +276,7 @@ def from_recording(rec) -> Graph:
         saved = _saved(node, record.inputs, record.outputs, op.versions, values) if node is not None else []
         first, first_version = outputs[0] if outputs else (None, None)
         graph.add(GraphNode(
-            nid, "op", node.name() if node is not None else f"{record.function.__name__}Backward",
+            nid, "op", node.name() if node is not None else record.function._node_type.__name__,
             record.function.__name__, group=op.group,
             input_shapes=[list(x.shape) for x, _ in tensor_inputs],
             **(_tensor_facts(first) if first is not None else {}),

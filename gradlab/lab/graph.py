@@ -25,7 +25,7 @@ class GraphNode:
 
     id: str
     kind: str
-    op: str  # the engine's name: "MulBackward", "AccumulateGrad", or the Scalar op ("*", "tanh")
+    op: str  # the engine's name: "MulBackward0", "AccumulateGrad", or the Scalar op ("*", "tanh")
     label: str  # the short text drawn in the box
     group: str | None = None  # the module group it ran in ("encoder.layers.0.attn"), None at top level
     input_shapes: list = field(default_factory=list)

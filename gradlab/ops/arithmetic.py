@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from ..autograd.function import Function, defined_by_caller
+from ..autograd.function import Function, defined_by_caller, name_nodes
 from ..dtypes import bool_, get_default_dtype, result_dtype, result_dtype_with_scalar
 from ._common import TrackedTensor, binary_operands, broadcast_shapes, describe
 
@@ -86,6 +86,12 @@ class Sub(Function):
         return grad, (-grad if ctx.needs_input_grad[1] else None)
 
 
+class Rsub(Sub):
+    """number - b (the reflected operator): Sub with the number as a 0-d tensor, named as PyTorch's rsub."""
+
+    node_names = ("RsubBackward1",)
+
+
 class Mul(Function):
     """a * b: each input receives the incoming gradient times the other input, summed back where broadcast."""
 
@@ -156,6 +162,7 @@ class Pow(Function):
     """
 
     derivative = "∂L/∂a = g · b · a^(b−1);  ∂L/∂b = g · out · log(a)"
+    node_names = ("PowBackward0", "PowBackward1")  # a number exponent; a tensor exponent
 
     @staticmethod
     def forward(ctx, a, b):
@@ -165,6 +172,8 @@ class Pow(Function):
                 "convert the base with .float() first"
             )
         out = _compute_no_bool("pow", a, b)
+        if isinstance(b, TrackedTensor):
+            ctx.recorded_as(1)
         ctx.save_for_backward(a, b if isinstance(b, TrackedTensor) else None, out)
         ctx.b_number = None if isinstance(b, TrackedTensor) else b
         return out
@@ -192,6 +201,7 @@ class RPow(Function):
     """number ** b: the exponent b receives the gradient times out · log(number) (the number gets none)."""
 
     derivative = "∂L/∂b = g · out · log(number)"
+    node_names = ("PowBackward2",)  # PyTorch's pow(Scalar self, Tensor exponent)
 
     @staticmethod
     def forward(ctx, b, number):
@@ -227,7 +237,7 @@ def _no_grad_binary(op: str, primitive: str, expression: str, kind: str):
             return None, None
 
     NoGradBinary.__name__ = NoGradBinary.__qualname__ = "".join(p.capitalize() for p in op.split("_"))
-    NoGradBinary._node_type.__name__ = NoGradBinary.__name__ + "Backward"
+    name_nodes(NoGradBinary)
     defined_by_caller(NoGradBinary)
     return NoGradBinary
 
@@ -277,9 +287,12 @@ class Remainder(Function):
     """a % b (sign of b, like Python): a receives the gradient unchanged, b minus the gradient times floor(a / b)."""
 
     derivative = "∂L/∂a = g;  ∂L/∂b = −g · floor(a / b)"
+    node_names = ("RemainderBackward0", "RemainderBackward1")  # a number divisor; a tensor divisor
 
     @staticmethod
     def forward(ctx, a, b):
+        if isinstance(b, TrackedTensor):
+            ctx.recorded_as(1)
         ctx.save_for_backward(a, b if isinstance(b, TrackedTensor) else None)
         out = _compute_no_bool("remainder", a, b)
         _refuse_integer_division_by_zero("remainder", out, b)
@@ -422,7 +435,7 @@ class ArithmeticMethods:
         return Mul.apply(self, other)
 
     def __rsub__(self, other):
-        return Sub.apply(_number_tensor("sub", self, other), self)
+        return Rsub.apply(_number_tensor("sub", self, other), self)
 
     def __rtruediv__(self, other):
         return Div.apply(_number_tensor("div", self, other), self)

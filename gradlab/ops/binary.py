@@ -8,7 +8,7 @@ input that was broadcast back to its shape (``autograd/broadcasting.py``), as fo
 
 from __future__ import annotations
 
-from ..autograd.function import Function, defined_by_caller
+from ..autograd.function import Function, defined_by_caller, name_nodes
 from ..dtypes import get_default_dtype
 from ._common import TrackedTensor, binary_operands, broadcast_shapes, describe
 from .arithmetic import _number_tensor
@@ -113,7 +113,7 @@ def binary(op: str, compute, grad_a=None, grad_b=None, inputs: str = "float", *,
     name = "".join(part.capitalize() for part in op.split("_"))
     Binary.__doc__, Binary.derivative = doc, derivative
     Binary.__name__ = Binary.__qualname__ = name
-    Binary._node_type.__name__ = Binary._node_type.__qualname__ = name + "Backward"
+    name_nodes(Binary)
     return defined_by_caller(Binary)
 
 

@@ -28,6 +28,7 @@ class Cast(Function):
     """x.to(dtype): the gradient is cast back to x's dtype (and is None for non-float inputs)."""
 
     derivative = "∂L/∂x = g cast back to x's dtype (no gradient for integer or bool x)"
+    node_names = ("ToCopyBackward0",)  # PyTorch's x.to(dtype) is a _to_copy
 
     @staticmethod
     def forward(ctx, x, dtype):
@@ -48,6 +49,7 @@ class ToDevice(Function):
     """
 
     derivative = "∂L/∂x = g moved back to x's device"
+    node_names = ("ToCopyBackward0",)  # (as Cast: one _to_copy in PyTorch)
 
     @staticmethod
     def forward(ctx, x, device):

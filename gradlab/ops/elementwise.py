@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from ..autograd.function import Function, defined_by_caller
+from ..autograd.function import Function, defined_by_caller, name_nodes
 from ..dtypes import bool_, get_default_dtype, int64, promote, result_dtype, result_dtype_with_scalar, scalar_dtype
 from ._common import TrackedTensor, binary_operands, broadcast_shapes, check_same_device, describe, float_dtype_required
 from .arithmetic import _compute
@@ -70,7 +70,7 @@ def elementwise(op: str, compute, gradient=None, inputs: str = "float", saves: s
     name = "".join(part.capitalize() for part in op.split("_"))
     Elementwise.__doc__, Elementwise.derivative = doc, derivative
     Elementwise.__name__ = Elementwise.__qualname__ = name
-    Elementwise._node_type.__name__ = Elementwise._node_type.__qualname__ = name + "Backward"
+    name_nodes(Elementwise)
     return defined_by_caller(Elementwise)
 
 
@@ -180,6 +180,8 @@ Isinf = elementwise("isinf", "isinf", inputs="any",
 Isfinite = elementwise("isfinite", lambda b, a: b.logical_not(b.logical_or(b.isnan(a), b.isinf(a))), inputs="any",
                        doc="isfinite(x): a test with a bool result, so no gradient flows through it.",
                        derivative=_BOOL_RESULT)
+name_nodes(Log1p, "Log1PBackward0")  # (PyTorch's spelling)
+name_nodes(Square, "PowBackward0")  # PyTorch's square is pow(x, 2)
 
 
 # --- ops with tensor operands: clamp, maximum/minimum, where -------------------------------------
@@ -213,6 +215,7 @@ class Clamp(Function):
 
     derivative = ("∂L/∂x = g where lo ≤ x ≤ hi, else 0;  ∂L/∂lo = g where x < lo < hi, else 0;  "
                   "∂L/∂hi = g where x > hi or hi < lo, else 0 (each summed back where broadcast)")
+    node_names = ("ClampBackward1", "ClampBackward0")  # number bounds; a tensor bound (PyTorch's numbering)
 
     @staticmethod
     def forward(ctx, x, lo, hi):
@@ -227,6 +230,8 @@ class Clamp(Function):
         except ValueError:
             _explain_broadcast("clamp", x, lo, hi)
             raise
+        if isinstance(lo, TrackedTensor) or isinstance(hi, TrackedTensor):
+            ctx.recorded_as(1)
         ctx.save_for_backward(x, *(b if isinstance(b, TrackedTensor) else None for b in (lo, hi)))
         ctx.lo, ctx.hi = (None if isinstance(b, TrackedTensor) else b for b in (lo, hi))
         return x._wrap(out)
@@ -275,7 +280,7 @@ def _extremum(op: str, loses, winner: str):
             return grad_a, grad_b
 
     Extremum.__name__ = Extremum.__qualname__ = op.capitalize()
-    Extremum._node_type.__name__ = Extremum._node_type.__qualname__ = op.capitalize() + "Backward"
+    name_nodes(Extremum)
     return defined_by_caller(Extremum)
 
 

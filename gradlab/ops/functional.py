@@ -104,3 +104,7 @@ __all__ += ["acos", "acosh", "arccos", "arccosh", "arcsin", "arcsinh", "arctan",
 __all__ += ["divide", "true_divide", "multiply", "subtract"]
 __all__ += ["conj", "conj_physical", "imag", "is_complex", "is_conj", "is_neg", "real", "resolve_conj", "resolve_neg"]
 __all__ += list(TORCH_INPLACE)
+
+from .numpy_spellings import accept_numpy_spellings  # noqa: E402
+
+accept_numpy_spellings(globals(), leave=("norm",))  # gradlab.sum(x, axis=1, keepdims=True), as in torch

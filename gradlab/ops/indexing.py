@@ -37,18 +37,50 @@ class GetItem(Function):
     """
 
     derivative = "∂L/∂x = zeros of x's shape with g added at [index]"
+    # PyTorch records an index array or mask as IndexBackward0, and a basic index by its last step (x[0] selects,
+    # x[1:] slices, x[None] unsqueezes, x[...] aliases): variants 1 to 4, picked by _basic_step
+    node_names = ("IndexBackward0", "SelectBackward0", "SliceBackward0", "UnsqueezeBackward0", "AliasBackward0")
 
     @staticmethod
     def forward(ctx, x, index):
         ctx.shape, ctx.index = x.shape, index
         out = x.device.backend.getitem(x.array, index)
-        return x._view_of(out) if all(type(item) in _BASIC for item in index) else x._wrap(out)
+        if all(type(item) in _BASIC for item in index):
+            ctx.recorded_as(_basic_step(index))
+            return x._view_of(out)
+        return x._wrap(out)
 
     @staticmethod
     def backward(ctx, grad):
         # each value's gradient goes back where the value was read; a repeated index adds up
         write = IndexAdd if _may_repeat(grad, ctx.index) else IndexPut
         return write.apply(grad.new_zeros(ctx.shape), ctx.index, grad), None
+
+
+def _basic_step(index) -> int:
+    """Which of GetItem's names PyTorch gives a basic index: its last item that is not ``...`` or ``:``."""
+    full = False
+    for item in reversed(index):
+        if item.__class__ is slice and item == _FULL:
+            full = True
+        elif item is not Ellipsis:
+            return 1 if item.__class__ is int else 2 if item.__class__ is slice else 3
+    return 2 if full else 4
+
+
+_FULL = slice(None)
+
+
+class Gather(GetItem):
+    """gather(x, dim, index): GetItem on the index it builds, named as PyTorch's gather."""
+
+    node_names = ("GatherBackward0",)
+
+
+class IndexSelect(GetItem):
+    """index_select(x, dim, index): GetItem on the index it builds, named as PyTorch's index_select."""
+
+    node_names = ("IndexSelectBackward0",)
 
 
 class IndexPut(Function):
@@ -477,13 +509,13 @@ def index_select(input, dim, index):
     if index.ndim == 0:
         data = input.device.backend.reshape(data, (1,))
     _refuse_negative("index_select", input, data, dim, input.shape[dim])
-    return _apply("index_select", GetItem, input, (slice(None),) * dim + (data,))
+    return _apply("index_select", IndexSelect, input, (slice(None),) * dim + (data,))
 
 
 def gather(input, dim, index, *, sparse_grad=False):
     """out[i][j] = input[index[i][j]][j] for dim=0 (and likewise for the other dims)."""
     full, _ = _gather_scatter_args("gather", input, dim, index)
-    return _apply("gather", GetItem, input, full)
+    return _apply("gather", Gather, input, full)
 
 
 _SCATTER_REDUCE = {"add": "sum", "multiply": "prod"}
@@ -544,7 +576,7 @@ def take_along_dim(input, indices, dim=None):
     except ShapeError as error:
         raise ShapeError(f"{op}: input and indices must broadcast apart from dimension {dim}: {error}") from None
     _refuse_negative(op, input, data, dim, input.shape[dim])
-    return _apply(op, GetItem, input, _along(input, input.shape, dim, data))
+    return _apply(op, Gather, input, _along(input, input.shape, dim, data))  # (PyTorch: a gather too)
 
 
 def index_add(input, dim, index, source, *, alpha=1):

@@ -27,10 +27,16 @@ class Matmul(Function):
     """
 
     derivative = "∂L/∂a = g · bᵀ;  ∂L/∂b = aᵀ · g"
+    # PyTorch's names for the product it does: matrix @ matrix (or vector @ matrix), matrix @ vector,
+    # vector @ vector, and batched (where PyTorch's matmul wraps its bmm node in a reshape's node)
+    node_names = ("MmBackward0", "MvBackward0", "DotBackward0", "BmmBackward0")
 
     @staticmethod
     def forward(ctx, a, b):
         _check_pair("matmul", a, b)
+        if a.ndim != 2 or b.ndim != 2:
+            ctx.recorded_as(3 if a.ndim > 2 or b.ndim > 2 else 2 if a.ndim == 1 and b.ndim == 1 else 1 if b.ndim == 1
+                            else 0)
         ctx.save_for_backward(a, b)
         try:
             return a._wrap(a.device.backend.matmul(a.array, b.array))

@@ -20,6 +20,7 @@ class Pad(Function):
     """
 
     derivative = "∂L/∂x = g with the padding cropped off (and zeros where x was cropped)"
+    node_names = ("ConstantPadNdBackward0",)  # PyTorch's constant_pad_nd
 
     @staticmethod
     def forward(ctx, x, widths, value):

@@ -212,10 +212,10 @@ def _distance(diff, p):
     return norm.masked_fill(zero.squeeze(-1), 0.0)
 
 
-def chain_matmul(*matrices, out=None):
-    """The product of 2-D matrices, left to right (deprecated in PyTorch for linalg.multi_dot)."""
-    if out is not None:
-        raise TypeError("chain_matmul: out= is not supported by gradlab; assign the result instead")
+def chain_matmul(*matrices):
+    """The product of 2-D matrices, left to right (deprecated in PyTorch for linalg.multi_dot).
+
+    ``gradlab.chain_matmul(..., out=r)`` writes into r, as every torch-level function does (ops/out_argument.py)."""
     if len(matrices) == 1 and isinstance(matrices[0], (list, tuple)):
         matrices = tuple(matrices[0])
     for m in matrices:

@@ -97,9 +97,12 @@ class Sum(Function):
     """sum(x, dim): every input element contributes once, so each receives the output's gradient unchanged."""
 
     derivative = "∂L/∂x = g broadcast back over the summed dims"
+    node_names = ("SumBackward0", "SumBackward1")  # all elements; along dim (PyTorch's numbering)
 
     @staticmethod
     def forward(ctx, x, dim, keepdim, dtype):
+        if dim is not None:
+            ctx.recorded_as(1)
         axes = _axes("sum", x, dim)
         _remember(ctx, x, axes, keepdim)
         ctx.dtype, target, backend = x.dtype, _accumulate_dtype(x, dtype), x.device.backend
@@ -115,9 +118,12 @@ class Mean(Function):
     """mean(x, dim) = sum / count: each input element receives the gradient divided by the count."""
 
     derivative = "∂L/∂x = g / count broadcast back over the averaged dims"
+    node_names = ("MeanBackward0", "MeanBackward1")  # all elements; along dim
 
     @staticmethod
     def forward(ctx, x, dim, keepdim, dtype):
+        if dim is not None:
+            ctx.recorded_as(1)
         target = dt.as_dtype(dtype) if dtype is not None else x.dtype
         if not target.is_floating_point:
             raise RuntimeError(
@@ -145,9 +151,12 @@ class Prod(Function):
     """
 
     derivative = "∂L/∂x = g · out / x broadcast back over the multiplied dims (at zeros: g · the product of the others)"
+    node_names = ("ProdBackward0", "ProdBackward1")  # all elements; along dim
 
     @staticmethod
     def forward(ctx, x, dim, keepdim, dtype):
+        if dim is not None:
+            ctx.recorded_as(1)
         axes = _axes("prod", x, dim)
         _remember(ctx, x, axes, keepdim)
         ctx.dtype, target, backend = x.dtype, _accumulate_dtype(x, dtype), x.device.backend
@@ -182,9 +191,12 @@ class Amax(Function):
 
     derivative = "∂L/∂x = g / (number of ties) at the elements equal to the max, else 0"
     reduce = "max"
+    node_names = ("AmaxBackward0", "MaxBackward1")  # amax(x); max(x), which PyTorch records apart
 
     @staticmethod
     def forward(ctx, x, dim, keepdim, op):
+        if op == ctx.function.reduce:  # called as max(x) / min(x)
+            ctx.recorded_as(1)
         axes = _axes(op, x, dim)
         _remember(ctx, x, axes, keepdim)
         try:
@@ -205,6 +217,7 @@ class Amin(Amax):
 
     derivative = "∂L/∂x = g / (number of ties) at the elements equal to the min, else 0"
     reduce = "min"
+    node_names = ("AminBackward0", "MinBackward1")
 
 
 class MaxDim(Function):
@@ -212,6 +225,7 @@ class MaxDim(Function):
 
     derivative = "∂L/∂x = g at the first largest element along dim, else 0 (the indices output has no gradient)"
     arg = "argmax"
+    node_names = ("MaxBackward0",)  # max(x, dim), as PyTorch names it
 
     @staticmethod
     def forward(ctx, x, dim, keepdim, op):
@@ -246,6 +260,7 @@ class MinDim(MaxDim):
 
     derivative = "∂L/∂x = g at the first smallest element along dim, else 0 (the indices output has no gradient)"
     arg = "argmin"
+    node_names = ("MinBackward0",)
 
 
 class Argmax(Function):
@@ -343,6 +358,7 @@ class LogSumExp(Function):
     """log(sum(exp(x))), computed stably: each element receives the gradient times softmax(x) = exp(x − out)."""
 
     derivative = "∂L/∂x = g · exp(x − out), g broadcast back over the reduced dims"
+    node_names = ("LogsumexpBackward0",)  # (PyTorch's spelling)
 
     @staticmethod
     def forward(ctx, x, dim, keepdim):
@@ -373,6 +389,7 @@ class Norm(Function):
 
     derivative = ("∂L/∂x = g · sign(x) · |x|^(p−1) / out^(p−1) (p = 2: g · x / out, "
                   "p = ∞: g · sign(x) at the largest |x| shared among ties, p = 0: 0)")
+    node_names = ("LinalgVectorNormBackward0",)  # x.norm() is linalg.vector_norm in PyTorch
 
     @staticmethod
     def forward(ctx, x, p, dim, keepdim):
@@ -493,6 +510,7 @@ class LogCumSumExp(Function):
     """
 
     derivative = "∂L/∂x_i = Σ_{j ≥ i} g_j · exp(x_i − out_j) along dim"
+    node_names = ("LogcumsumexpBackward0",)
 
     @staticmethod
     def forward(ctx, x, axis):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 
+from ..autograd.function import name_nodes
 from ._common import describe
 from .binary import binary, number_first
 from .elementwise import elementwise
@@ -130,6 +131,12 @@ Xlog1py = binary("xlog1py", _xlogy("log1p"),
 Zeta = binary("zeta", kernels.hurwitz_zeta, None, lambda g, s, q, out: -g * s * zeta(s + 1, q),
               doc="zeta(s, q), the Hurwitz zeta Σ (q + k)^−s: q gets −g · s · ζ(s + 1, q) (s none, as in PyTorch).",
               derivative="∂L/∂q = −g · s · ζ(s + 1, q)")
+
+for _function, _name in ((I0e, "SpecialI0EBackward0"), (I1, "SpecialI1Backward0"), (I1e, "SpecialI1EBackward0"),
+                         (Entr, "SpecialEntrBackward0"), (Erfcx, "SpecialErfcxBackward0"),
+                         (Ndtri, "SpecialNdtriBackward0"), (LogNdtr, "SpecialLogNdtrBackward0"),
+                         (Xlog1py, "SpecialXlog1PyBackward0"), (Zeta, "SpecialZetaBackward0")):
+    name_nodes(_function, _name)  # PyTorch's names for the torch.special ops' nodes
 
 
 def _gamma_density(g, a, x, out):

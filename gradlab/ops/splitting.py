@@ -19,6 +19,7 @@ class Narrow(Function):
     """length elements of one dim from start on (a view); the gradient is zero-padded back to full size."""
 
     derivative = "∂L/∂x = g zero-padded back to x's shape"
+    node_names = ("SliceBackward0",)  # PyTorch's narrow is a slice
 
     @staticmethod
     def forward(ctx, x, axis, start, length):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+from ..autograd.function import name_nodes
 from .binary import binary, tensor_first
 from .elementwise import elementwise
 
@@ -62,6 +63,8 @@ Deg2rad = elementwise("deg2rad", lambda b, a: b.mul(a, _PI / 180), lambda g, x, 
 Rad2deg = elementwise("rad2deg", lambda b, a: b.mul(a, 180 / _PI), lambda g, x, y: g * (180 / _PI), saves="",
                       doc="x · 180/π, radians to degrees: the gradient is scaled by 180/π.",
                       derivative="∂L/∂x = g · 180/π")
+name_nodes(Deg2rad, "Deg2RadBackward0")  # (PyTorch's spelling of these two nodes)
+name_nodes(Rad2deg, "Rad2DegBackward0")
 
 Atan2 = binary("atan2", lambda b, y, x: b.arctan2(y, x),
                lambda g, a, b, out: g * b / (a * a + b * b), lambda g, a, b, out: -g * a / (a * a + b * b),

@@ -91,6 +91,7 @@ class Reshape(Function):
 
     derivative = "∂L/∂x = g reshaped back to x's shape"
     copies = True  # View sets this False: it must be a view or fail
+    node_names = ("ViewBackward0", "UnsafeViewBackward0")  # a view; a copy (PyTorch's reshape records either)
 
     @staticmethod
     def forward(ctx, x, shape):
@@ -98,6 +99,7 @@ class Reshape(Function):
         backend = x.device.backend
         if _viewable(x, shape):
             return x._view_of(backend.reshape(x.array, shape))
+        ctx.recorded_as(1)
         if not ctx.function.copies:
             raise RuntimeError(
                 f"view size is not compatible with input tensor's size and stride (at least one dimension spans "
@@ -115,10 +117,23 @@ class View(Reshape):
     """x.view(shape): a view, never a copy; the gradient is reshaped back to x's shape."""
 
     copies = False
+    node_names = ("ViewBackward0",)
 
 
 class Squeeze(Reshape):
     """Dropping size-1 dims (always a view); the gradient is reshaped back to x's shape."""
+
+
+class SqueezeDim(Squeeze):
+    """squeeze(x, dim): Squeeze, named as PyTorch names the node of squeeze with one dim."""
+
+    node_names = ("SqueezeBackward1",)
+
+
+class SqueezeDims(Squeeze):
+    """squeeze(x, (d0, d1)): Squeeze, named as PyTorch names the node of squeeze with several dims."""
+
+    node_names = ("SqueezeBackward2",)
 
 
 class Unsqueeze(Reshape):
@@ -172,7 +187,8 @@ def squeeze(input, dim=None):
     """Remove size-1 dims (all of them, or those in dim; a named dim of another size is kept)."""
     shape = input.shape
     axes = range(len(shape)) if dim is None else normalize_dims("squeeze", dim, input.ndim)
-    return Squeeze.apply(input, tuple(n for i, n in enumerate(shape) if n != 1 or i not in axes))
+    function = Squeeze if dim is None else SqueezeDim if isinstance(dim, int) else SqueezeDims
+    return function.apply(input, tuple(n for i, n in enumerate(shape) if n != 1 or i not in axes))
 
 
 def unsqueeze(input, dim):
@@ -206,6 +222,12 @@ class Transpose(Permute):
     """Two dims swapped (a view); the gradient has the same two dims swapped back."""
 
     derivative = "∂L/∂x = g with the same two dims swapped back"
+
+
+class MatrixTranspose(Transpose):
+    """x.t(): a matrix transposed (a view), as PyTorch's t(), whose node it is named after."""
+
+    node_names = ("TBackward0",)
 
 
 def permute(input, dims):
@@ -246,7 +268,7 @@ def t(input):
         raise RuntimeError(
             f"t() expects a tensor with <= 2 dimensions, but self is {input.ndim}D; use .transpose(dim0, dim1) or .mT"
         )
-    return Transpose.apply(input, tuple(range(input.ndim))[::-1])
+    return MatrixTranspose.apply(input, tuple(range(input.ndim))[::-1])
 
 
 def movedim(input, source, destination):
@@ -701,7 +723,7 @@ class ViewMethods:
     @property
     def T(self):
         """All dims reversed (PyTorch warns for ndim != 2 and will change that; here it simply reverses)."""
-        return Transpose.apply(self, tuple(range(self.ndim))[::-1])
+        return Permute.apply(self, tuple(range(self.ndim))[::-1])
 
     @property
     def mT(self):

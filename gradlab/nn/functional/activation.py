@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import warnings
 
+from ...autograd.function import name_nodes
 from ...ops.activations import _softplus, gelu, leaky_relu, sigmoid, silu, softplus
 from ...ops.activations import elu as _elu
 from ...ops.activations import log_softmax as _log_softmax
@@ -71,6 +72,7 @@ Mish = elementwise("mish", _mish, _mish_gradient, inputs="floats",
 Logsigmoid = elementwise("logsigmoid", _logsigmoid, lambda g, x, y: g * sigmoid(-x), inputs="floats",
                          doc="log(sigmoid(x)): the gradient is multiplied by sigmoid(−x) = 1 − sigmoid(x).",
                          derivative="∂L/∂x = g · σ(−x)")
+name_nodes(Logsigmoid, "LogSigmoidBackward0")  # (PyTorch's spelling)
 
 
 def _maybe_inplace(op, input, inplace, function, *args):

@@ -112,6 +112,7 @@ class ConvNd(Function):
 
     derivative = ("∂L/∂x = conv_transpose(g, w);  ∂L/∂w = Σ over batch and positions of x's windows · g;  "
                   "∂L/∂b = Σ g over batch and positions")
+    node_names = ("ConvolutionBackward0",)  # PyTorch's one node for every convolution
 
     @staticmethod
     def forward(ctx, x, w, b, geo):
@@ -150,6 +151,7 @@ class ConvTransposeNd(Function):
     """
 
     derivative = "∂L/∂y = conv(g, w);  ∂L/∂w = Σ over batch and positions of g's windows · y"
+    node_names = ("ConvolutionBackward0",)  # (a transposed convolution is one too, in PyTorch)
 
     @staticmethod
     def forward(ctx, y, w, size, geo):
@@ -409,6 +411,7 @@ class Unfold(Function):
     """im2col as an op: (N, C, H, W) → (N, C · kH · kW, L); its gradient is fold."""
 
     derivative = "∂L/∂x = fold(g): each column entry added back where it was read, summed where windows overlap"
+    node_names = ("Im2ColBackward0",)  # PyTorch's F.unfold
 
     @staticmethod
     def forward(ctx, x, kernel, geo):
@@ -425,6 +428,7 @@ class Fold(Function):
     """col2im as an op: (N, C · kH · kW, L) → (N, C, H, W), overlapping entries summed; its gradient is unfold."""
 
     derivative = "∂L/∂cols = unfold(g): each entry reads g at the position it was added to"
+    node_names = ("Col2ImBackward0",)  # PyTorch's F.fold
 
     @staticmethod
     def forward(ctx, cols, shape, kernel, out, geo):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ...dtypes import int64
 from ...ops._common import TrackedTensor, broadcast_shapes, describe, normalize_dim, shape_str
+from ...ops.numpy_spellings import accept_numpy_spellings
 
 __all__ = ["cosine_similarity", "pairwise_distance", "pdist"]
 
@@ -54,3 +55,6 @@ def pdist(input, p=2):
     a = input.index_select(0, input.new_tensor(first, dtype=int64))
     b = input.index_select(0, input.new_tensor(second, dtype=int64))
     return (a - b).norm(p, 1)
+
+
+accept_numpy_spellings(globals())  # pairwise_distance(x1, x2, keepdims=True), as torch's takes it

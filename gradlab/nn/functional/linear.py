@@ -23,9 +23,14 @@ class Linear(Function):
     """
 
     derivative = "∂L/∂x = g · w;  ∂L/∂w = gᵀ · x;  ∂L/∂b = Σ g over the leading dims"
+    # PyTorch's names for the product it does: addmm with a bias, mm without (for other than 2-D input
+    # PyTorch wraps that node in a view's; here the one node does it all)
+    node_names = ("AddmmBackward0", "MmBackward0")
 
     @staticmethod
     def forward(ctx, x, w, b):
+        if b is None:
+            ctx.recorded_as(1)
         backend = x.device.backend
         y = backend.matmul(_rows(backend, x.array), backend.permute(w.array, (1, 0)))
         if b is not None:
@@ -63,10 +68,10 @@ def checked_linear(op, input, weight, bias):
     if input.dtype is not weight.dtype or (bias is not None and bias.dtype is not weight.dtype):
         raise RuntimeError(f"{op}: input ({input.dtype.name}) and weight ({weight.dtype.name}) must have the same "
                            "dtype; convert one of them, e.g. input.to(weight.dtype)")
-    if input.ndim == 0 or input.shape[-1] != weight.shape[-1]:
+    if input.ndim == 0 or input.array.shape[-1] != weight.array.shape[-1]:
         raise RuntimeError(f"{op}: expected input with {weight.shape[-1]} features in the last dimension, got input "
                            f"of shape {shape_str(input.shape)} (weight of shape {shape_str(weight.shape)})")
-    if bias is not None and tuple(bias.shape) not in ((weight.shape[0],), ()):
+    if bias is not None and tuple(bias.array.shape) not in ((weight.array.shape[0],), ()):
         raise RuntimeError(f"{op}: expected bias of shape ({weight.shape[0]},), got {shape_str(bias.shape)}")
     return Linear.apply(input, weight, bias)
 

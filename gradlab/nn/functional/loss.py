@@ -3,9 +3,10 @@
 Each takes PyTorch's arguments and ``reduction``: 'mean' averages the per-element losses, 'sum'
 adds them, 'none' returns them as they are. Losses built on logarithms work from logits
 (log_softmax, log-sigmoid) so that huge scores give finite losses and finite gradients.
-Cross-entropy over class indices is one fused Function: log-softmax and the pick of the target's
-log-probability in one forward, and the closed-form gradient ``(softmax - onehot) * scale`` back
-(class weights that require grad take the same loss composed of Tensor ops, and get their gradient).
+The graph is PyTorch's: a loss it records as one node is one Function here, reduction included
+(mse_loss is MseLossBackward0, binary_cross_entropy_with_logits BinaryCrossEntropyWithLogitsBackward0),
+cross-entropy over class indices is NllLoss after LogSoftmax (NllLossBackward0 after
+LogSoftmaxBackward0), and the losses PyTorch composes (l1_loss, kl_div, ...) are composed of Tensor ops.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import warnings
 
 import numpy as np
 
-from ...autograd.function import Function, defined_by_caller
+from ...autograd.function import Function, defined_by_caller, name_nodes
 from ...autograd.grad_mode import grad_state
 from ...dtypes import bool_, int64
 from ...ops._common import (TrackedTensor, binary_operands, check_same_device, broadcast_shapes, describe, float_dtype_required,
@@ -23,7 +24,7 @@ from ...ops._common import (TrackedTensor, binary_operands, check_same_device, b
 from ...ops.elementwise import where
 from ...ops.autocast import autocast_op
 from ...ops.functional import cat
-from .activation import logsigmoid, softplus
+from .activation import _logsigmoid, logsigmoid, softplus
 from .distance import pairwise_distance
 
 __all__ = [
@@ -74,33 +75,35 @@ def _tensors(op: str, **named) -> None:
 # --- pointwise losses of the difference: mse, l1, smooth_l1, huber -----------------------------
 
 def _pointwise_loss(op: str, compute, gradient, doc: str, derivative: str):
-    """A Function for ``loss = f(input - target, *params)`` element by element (broadcasting).
+    """A Function for ``loss = reduce(f(input - target, *params))``: one node, reduction included, as in PyTorch.
 
-    ``compute(backend, diff_array, *params)`` makes the loss; ``gradient(grad, diff, *params)``
-    gives d loss / d input from Tensor operations (the target receives its negative). ``doc`` and
+    ``compute(backend, diff_array, *params)`` makes the per-element losses; ``gradient(grad, diff,
+    *params)`` gives d loss / d input from Tensor operations (the target receives its negative),
+    with ``grad`` the gradient of each element's loss (g, or g / count for 'mean'). Input and target
+    may broadcast: the engine sums each gradient back to its input's shape. ``doc`` and
     ``derivative`` are the class's docstring and rule: that gradient in words and in math.
     """
 
     class PointwiseLoss(Function):
         @staticmethod
-        def forward(ctx, input, target, *params):
+        def forward(ctx, input, target, reduction, *params):
             a, b, _ = binary_operands(op, input, target)  # PyTorch's type promotion and device check
             ctx.save_for_backward(input, target)
             ctx.params = params
             backend = input.device.backend
-            return input._wrap(compute(backend, backend.sub(a, b), *params))
+            return input._wrap(_reduced(ctx, backend, compute(backend, backend.sub(a, b), *params), reduction))
 
         @staticmethod
         def backward(ctx, grad):
             input, target = ctx.saved_tensors
-            g = gradient(grad, input - target, *ctx.params)
+            g = gradient(_element_grad(grad, ctx), input - target, *ctx.params)
             return ((g if ctx.needs_input_grad[0] else None,
-                     -g if ctx.needs_input_grad[1] else None)
+                     -g if ctx.needs_input_grad[1] else None, None)
                     + (None,) * len(ctx.params))
 
     PointwiseLoss.__doc__, PointwiseLoss.derivative = doc, derivative
     PointwiseLoss.__name__ = PointwiseLoss.__qualname__ = "".join(p.capitalize() for p in op.split("_"))
-    PointwiseLoss._node_type.__name__ = PointwiseLoss.__name__ + "Backward"
+    name_nodes(PointwiseLoss)
     return defined_by_caller(PointwiseLoss)
 
 
@@ -116,46 +119,44 @@ def _huber(b, d, delta):
 
 MseLoss = _pointwise_loss(
     "mse_loss", lambda b, d: b.mul(d, d), lambda g, d: g * d * 2,
-    "(input − target)²: input receives the gradient times 2 (input − target), target its negative.",
-    "∂L/∂input = g · 2 (input − target);  ∂L/∂target = −g · 2 (input − target)")
-L1Loss = _pointwise_loss(
-    "l1_loss", lambda b, d: b.abs(d), lambda g, d: g * d.sign(),
-    "|input − target|: input receives the gradient times sign(input − target), target its negative.",
-    "∂L/∂input = g · sign(input − target);  ∂L/∂target = −g · sign(input − target)")
+    "(input − target)², reduced: input receives the gradient times 2 (input − target), target its negative.",
+    "∂L/∂input = g · 2 (input − target) (g / count for 'mean');  ∂L/∂target = −∂L/∂input")
 SmoothL1Loss = _pointwise_loss(
     "smooth_l1_loss", _smooth_l1, lambda g, d, beta: g * (d / beta).clamp(-1.0, 1.0),
-    "Smooth L1: input receives the gradient times (input − target) / beta clamped to [−1, 1], target its negative.",
-    "∂L/∂input = g · clamp((input − target) / beta, −1, 1);  ∂L/∂target = −g · clamp((input − target) / beta, −1, 1)")
+    "Smooth L1, reduced: input receives the gradient times (input − target) / beta clamped to [−1, 1], target "
+    "its negative.",
+    "∂L/∂input = g · clamp((input − target) / beta, −1, 1) (g / count for 'mean');  ∂L/∂target = −∂L/∂input")
 HuberLoss = _pointwise_loss(
     "huber_loss", _huber, lambda g, d, delta: g * d.clamp(-delta, delta),
-    "Huber: input receives the gradient times input − target clamped to [−delta, delta], target its negative.",
-    "∂L/∂input = g · clamp(input − target, −delta, delta);  ∂L/∂target = −g · clamp(input − target, −delta, delta)")
+    "Huber, reduced: input receives the gradient times input − target clamped to [−delta, delta], target its "
+    "negative.",
+    "∂L/∂input = g · clamp(input − target, −delta, delta) (g / count for 'mean');  ∂L/∂target = −∂L/∂input")
 
 
-def _pointwise(op: str, function, input, target, reduction, weight, *params, weighted_mean=True):
-    """Check and broadcast input/target, apply the loss, then weight and reduce.
-
-    Shapes that differ but broadcast are allowed with PyTorch's UserWarning (an (N, 1) output
-    against an (N,) target silently makes an (N, N) loss); shapes that cannot broadcast raise.
+def _check_pointwise(op: str, input, target) -> None:
+    """Check input and target. Shapes that differ but broadcast are allowed with PyTorch's UserWarning
+    (an (N, 1) output against an (N,) target silently makes an (N, N) loss); shapes that cannot broadcast raise.
     """
     _tensors(op, input=input, target=target)
     if input.shape != target.shape:
         warnings.warn(f"{op}: Using a target size {shape_str(target.shape)} that is different to the input size "
                       f"{shape_str(input.shape)}. This will likely lead to incorrect results due to broadcasting. "
-                      "Please ensure they have the same size.", stacklevel=3)
+                      "Please ensure they have the same size.", stacklevel=4)
         broadcast_shapes(input.shape, target.shape, op=op)
     if not (input.dtype.is_floating_point or target.dtype.is_floating_point):
         raise RuntimeError(f"{op}: expected floating-point tensors, got input {describe(input)} and target "
                            f"{describe(target)}; convert them with .float()")
-    loss = function.apply(input, target, *params)
-    if weight is None:
-        return _reduce(loss, reduction)
+
+
+def _weighted(op: str, loss, input, weight, reduction, weighted_mean=True):
+    """Per-element losses times weight (input's shape), then reduced: 'mean' is sum(w · loss) / sum(w),
+    as PyTorch does, except huber's plain mean (weighted_mean=False)."""
     _tensors(op, weight=weight)
     if tuple(weight.shape) != tuple(input.shape):
         raise ValueError(f"{op}: Weights and input must have the same size, got weight of shape "
                          f"{shape_str(weight.shape)} and input of shape {shape_str(input.shape)}")
     loss = loss * weight
-    if reduction == "mean" and weighted_mean:  # PyTorch: sum(w * loss) / sum(w), except huber's plain mean
+    if reduction == "mean" and weighted_mean:
         return loss.sum() / weight.sum()
     return _reduce(loss, reduction)
 
@@ -164,34 +165,42 @@ def _pointwise(op: str, function, input, target, reduction, weight, *params, wei
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """Mean squared error (input - target)^2; weight (input's shape) gives sum(w * e) / sum(w) for 'mean'.
 
-    Input and target of different shapes broadcast with a warning, as in PyTorch.
+    One node (MseLossBackward0), as in PyTorch; with a weight it is composed of Tensor ops, as PyTorch's
+    is. Input and target of different shapes broadcast with a warning, as in PyTorch.
     """
     reduction = _reduction(size_average, reduce, reduction)
-    return _pointwise("mse_loss", MseLoss, input, target, reduction, weight)
+    _check_pointwise("mse_loss", input, target)
+    if weight is None:
+        return MseLoss.apply(input, target, reduction)
+    return _weighted("mse_loss", (input - target) ** 2, input, weight, reduction)
 
 
 @autocast_op("fp32")
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """Mean absolute error |input - target|; weight (input's shape) gives sum(w * e) / sum(w) for 'mean'.
 
-    Input and target of different shapes broadcast with a warning, as in PyTorch.
+    Composed of Tensor ops (sub, abs, mean), as PyTorch's is. Input and target of different shapes
+    broadcast with a warning, as in PyTorch.
     """
     reduction = _reduction(size_average, reduce, reduction)
-    return _pointwise("l1_loss", L1Loss, input, target, reduction, weight)
+    _check_pointwise("l1_loss", input, target)
+    loss = (input - target).abs()
+    return _reduce(loss, reduction) if weight is None else _weighted("l1_loss", loss, input, weight, reduction)
 
 
 @autocast_op("fp32")
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     """0.5 d^2 / beta where |d| < beta, |d| - 0.5 beta beyond: quadratic near zero, robust to outliers.
 
-    beta=0 is the L1 loss. Shapes that differ broadcast with a warning, as in PyTorch.
+    beta=0 is the L1 loss (composed, as in PyTorch). Shapes that differ broadcast with a warning, as in PyTorch.
     """
     reduction = _reduction(size_average, reduce, reduction)
     if beta < 0:
         raise RuntimeError(f"smooth_l1_loss does not support negative values for beta (got beta={beta})")
+    _check_pointwise("smooth_l1_loss", input, target)
     if beta == 0:
-        return _pointwise("smooth_l1_loss", L1Loss, input, target, reduction, None)
-    return _pointwise("smooth_l1_loss", SmoothL1Loss, input, target, reduction, None, float(beta))
+        return _reduce((input - target).abs(), reduction)
+    return SmoothL1Loss.apply(input, target, reduction, float(beta))
 
 
 @autocast_op("fp32")
@@ -203,36 +212,34 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     reduction = _reduction(None, None, reduction)
     if delta <= 0:
         raise RuntimeError(f"huber_loss does not support non-positive values for delta (got delta={delta})")
-    return _pointwise("huber_loss", HuberLoss, input, target, reduction, weight, float(delta), weighted_mean=False)
+    _check_pointwise("huber_loss", input, target)
+    if weight is None:
+        return HuberLoss.apply(input, target, reduction, float(delta))
+    loss = HuberLoss.apply(input, target, "none", float(delta))
+    return _weighted("huber_loss", loss, input, weight, reduction, weighted_mean=False)
 
 
-# --- classification over class indices: nll_loss and cross_entropy (fused) ---------------------
+# --- classification over class indices: nll_loss, and cross_entropy as nll_loss(log_softmax) ----
 
-class ClassIndexLoss(Function):
-    """Cross-entropy (nll) over class indices: from logits, input gets softmax minus the weighted one-hot target.
+class NllLoss(Function):
+    """−weight[t] · input[t] for log-probabilities input and class indices t: input gets −g · weight[t] at t.
 
-    loss_i = -(a_i * logp[i, t_i] + c_i * sum_k w_k logp[i, k]), logp = log_softmax(input) or input.
-    a_i = (1 - label_smoothing) * w[t_i] and c_i = label_smoothing / C, both 0 where t_i is
-    ignore_index. From logits the gradient is softmax * (a_i + c_i sum(w)) - a_i onehot(t_i) - c_i w.
+    Entries whose target is ignore_index count for nothing; 'mean' divides by the summed weight of
+    the rest (every entry ignored: the loss is nan, the gradient zero, as in PyTorch). cross_entropy
+    is this after log_softmax: two nodes, NllLossBackward0 after LogSoftmaxBackward0, as in PyTorch
+    (class weights that require grad take the same loss composed of Tensor ops: see ``_nll``).
     """
 
-    derivative = ("∂L/∂input = g · (softmax(input) · (a + c · Σw) − a · onehot(target) − c · w) from logits, "
-                  "−g · a · onehot(target) from log-probabilities (g / Σ w[target] for 'mean')")
+    derivative = "∂L/∂input = −g · weight[target] at the target class, 0 elsewhere (g / Σ weight[target] for 'mean')"
+    node_names = ("NllLossBackward0", "NllLoss2DBackward0")  # input (C) or (N, C); (N, C, d1, ...)
 
     @staticmethod
-    def forward(ctx, input, target, weight, ignore_index, smoothing, reduction, from_logits, op):
+    def forward(ctx, input, target, weight, ignore_index, reduction, op):
+        if input.ndim > 2:
+            ctx.recorded_as(1)
         b, dim = input.device.backend, 0 if input.ndim == 1 else 1
-        n_classes = input.shape[dim]
-        logp = b.log_softmax(input.array, dim) if from_logits else input.array
-        index, valid, picked_weight, weight = _class_targets(op, input, target, weight, ignore_index, dim)
-        a = b.mul(picked_weight, 1.0 - smoothing) if smoothing else picked_weight
-        loss = b.mul(b.take_along_axis(logp, index, dim), a)
-        c = None
-        if smoothing:
-            c = b.mul(valid, smoothing / n_classes)
-            total = b.sum(logp if weight is None else b.mul(logp, weight), (dim,), True)
-            loss = b.add(loss, b.mul(total, c))
-        loss, denominator = b.neg(loss), None
+        index, _, picked_weight, _ = _class_targets(op, input, target, weight, ignore_index, dim)
+        loss, denominator = b.neg(b.mul(b.take_along_axis(input.array, index, dim), picked_weight)), None
         if reduction == "none":
             out = b.reshape(loss, target.shape)
         elif reduction == "sum":
@@ -242,56 +249,44 @@ class ClassIndexLoss(Function):
             out = b.div(b.sum(loss), denominator)
             # every target ignored: the loss is nan (0 / 0) but the gradient is zero, as in PyTorch
             denominator = b.where(b.eq(denominator, 0), 1.0, denominator)
-        ctx.dim, ctx.n_classes, ctx.reduction, ctx.from_logits = dim, n_classes, reduction, from_logits
+        ctx.dim, ctx.reduction, ctx.shape = dim, reduction, input.shape
         wrap = input._wrap
-        ctx.save_for_backward(input, None if weight is None else wrap(weight), wrap(logp), target._wrap(index), wrap(a),
-                              None if c is None else wrap(c), None if denominator is None else wrap(denominator))
+        ctx.save_for_backward(target._wrap(index), wrap(picked_weight),
+                              None if denominator is None else wrap(denominator))
         return wrap(out)
 
     @staticmethod
     def backward(ctx, grad):
         if not ctx.needs_input_grad[0]:
-            return (None,) * 8
-        input, weight, logp, index, a, c, denominator = ctx.saved_tensors
-        dim = ctx.dim
+            return (None,) * 6
+        index, picked_weight, denominator = ctx.saved_tensors
+        dim, shape = ctx.dim, ctx.shape
         g = grad.unsqueeze(dim) if ctx.reduction == "none" else grad if denominator is None else grad / denominator
-        backend, ga = index.device.backend, g * a
-        if ctx.from_logits and c is None and not grad_state.enabled:  # the common case: the backend's fused kernel
-            return (input._wrap(backend.cross_entropy_backward(logp.array, index.array, ga.array, dim)),) + (None,) * 7
-        classes = index._wrap(backend.reshape(backend.arange(0, ctx.n_classes, 1, int64), _class_shape(input, dim)))
-        onehot = index == classes
-        if not ctx.from_logits:
-            return (onehot * -ga,) + (None,) * 7
-        # under create_graph the softmax must come from input itself, so that it can be differentiated again
-        p = input.softmax(dim) if grad_state.enabled else logp.exp()
-        if c is None:
-            return ((p - onehot) * ga,) + (None,) * 7
-        gc = g * c
-        total, smoothed = (ctx.n_classes, gc) if weight is None else (weight.sum(), gc * weight)
-        return (p * (ga + gc * total) - onehot * ga - smoothed,) + (None,) * 7
+        b = index.device.backend
+        classes = b.reshape(b.arange(0, shape[dim], 1, int64), (shape[dim],) + (1,) * (len(shape) - dim - 1))
+        if not grad_state.enabled:  # (not differentiated again: the same formula on arrays, without Tensors between)
+            onehot = b.astype(b.eq(index.array, classes), grad.dtype)
+            return (grad._wrap(b.mul(onehot, b.neg(b.mul(g.array, picked_weight.array)))),) + (None,) * 5
+        return ((index == index._wrap(classes)) * (g * picked_weight).neg(),) + (None,) * 5
 
 
-def _class_index_loss(input, target, weight, ignore_index, smoothing, reduction, from_logits, op):
-    """The fused ClassIndexLoss, or, where the class weights require grad, the same loss composed of
-    differentiable Tensor ops, so that they get their gradient (PyTorch refuses such weights)."""
+def _nll(log_probabilities, target, weight, ignore_index, reduction, op):
+    """NllLoss, one node as in PyTorch; where the class weights require grad, the same loss composed of
+    Tensor ops, so that they get their gradient (PyTorch refuses such weights)."""
     if weight is None or not weight.requires_grad or not grad_state.enabled:
-        return ClassIndexLoss.apply(input, target, weight, ignore_index, smoothing, reduction, from_logits, op)
-    dim = 0 if input.ndim == 1 else 1
-    n_classes = input.shape[dim]
-    logp = input.log_softmax(dim) if from_logits else input
+        return NllLoss.apply(log_probabilities, target, weight, ignore_index, reduction, op)
+    dim = 0 if log_probabilities.ndim == 1 else 1
     valid = target != ignore_index
     index = where(valid, target, 0)
     if index.numel():
-        _check_class_range(op, input.device.backend, index.array, n_classes, ignore_index)
-    weight = weight.to(input.dtype)
-    picked_weight = weight[index] * valid
-    loss = -(logp.gather(dim, index.unsqueeze(dim)).squeeze(dim) * picked_weight) * (1.0 - smoothing)
-    if smoothing:
-        loss = loss - (logp * weight.reshape(_class_shape(input, dim))).sum(dim) * valid * (smoothing / n_classes)
+        _check_class_range(op, log_probabilities.device.backend, index.array, log_probabilities.shape[dim],
+                           ignore_index)
+    picked_weight = weight.to(log_probabilities.dtype)[index] * valid
+    loss = -(log_probabilities.gather(dim, index.unsqueeze(dim)).squeeze(dim) * picked_weight)
     if reduction != "mean":
         return _reduce(loss, reduction)
     denominator = picked_weight.sum()
-    empty = denominator == 0  # every target ignored (or weighted 0): nan, with a zero gradient, as fused
+    empty = denominator == 0  # every target ignored (or weighted 0): nan, with a zero gradient, as NllLoss
     return loss.sum() / where(empty, 1.0, denominator) + where(empty, math.nan, 0.0)
 
 
@@ -372,7 +367,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     _tensors(op, target=target)
     _check_class_indices(op, input, target, dim, False)
     _check_weight(op, weight, input.shape[dim])
-    return _class_index_loss(input, target, weight, ignore_index, 0.0, reduction, False, op)
+    return _nll(input, target, weight, ignore_index, reduction, op)
 
 
 @autocast_op("fp32")
@@ -394,7 +389,11 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         raise RuntimeError(f"{op}: label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     if target.shape != input.shape:
         _check_class_indices(op, input, target, dim, True)
-        return _class_index_loss(input, target, weight, ignore_index, float(label_smoothing), reduction, True, op)
+        log_probabilities = input.log_softmax(dim)
+        loss = _nll(log_probabilities, target, weight, ignore_index, reduction, op)
+        if not label_smoothing:
+            return loss
+        return _label_smoothed(loss, log_probabilities, target, weight, ignore_index, reduction, label_smoothing, dim)
     if not target.dtype.is_floating_point:
         raise RuntimeError(f"{op}: Expected floating point type for target with class probabilities, got "
                            f"{describe(target)}; class indices (int64) have shape "
@@ -411,32 +410,109 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     return _reduce(loss, reduction)
 
 
+def _label_smoothed(nll, logp, target, weight, ignore_index, reduction, smoothing, dim):
+    """(1 − ε) · nll + ε / C · (−Σ_classes weight · logp), reduced as nll is: PyTorch's composition, op for op."""
+    ignored = target == ignore_index
+    smooth = -(logp if weight is None else logp * weight.reshape(_class_shape(logp, dim))).sum(dim)
+    smooth = smooth.masked_fill(ignored, 0.0)
+    if reduction == "mean":
+        if weight is None:
+            count = (~ignored).sum()
+        else:
+            count = weight[target.masked_fill(ignored, 0)].masked_fill(ignored, 0.0).sum()
+        smooth = smooth.sum() / count
+    elif reduction == "sum":
+        smooth = smooth.sum()
+    return nll * (1.0 - smoothing) + smooth * (smoothing / logp.shape[dim])
+
+
 # --- binary classification --------------------------------------------------------------------
 
 class BinaryCrossEntropy(Function):
-    """-(y log x + (1 - y) log(1 - x)): x receives g · (x − y) / (x (1 − x)), y receives g · log((1 − x) / x).
+    """−w (y log x + (1 − y) log(1 − x)), reduced: x receives g · w · (x − y) / (x (1 − x)), y g · w · log((1 − x) / x).
 
-    x is the input (a probability) and y the target. Each log is clamped at -100 (PyTorch's
-    convention), and the gradient's divisor is max(x (1 - x), 1e-12): finite even at x = 0 or 1.
+    x is the input (a probability) and y the target. Each log is clamped at −100 (PyTorch's
+    convention), and the gradient's divisor is max(x (1 − x), 1e-12): finite even at x = 0 or 1.
+    One node with its weight and reduction, as in PyTorch (whose weight gets no gradient; here it does).
     """
 
-    derivative = ("∂L/∂input = g · (input − target) / max(input · (1 − input), 1e-12);  "
-                  "∂L/∂target = g · log((1 − input) / input)")
+    derivative = ("∂L/∂input = g · w · (input − target) / max(input · (1 − input), 1e-12);  "
+                  "∂L/∂target = g · w · log((1 − input) / input);  ∂L/∂weight = g · the unweighted loss "
+                  "(g / count for 'mean')")
 
     @staticmethod
-    def forward(ctx, input, target):
+    def forward(ctx, input, target, weight, reduction):
         b = input.device.backend
         x, y = input.array, target.array
         log_x, log_1mx = b.maximum(b.log(x), -100.0), b.maximum(b.log1p(b.neg(x)), -100.0)
-        ctx.save_for_backward(input, target)
-        return input._wrap(b.sub(b.mul(b.sub(y, 1.0), log_1mx), b.mul(y, log_x)))
+        loss = b.sub(b.mul(b.sub(y, 1.0), log_1mx), b.mul(y, log_x))
+        ctx.save_for_backward(input, target, weight)
+        return input._wrap(_reduced(ctx, b, loss if weight is None else b.mul(loss, weight.array), reduction))
 
     @staticmethod
     def backward(ctx, grad):
-        x, y = ctx.saved_tensors
-        grad_input = grad * (x - y) / ((1 - x) * x).clamp_min(1e-12) if ctx.needs_input_grad[0] else None
-        grad_target = grad * ((1 - x) / x).log() if ctx.needs_input_grad[1] else None
-        return grad_input, grad_target
+        x, y, w = ctx.saved_tensors
+        needs, g = ctx.needs_input_grad, _element_grad(grad, ctx)
+        gw = g if w is None else g * w
+        grad_input = gw * (x - y) / ((1 - x) * x).clamp_min(1e-12) if needs[0] else None
+        grad_target = gw * ((1 - x) / x).log() if needs[1] else None
+        grad_weight = None
+        if needs[2]:
+            grad_weight = -g * (y * x.log().clamp_min(-100.0) + (1 - y) * (-x).log1p().clamp_min(-100.0))
+        return grad_input, grad_target, grad_weight, None
+
+
+class BinaryCrossEntropyWithLogits(Function):
+    """w ((1 − y) x − c log σ(x)) with c = 1 + (pos_weight − 1) y, reduced: binary cross-entropy on σ(x), stably.
+
+    log σ(x) = min(x, 0) − log(1 + exp(−|x|)) never overflows, so huge logits give finite losses and
+    gradients. One node with its weights and reduction, as in PyTorch (whose weight and pos_weight
+    get no gradient; here they do).
+    """
+
+    derivative = ("∂L/∂input = g · w · (1 − y − c · σ(−input));  ∂L/∂target = −g · w · (input + (pos_weight − 1) "
+                  "· log σ(input));  ∂L/∂pos_weight = −g · w · y · log σ(input);  ∂L/∂weight = g · the unweighted "
+                  "loss (g / count for 'mean')")
+
+    @staticmethod
+    def forward(ctx, input, target, weight, pos_weight, reduction):
+        b = input.device.backend
+        x, y = input.array, target.array
+        log_sigmoid = _logsigmoid(b, x)
+        if pos_weight is not None:
+            log_sigmoid = b.mul(log_sigmoid, b.add(b.mul(b.sub(pos_weight.array, 1.0), y), 1.0))
+        loss = b.sub(b.sub(x, b.mul(y, x)), log_sigmoid)
+        ctx.save_for_backward(input, target, weight, pos_weight)
+        return input._wrap(_reduced(ctx, b, loss if weight is None else b.mul(loss, weight.array), reduction))
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, y, w, pw = ctx.saved_tensors
+        needs, g = ctx.needs_input_grad, _element_grad(grad, ctx)
+        gw = g if w is None else g * w
+        c = 1.0 if pw is None else (pw - 1) * y + 1
+        log_sigmoid = logsigmoid(x) if needs[1] or needs[2] or needs[3] else None
+        grad_input = gw * ((1 - y) - c * (-x).sigmoid()) if needs[0] else None
+        grad_target = None
+        if needs[1]:
+            grad_target = -gw * (x if pw is None else x + (pw - 1) * log_sigmoid)
+        grad_weight = g * ((1 - y) * x - c * log_sigmoid) if needs[2] else None
+        grad_pos_weight = -gw * y * log_sigmoid if needs[3] else None
+        return grad_input, grad_target, grad_weight, grad_pos_weight, None
+
+
+def _reduced(ctx, backend, loss, reduction: str):
+    """A one-node loss's per-element losses reduced in its forward; ctx keeps how, for _element_grad."""
+    ctx.reduction, ctx.count = reduction, loss.size
+    if reduction == "none":
+        return loss
+    total = backend.sum(loss)
+    return total if reduction == "sum" else backend.div(total, loss.size)
+
+
+def _element_grad(grad, ctx):
+    """The gradient of each element's loss: the incoming one ('none', 'sum'), or it over the count for 'mean'."""
+    return grad / ctx.count if ctx.reduction == "mean" else grad
 
 
 def _check_same_shape(op: str, input, target, message: str) -> None:
@@ -477,8 +553,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
             raise RuntimeError(f"{op}: all elements of input should be between 0 and 1, got values in [{low:.4g}, "
                                f"{high:.4g}]; apply .sigmoid() first, or use binary_cross_entropy_with_logits on the "
                                "raw scores")
-    loss = BinaryCrossEntropy.apply(input, target)
-    return _reduce(loss if weight is None else loss * weight, reduction)
+    return BinaryCrossEntropy.apply(input, target, weight, reduction)
 
 
 @autocast_op("fp32")
@@ -494,11 +569,8 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     float_dtype_required(op, input)
     _check_broadcasts_to(op, "weight", weight, input.shape)
     _check_broadcasts_to(op, "pos_weight", pos_weight, input.shape)
-    log_sigmoid = logsigmoid(input)  # min(x, 0) - log1p(exp(-|x|)): finite for any x
-    if pos_weight is not None:
-        log_sigmoid = log_sigmoid * ((pos_weight - 1) * target + 1)
-    loss = (1 - target) * input - log_sigmoid
-    return _reduce(loss if weight is None else loss * weight, reduction)
+    check_same_device(op, input, target, weight, pos_weight)
+    return BinaryCrossEntropyWithLogits.apply(input, target, weight, pos_weight, reduction)
 
 
 # --- distributions and embeddings -------------------------------------------------------------

@@ -78,10 +78,14 @@ class Normalize(Function):
 
     derivative = ("∂L/∂x = (ĝ − mean(ĝ) − x̂ · mean(ĝ · x̂)) / σ with ĝ = g · weight, means over the normalised axes;  "
                   "∂L/∂weight = Σ g · x̂;  ∂L/∂bias = Σ g (sums over the dims weight and bias broadcast along)")
+    # PyTorch's names: layer norm (weight and bias as they are); batch and instance norm (per-channel weight)
+    node_names = ("NativeLayerNormBackward0", "NativeBatchNormBackward0")
 
     @staticmethod
     def forward(ctx, x, weight, bias, axes, eps, param_shape, running):
         float_dtype_required("normalization", x)
+        if param_shape is not None:
+            ctx.recorded_as(1)
         b = x.device.backend
         ctx.axes, ctx.eps, ctx.param_shape = axes, eps, param_shape
         ctx.bias_shape = None if bias is None else bias.shape
@@ -319,8 +323,15 @@ def _group_norm(who, input, num_groups, weight, bias, eps):
         raise ValueError(f"Expected more than 1 value per channel when training, got input size "
                          f"{[n * per_group, num_groups] + list(input.shape[2:])}")
     grouped = input.reshape(n, num_groups, per_group, -1)  # each group's channels and positions share statistics
-    out = Normalize.apply(grouped, weight, bias, (2, 3), eps, (num_groups, per_group, 1), None)
+    out = GroupNormalize.apply(grouped, weight, bias, (2, 3), eps, (num_groups, per_group, 1), None)
     return out.reshape(input.shape)
+
+
+class GroupNormalize(Normalize):
+    """Normalize over each group of channels (input shaped (N, groups, channels per group, positions)),
+    named as PyTorch's group norm."""
+
+    node_names = ("NativeGroupNormBackward0",)
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):

@@ -231,9 +231,13 @@ class MaxPoolNd(Function):
     """
 
     derivative = "∂L/∂x = g at each window's winning (first largest) element, summed where windows overlap"
+    # PyTorch's names by the number of spatial dims (its max_pool1d runs the 2-D kernel, in a squeeze's node)
+    node_names = ("MaxPool2DWithIndicesBackward0", "MaxPool3DWithIndicesBackward0")
 
     @staticmethod
     def forward(ctx, x, kernel, geo, pads, indices):
+        if len(kernel) == 3:
+            ctx.recorded_as(1)
         backend = x.device.backend
         if Tiles.fit(kernel, geo):
             best, ctx.winners = Tiles.find(backend, x.array, kernel)

@@ -24,6 +24,7 @@ class EmbeddingLookup(Function):
 
     derivative = ("∂L/∂weight = each row of g added into the row it was read from (the padding row 0, "
                   "rows scaled by 1 / count with scale_grad_by_freq)")
+    node_names = ("EmbeddingBackward0",)
 
     @staticmethod
     def forward(ctx, weight, indices, padding_idx, scale_grad_by_freq):

@@ -719,6 +719,7 @@ class _HookInputs(Function):
     """
 
     derivative = "∂L/∂tensors[i] = g_i (or what a module backward hook returns as grad_input)"
+    node_names = ("BackwardHookFunctionBackward",)  # PyTorch's name for the identity its full backward hooks add
 
     @staticmethod
     def forward(ctx, state, *tensors):
@@ -736,6 +737,7 @@ class _HookOutputs(Function):
     """
 
     derivative = "∂L/∂tensors[i] = g_i (or what a module backward pre-hook returns as grad_output)"
+    node_names = ("BackwardHookFunctionBackward",)  # PyTorch's name for the identity its full backward hooks add
 
     @staticmethod
     def forward(ctx, state, *tensors):
