@@ -276,7 +276,7 @@ def from_recording(rec) -> Graph:
         saved = _saved(node, record.inputs, record.outputs, op.versions, values) if node is not None else []
         first, first_version = outputs[0] if outputs else (None, None)
         graph.add(GraphNode(
-            nid, "op", node.name() if node is not None else record.function._node_type.__name__,
+            nid, "op", node.name() if node is not None else record.function.node_names[0],
             record.function.__name__, group=op.group,
             input_shapes=[list(x.shape) for x, _ in tensor_inputs],
             **(_tensor_facts(first) if first is not None else {}),
