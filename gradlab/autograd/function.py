@@ -244,36 +244,41 @@ class Function:
     def apply(cls, *inputs):
         """Run forward; if grad mode is on and an input requires grad, record a Node for backward."""
         ctx = cls._node_type()
+        watched = observers.active  # observers are told of each op; while they are, forwards are counted
         # 1. Decide whether it is recorded: this thread records, and an input requires grad.
         if not threads_off or per_thread.mode.enabled:
             needs = ctx.needs_input_grad = _needs_grad(inputs)
             if True in needs:
                 # 2. Run forward (itself never recorded: only this one node is).
-                if cls._forward_is_primitive:
+                if cls._forward_is_primitive and not watched:
                     outputs = cls.forward(ctx, *inputs)
                 else:
-                    outputs = _forward_without_recording(cls, ctx, inputs)
+                    outputs = _forward_apart(cls, ctx, inputs, watched)
                 # 3. Connect the node to the inputs' nodes and make it the outputs' grad_fn.
                 outputs = _connect(ctx, inputs, outputs)
                 # 4. Tell the observers (one falsy check when there are none).
-                if observers.active:
+                if watched:
                     observers.notify(cls, inputs, outputs, ctx)
                 return outputs
         else:
             ctx.needs_input_grad = (False,) * len(inputs)
         # Not recorded: steps 2 and 4 only. (Kept apart: one branch per step cost 2% of an add.)
-        outputs = cls.forward(ctx, *inputs)
-        if observers.active:
+        if watched:
+            outputs = observers.run_forward(cls.forward, ctx, inputs)
             observers.notify(cls, inputs, outputs, None)
-        return outputs
+            return outputs
+        return cls.forward(ctx, *inputs)
 
 
-def _forward_without_recording(cls, ctx, inputs):
-    """A forward that may use Tensor operations runs with this thread's recording off, as in PyTorch."""
+def _forward_apart(cls, ctx, inputs, watched):
+    """A forward that may use Tensor operations runs with this thread's recording off, as in PyTorch;
+    while observers watch, it runs one level deeper, so that they see the ops inside it as nested."""
+    if cls._forward_is_primitive:
+        return observers.run_forward(cls.forward, ctx, inputs)
     mode = thread_mode()
     set_enabled(mode, False)
     try:
-        return cls.forward(ctx, *inputs)
+        return observers.run_forward(cls.forward, ctx, inputs) if watched else cls.forward(ctx, *inputs)
     finally:
         set_enabled(mode, True)
 

@@ -17,7 +17,6 @@ import time
 from typing import NamedTuple
 
 from ..autograd import observers
-from ..autograd.function import Function
 from ..nn.modules import module as module_hooks
 
 PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
@@ -167,8 +166,8 @@ class Recording:
         if self.synchronize:
             _wait_for(record.outputs)
         now = _clock()
-        where = _where(nested_possible=record.node is None)
-        if where is not None:
+        if not record.nested:
+            where = _where()
             self._ops.append((record, self._stack[-1] if self._stack else -1, where))
             self._seconds.append(now - self._last - self._nested)
             self._nested = 0.0
@@ -274,32 +273,19 @@ def _note_frameworks() -> None:
     _not_users = tuple(sorted(places))
 
 
-_APPLY_CODE = Function.apply.__func__.__code__
-
-
-def _where(nested_possible: bool):
-    """(filename, line) where the user's code asked for this operation; None when it is nested.
-
-    An operation run inside another Function's forward (a custom Function built from tensor
-    operations) is nested: the graph shows only the outer one, as PyTorch does. Such an operation
-    always runs with grad mode off, so it has no node: only then is the whole stack searched.
-    """
-    frame = sys._getframe(3).f_back  # skip _on_op, notify and this operation's own apply
-    where = None
+def _where() -> tuple:
+    """(filename, line) where the user's code asked for this operation: the innermost frame that is
+    not gradlab's (nor a framework's), or ("", 0) when there is none."""
+    frame = sys._getframe(1)
     while frame is not None:
         code = frame.f_code
-        if code is _APPLY_CODE:
-            return None
-        if where is None:
-            ours = _code_is_ours.get(code)
-            if ours is None:
-                ours = _code_is_ours[code] = code.co_filename.startswith(_not_users)
-            if not ours:
-                where = (code.co_filename, frame.f_lineno)
-                if not nested_possible:
-                    return where
+        ours = _code_is_ours.get(code)
+        if ours is None:
+            ours = _code_is_ours[code] = code.co_filename.startswith(_not_users)
+        if not ours:
+            return code.co_filename, frame.f_lineno
         frame = frame.f_back
-    return where or ("", 0)
+    return "", 0
 
 
 def short_filename(filename: str) -> str:
