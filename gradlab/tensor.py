@@ -514,10 +514,7 @@ class Tensor(TrackedTensor, ArithmeticMethods, ElementwiseMethods, ActivationMet
             if getattr(self, "_hooks", None) is None:
                 self._hooks = []
             return self._hooks
-        node = self.grad_fn
-        if node._tensor_hooks is None:
-            node._tensor_hooks = {}
-        return node._tensor_hooks.setdefault(self._output_nr, [])
+        return self.grad_fn._tensor_hook_list(self._output_nr)
 
     def retain_grad(self) -> None:
         """Keep ``.grad`` for this non-leaf tensor too (leaves keep theirs anyway).

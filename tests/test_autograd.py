@@ -357,6 +357,45 @@ def test_first_grad_is_not_shared_between_leaves():
     assert_close(b.grad, [1.0])
 
 
+def test_a_summed_gradient_passed_on_is_not_changed_by_later_sums():
+    """p's gradient is a sum (q and r use p); its Add passes that one tensor to u's and v's nodes, and
+    u then gets a second gradient (from w): adding it must not change what v's node was given."""
+    x = leaf([1.0, 2.0])
+    u, v = x * 2, x * 5
+    w = u * 7
+    p = u + v
+    p.retain_grad()
+    q, r = p * 1, p * 1
+    (q.sum() + r.sum() + w.sum()).backward()
+    # d/dx = 2·(2 + 7) through u, plus 5·2 through v
+    assert_close(x.grad, [28.0, 28.0])
+    assert_close(p.grad, [2.0, 2.0])
+
+
+def test_a_summed_gradient_is_freed_once_its_node_has_run():
+    x = leaf([1.0, 2.0])
+    p = x * 2
+    sums = []
+    p.register_hook(lambda grad: sums.append(weakref.ref(grad)))  # the sum of the two gradients p gets
+    out = (p * 1).sum() + (p * 1).sum()
+    alive_at_the_leaf = [sums[0]() is not None for step in backward_steps(out) if step.leaf is x]
+    assert alive_at_the_leaf == [False]
+
+
+def test_the_gradients_a_step_showed_are_not_changed_by_later_steps():
+    x = leaf([1.0, 2.0, 3.0])
+    h = x * 3
+    out = (h + h + h + h).sum() + (h * h).sum()  # h gathers five gradients
+    shown = []
+    for step in backward_steps(out):
+        shown.append([None if g is None else (g, g.numpy().copy()) for g in step.grads_in + step.grads_out])
+    for grads in shown:
+        for pair in grads:
+            if pair is not None:
+                np.testing.assert_array_equal(pair[0].numpy(), pair[1])
+    assert_close(x.grad, 3 * (4 + 2 * 3 * np.array([1.0, 2.0, 3.0])))
+
+
 # --- grad modes --------------------------------------------------------------------------------------
 
 

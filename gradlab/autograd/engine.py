@@ -216,6 +216,10 @@ def _run(edges, root_grads, run: _Pass):
     if run.targets is not None:
         run.needed = _needed(roots, run.targets)
     buffers: dict = {}
+    # A gradient arriving where one already waits is added to it. The first sum is a new tensor; later ones
+    # are added into it in place (as PyTorch's InputBuffer does), which is safe while it waits in the buffer:
+    # no step, hook or other node has seen it yet. ``owned`` holds, per node, the one such sum of its buffer.
+    owned: dict = {}
     for (node, nr), g in zip(edges, root_grads):
         _add_to_buffer(buffers, node, nr, g, run.create_graph)
     ready = [(-node._seq, node) for node in buffers if not deps[node]]  # sequence numbers are unique
@@ -229,7 +233,12 @@ def _run(edges, root_grads, run: _Pass):
         while ready:
             node = heappop(ready)[1]
             grads_in = buffers.pop(node)
-            grads_out, leaf = _run_node(node, grads_in, run)
+            if owned:
+                owned.pop(node, None)  # its sum goes on to backward, hooks and steps: no longer to add into
+            if node.__class__ is AccumulateGrad:
+                grads_out, leaf = (), _run_accumulate(node, grads_in, run)
+            else:
+                grads_out, leaf = _run_node(node, grads_in, run), None
             if steps:  # the step shows the gradients in the inputs' shapes (else each is fitted as it is sent)
                 grads_out = _fit_to_inputs(node, grads_out)
             # Pass the gradients on along the node's edges (into each child's buffer, as _add_to_buffer does),
@@ -242,11 +251,17 @@ def _run(edges, root_grads, run: _Pass):
                 if buffer is None:
                     buffer = buffers[child] = [None] * len(child._output_shapes)
                 if g is not None:
-                    if (not isinstance(g, TrackedTensor) or g.array.shape != child._output_shapes[nr]
-                            or g.array.dtype is not child._output_dtypes[nr]):  # numpy dtypes are singletons
-                        g = _fit_gradient(node, child, nr, g)
+                    if not isinstance(g, TrackedTensor) or ((array := g.array).shape != child._output_shapes[nr]
+                                                             or array.dtype is not child._output_dtypes[nr]):
+                        g = _fit_gradient(node, child, nr, g)  # (numpy dtypes are singletons: `is` suffices)
                     old = buffer[nr]
-                    buffer[nr] = g if old is None else _sum(old, g, create_graph)
+                    if old is None:
+                        buffer[nr] = g
+                    elif old is owned.get(child) and not create_graph:  # a sum made here, that no one else holds
+                        old.device.backend.iadd(old.array, g.array)
+                    else:
+                        buffer[nr] = _sum(old, g, create_graph)
+                        owned[child] = buffer[nr]
                 remaining = deps[child] = deps[child] - 1
                 if not remaining:
                     heappush(ready, (-child._seq, child))
@@ -270,34 +285,32 @@ def _add_to_buffer(buffers, node, nr, g, create_graph) -> None:
     buffer[nr] = g if old is None else _sum(old, g, create_graph)
 
 
-def _run_node(node, grads_in, run: _Pass):
-    """One node's turn: the leaf accumulation, or hooks around the node's backward. Returns
-    (gradients for its inputs, the leaf whose .grad changed or None)."""
-    if node.__class__ is AccumulateGrad:
-        return (), _run_accumulate(node, grads_in, run)
+def _run_node(node, grads_in, run: _Pass) -> tuple:
+    """One node's turn: its backward, with the hooks around it; returns the gradients for its inputs."""
     n_inputs = len(node.next_functions)
-    if node._tensor_hooks:
+    hooked = node._hooked  # (one flag for the three kinds of hook: most nodes have none)
+    if hooked and node._tensor_hooks:
         _run_tensor_hooks(node._tensor_hooks, grads_in)
     if run.targets is not None:  # (None in a plain backward, which then skips both checks)
         if run.captured is not None:
             _capture(node, grads_in, run.captured)
         if not any(child in run.needed for child, _ in node.next_functions):
-            return (None,) * n_inputs, None  # only passed through to capture a gradient: keeps what it saved
+            return (None,) * n_inputs  # only passed through to capture a gradient: keeps what it saved
     if len(grads_in) != 1 or grads_in[0] is None:  # some outputs got no gradient
         if not _fill_missing(node, grads_in):
             if not run.keep_graph:
                 node._saved = _FREED
-            return (None,) * n_inputs, None
-    if node._pre_hooks:
+            return (None,) * n_inputs
+    if hooked and node._pre_hooks:
         _run_pre_hooks(node._pre_hooks, grads_in)
     grads_out = checked_backward(node, grads_in) if anomaly_state.enabled else node.function.backward(node, *grads_in)
     if not run.keep_graph and node._saved:
         node._saved = _FREED  # release what forward saved
     if grads_out.__class__ is not tuple or len(grads_out) != n_inputs:
         grads_out = _one_per_input(node, grads_out)
-    if node._post_hooks:  # the hooks see the gradients in the inputs' shapes, as PyTorch's do
+    if hooked and node._post_hooks:  # the hooks see the gradients in the inputs' shapes, as PyTorch's do
         grads_out = _run_post_hooks(node._post_hooks, _fit_to_inputs(node, grads_out), grads_in)
-    return grads_out, None
+    return grads_out
 
 
 def _capture(node, grads_in, captured) -> None:

@@ -114,9 +114,11 @@ class Node:
     _materialize_grads = True
     _non_differentiable = ()
     _dirty = ()
+    _marked = False  # mark_dirty or mark_non_differentiable was called: the outputs take the general path
     _tensor_hooks = None  # {output index: [hook(grad)]}, from register_hook on non-leaf tensors
     _pre_hooks = None  # [hook(grad_outputs)], from Node.register_prehook
     _post_hooks = None  # [hook(grad_inputs, grad_outputs)], from Node.register_hook
+    _hooked = False  # whether any of the three was ever set: the engine reads this one flag for most nodes
     _forward_trace = None  # where forward ran, kept while detect_anomaly is on
     _variants = ()  # the node classes of this node's Function, one per name in its node_names
 
@@ -162,7 +164,7 @@ class Node:
 
     def mark_non_differentiable(self, *tensors) -> None:
         """Declare outputs (such as indices) that have no gradient."""
-        self._non_differentiable = tuple(id(t) for t in tensors)
+        self._non_differentiable, self._marked = tuple(id(t) for t in tensors), True
 
     def set_materialize_grads(self, value: bool) -> None:
         """When False, backward receives None instead of zeros for outputs nobody used."""
@@ -170,7 +172,7 @@ class Node:
 
     def mark_dirty(self, *tensors) -> None:
         """Declare inputs that forward changed in place and returns: they take this node as their history."""
-        self._dirty = tuple(id(t) for t in tensors)
+        self._dirty, self._marked = tuple(id(t) for t in tensors), True
 
     # --- what users and the lab see --------------------------------------------------------------
 
@@ -222,16 +224,22 @@ class Node:
     def register_hook(self, hook):
         """Call ``hook(grad_inputs, grad_outputs)`` after this node's backward has run."""
         if self._post_hooks is None:
-            self._post_hooks = []
+            self._post_hooks, self._hooked = [], True
         self._post_hooks.append(hook)
         return RemovableHandle(self._post_hooks, hook=hook)
 
     def register_prehook(self, hook):
         """Call ``hook(grad_outputs)`` before this node's backward; a returned tuple replaces them."""
         if self._pre_hooks is None:
-            self._pre_hooks = []
+            self._pre_hooks, self._hooked = [], True
         self._pre_hooks.append(hook)
         return RemovableHandle(self._pre_hooks, hook=hook)
+
+    def _tensor_hook_list(self, nr: int) -> list:
+        """The hooks of this node's output ``nr`` (``Tensor.register_hook`` on a non-leaf tensor)."""
+        if self._tensor_hooks is None:
+            self._tensor_hooks, self._hooked = {}, True
+        return self._tensor_hooks.setdefault(nr, [])
 
     def __repr__(self):
         return f"<{self.name()} object at {id(self):#x}>"
@@ -317,28 +325,30 @@ class Function:
     def apply(cls, *inputs):
         """Run forward; if grad mode is on and an input requires grad, record a Node for backward."""
         ctx = cls._node_type()
+        watched = observers.active  # observers are told of each op; while they are, forwards are counted
         # 1. Decide whether it is recorded: this thread records, and an input requires grad.
         if not threads_off or per_thread.mode.enabled:
             needs = ctx.needs_input_grad = _needs_grad(inputs)
             if True in needs:
                 # 2. Run forward (itself never recorded: only this one node is).
-                if cls._forward_is_primitive:
+                if cls._forward_is_primitive and not watched:
                     outputs = cls.forward(ctx, *inputs)
                 else:
-                    outputs = _forward_without_recording(cls, ctx, inputs)
+                    outputs = _forward_apart(cls, ctx, inputs, watched)
                 # 3. Connect the node to the inputs' nodes and make it the outputs' grad_fn.
                 outputs = _connect(ctx, inputs, outputs)
                 # 4. Tell the observers (one falsy check when there are none).
-                if observers.active:
+                if watched:
                     observers.notify(cls, inputs, outputs, ctx)
                 return outputs
         else:
             ctx.needs_input_grad = (False,) * len(inputs)
         # Not recorded: steps 2 and 4 only. (Kept apart: one branch per step cost 2% of an add.)
-        outputs = cls.forward(ctx, *inputs)
-        if observers.active:
+        if watched:
+            outputs = observers.run_forward(cls.forward, ctx, inputs)
             observers.notify(cls, inputs, outputs, None)
-        return outputs
+            return outputs
+        return cls.forward(ctx, *inputs)
 
 
 def name_nodes(cls, *names) -> None:
@@ -355,12 +365,15 @@ def name_nodes(cls, *names) -> None:
     cls.node_names = names
 
 
-def _forward_without_recording(cls, ctx, inputs):
-    """A forward that may use Tensor operations runs with this thread's recording off, as in PyTorch."""
+def _forward_apart(cls, ctx, inputs, watched):
+    """A forward that may use Tensor operations runs with this thread's recording off, as in PyTorch;
+    while observers watch, it runs one level deeper, so that they see the ops inside it as nested."""
+    if cls._forward_is_primitive:
+        return observers.run_forward(cls.forward, ctx, inputs)
     mode = thread_mode()
     set_enabled(mode, False)
     try:
-        return cls.forward(ctx, *inputs)
+        return observers.run_forward(cls.forward, ctx, inputs) if watched else cls.forward(ctx, *inputs)
     finally:
         set_enabled(mode, True)
 
@@ -396,24 +409,31 @@ def _edge(x) -> tuple:
 def _connect(node: Node, inputs: tuple, outputs):
     """Give the node its edges to the inputs, and make it the grad_fn of its outputs."""
     needs = node.needs_input_grad
-    if len(inputs) == 2:  # nearly every op: without the comprehension the chain of adds is ~10% faster
-        node.next_functions = (_edge(inputs[0]) if needs[0] else _NO_EDGE, _edge(inputs[1]) if needs[1] else _NO_EDGE)
+    # Two inputs and one (nearly every op) are written out: without the comprehension and the loop that
+    # looks for an input returned as it is, the chain of adds is ~10% faster.
+    if len(inputs) == 2:
+        a, b = inputs
+        node.next_functions = (_edge(a) if needs[0] else _NO_EDGE, _edge(b) if needs[1] else _NO_EDGE)
+        new_output = outputs is not a and outputs is not b
+    elif len(inputs) == 1:
+        x = inputs[0]
+        node.next_functions = (_edge(x) if needs[0] else _NO_EDGE,)
+        new_output = outputs is not x
     else:
         node.next_functions = tuple([_edge(x) if need else _NO_EDGE for x, need in zip(inputs, needs)])
+        new_output = not _is_one_of(outputs, inputs)
     node._seq = next(_sequence)
-    if outputs.__class__ is not tuple and not node._dirty and isinstance(outputs, TrackedTensor):
-        for x in inputs:  # (the identity test written out: as a call it costs 2% of an add)
-            if x is outputs:
-                break
-        else:  # one new output tensor (nearly every op) skips the general loop: the chain of adds is ~10% faster
-            if outputs.array.dtype in FLOATING_NATIVES and id(outputs) not in node._non_differentiable:
-                outputs.requires_grad = True
-                outputs.grad_fn = node
-                if node._saved:
-                    _save_outputs_without_history(node, (outputs,))
-            node._output_shapes = (outputs.array.shape,)
-            node._output_dtypes = (outputs.array.dtype,)  # a gradient arriving in another dtype is cast to it
-            return outputs
+    if new_output and outputs.__class__ is not tuple and not node._marked and isinstance(outputs, TrackedTensor):
+        array = outputs.array  # one new output tensor (nearly every op) skips the general loop
+        dtype = array.dtype
+        if dtype in FLOATING_NATIVES:
+            outputs.requires_grad = True
+            outputs.grad_fn = node
+            if node._saved:
+                _save_outputs_without_history(node, (outputs,))
+        node._output_shapes = (array.shape,)
+        node._output_dtypes = (dtype,)  # a gradient arriving in another dtype is cast to it
+        return outputs
     return _connect_outputs(node, inputs, outputs)
 
 

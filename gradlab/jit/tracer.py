@@ -10,18 +10,15 @@ PyTorch's modes do: what other threads run meanwhile is not part of the call.
 
 from __future__ import annotations
 
-import sys
 import warnings
 from threading import get_ident
 
 from ..autograd import observers
-from ..autograd.function import Function, TrackedTensor
+from ..autograd.function import TrackedTensor
 from ..nn.modules import module as module_hooks
 from .entries import Ref, TapeOp, Value, dtype_name
 from .tape import Tape, _rebuild
 from .write_back import WriteBack
-
-_APPLY_CODE = Function.apply.__func__.__code__
 
 
 class Tracer:
@@ -78,14 +75,14 @@ class Tracer:
             self._stack.pop()
 
     def _on_escape(self, what: str):
-        if not _nested(3):
+        if not observers.inside_op():
             self.escapes.append((what, self._stack[-1] if self._stack else ""))
         elif what == "random":
             self._random_in_op = True  # inside an op: that op draws again whenever it runs
 
     def _on_write(self, target, source):
         """An in-place op wrote ``source``'s values into ``target``: from now on target *is* that value."""
-        if _nested(3):
+        if observers.inside_op():
             return  # inside an op's forward: that op is the entry
         vid = self._ids.get(id(target))
         if target._base is not None or id(target) in self._viewed:
@@ -99,7 +96,7 @@ class Tracer:
             self._ids[id(target)] = ref.value
 
     def _on_op(self, record: observers.OpRecord, args=None):
-        if args is None and record.node is None and _nested(4):  # (above _nested, _on_op, notify and this op's apply)
+        if record.nested:
             return  # inside another op's forward: that op is the entry
         args = args or tuple(self._argument(a) for a in record.inputs)
         if any(_is_array(a) for a in _constants(args)):  # a mask or index made from a tensor's values, most likely
@@ -188,16 +185,6 @@ def _first_device(record):
     for t in _tensors(record.outputs + record.inputs):
         return t.device
     return "cpu"
-
-
-def _nested(depth: int) -> bool:
-    """Whether the caller ``depth`` frames up runs inside some Function's forward (or backward)."""
-    frame = sys._getframe(depth)
-    while frame is not None:
-        if frame.f_code is _APPLY_CODE:
-            return True
-        frame = frame.f_back
-    return False
 
 
 def trace(fn_or_module, *example_inputs) -> Tape:

@@ -201,8 +201,8 @@ class Recording:
         if self.synchronize:
             _wait_for(record.outputs)
         now = _clock()
-        where = _where(nested_possible=record.node is None)
-        if where is not None:
+        if not record.nested:
+            where = _where()
             self._ops.append((record, self._stack[-1] if self._stack else -1, where))
             self._versions.append([t.version if isinstance(t, TrackedTensor) else None
                                    for t in record.inputs + record.outputs])
@@ -214,7 +214,7 @@ class Recording:
 
     def _on_write(self, target, source) -> None:
         started = _clock()
-        if not _nested_write():  # (inside an op's forward, that op is what the graph shows)
+        if not observers.inside_op():  # (inside an op's forward, that op is what the graph shows)
             self._writes.append(RecordedWrite(len(self._ops), target, source, target.version, source.version))
         self._nested += _clock() - started  # the next op's time is the write's too, but not this bookkeeping
 
@@ -278,16 +278,6 @@ class record:
 _clock = time.perf_counter
 
 
-def _nested_write() -> bool:
-    """Whether the write being noted happens inside some Function's forward (the frames above the watcher)."""
-    frame = sys._getframe(2)
-    while frame is not None:
-        if frame.f_code is _APPLY_CODE:
-            return True
-        frame = frame.f_back
-    return False
-
-
 def _wait_for(outputs) -> None:
     """Let the device finish (or, lazily, compute) what this operation queued before the clock is read."""
     for out in outputs:
@@ -330,32 +320,19 @@ def _note_frameworks() -> None:
     _not_users = tuple(sorted(places))
 
 
-_APPLY_CODE = Function.apply.__func__.__code__
-
-
-def _where(nested_possible: bool):
-    """(filename, line) where the user's code asked for this operation; None when it is nested.
-
-    An operation run inside another Function's forward (a custom Function built from tensor
-    operations) is nested: the graph shows only the outer one, as PyTorch does. Such an operation
-    always runs with grad mode off, so it has no node: only then is the whole stack searched.
-    """
-    frame = sys._getframe(3).f_back  # skip _on_op, notify and this operation's own apply
-    where = None
+def _where() -> tuple:
+    """(filename, line) where the user's code asked for this operation: the innermost frame that is
+    not gradlab's (nor a framework's), or ("", 0) when there is none."""
+    frame = sys._getframe(1)
     while frame is not None:
         code = frame.f_code
-        if code is _APPLY_CODE:
-            return None
-        if where is None:
-            ours = _code_is_ours.get(code)
-            if ours is None:
-                ours = _code_is_ours[code] = code.co_filename.startswith(_not_users)
-            if not ours:
-                where = (code.co_filename, frame.f_lineno)
-                if not nested_possible:
-                    return where
+        ours = _code_is_ours.get(code)
+        if ours is None:
+            ours = _code_is_ours[code] = code.co_filename.startswith(_not_users)
+        if not ours:
+            return code.co_filename, frame.f_lineno
         frame = frame.f_back
-    return where or ("", 0)
+    return "", 0
 
 
 def short_filename(filename: str) -> str:
