@@ -22,7 +22,7 @@ from threading import get_ident
 from typing import Any, NamedTuple
 
 from ..autograd import observers
-from ..autograd.function import Function, TrackedTensor
+from ..autograd.function import TrackedTensor
 from ..nn.modules import module as module_hooks
 
 PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
