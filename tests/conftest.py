@@ -4,6 +4,8 @@ import re
 import shutil
 import sys
 
+import pytest
+
 sys.path.insert(0, os.path.dirname(__file__))  # so tests can `from helpers import ...`
 
 # The CUDA backend's kernels run on numba's simulator where there is no NVIDIA GPU (CI, laptops): numba reads
@@ -46,3 +48,28 @@ def _source_of(item) -> str:
     except (OSError, TypeError):
         source = ""
     return source + " " + item.nodeid
+
+
+# --- a notebook's shell, for the widgets that redraw when a cell ends ---------------------------------------
+
+@pytest.fixture
+def notebook_shell(monkeypatch):
+    """A stand-in for IPython's shell: ``shell.events.callbacks["post_execute"]`` holds what a widget
+    asked to run after each cell; calling it is what IPython does when a cell ends."""
+    IPython = pytest.importorskip("IPython")
+
+    class Events:
+        def __init__(self):
+            self.callbacks = {}
+
+        def register(self, event, callback):
+            self.callbacks.setdefault(event, []).append(callback)
+
+        def unregister(self, event, callback):
+            self.callbacks[event].remove(callback)
+
+    class Shell:
+        events = Events()
+
+    monkeypatch.setattr(IPython, "get_ipython", lambda: Shell)
+    return Shell

@@ -464,23 +464,8 @@ def test_opening_bad_layers_and_untrained_models_are_clear_errors(widgets):
     assert "no layer 'fc1'" in flow.chart.notice  # a click's error is shown in the widget
 
 
-def test_the_widget_redraws_when_a_notebook_cell_ends(widgets, monkeypatch):
-    IPython = pytest.importorskip("IPython")
-
-    class Events:
-        def __init__(self):
-            self.callbacks = {}
-
-        def register(self, event, callback):
-            self.callbacks.setdefault(event, []).append(callback)
-
-        def unregister(self, event, callback):
-            self.callbacks[event].remove(callback)
-
-    class Shell:
-        events = Events()
-
-    monkeypatch.setattr(IPython, "get_ipython", lambda: Shell)
+def test_the_widget_redraws_when_a_notebook_cell_ends(widgets, notebook_shell):
+    Shell = notebook_shell
     model = small_net()
     flow = widgets(model, interval=3600)
     [cell_ended] = Shell.events.callbacks["post_execute"]

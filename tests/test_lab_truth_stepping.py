@@ -148,23 +148,8 @@ def test_your_own_scalar_backward_while_stepping_is_reported():
     assert any("changed outside backward" in w for w in stepping.warnings())
 
 
-def test_the_widget_says_so_when_the_cell_that_ran_your_backward_ends(monkeypatch):
-    IPython = pytest.importorskip("IPython")
-
-    class Events:
-        def __init__(self):
-            self.callbacks = {}
-
-        def register(self, event, callback):
-            self.callbacks.setdefault(event, []).append(callback)
-
-        def unregister(self, event, callback):
-            self.callbacks[event].remove(callback)
-
-    class Shell:
-        events = Events()
-
-    monkeypatch.setattr(IPython, "get_ipython", lambda: Shell)
+def test_the_widget_says_so_when_the_cell_that_ran_your_backward_ends(notebook_shell):
+    Shell = notebook_shell
     model, _ = model_and_twin()
     loss = loss_of(model)
     stepper = stepper_widget(loss)

@@ -113,23 +113,8 @@ def test_a_stepper_closes_like_a_view():
     assert hooks_on(loss) == 0
 
 
-def test_a_view_stops_listening_for_notebook_cells_when_closed(monkeypatch):
-    IPython = pytest.importorskip("IPython")
-
-    class Events:
-        def __init__(self):
-            self.callbacks = {}
-
-        def register(self, event, callback):
-            self.callbacks.setdefault(event, []).append(callback)
-
-        def unregister(self, event, callback):
-            self.callbacks[event].remove(callback)
-
-    class Shell:
-        events = Events()
-
-    monkeypatch.setattr(IPython, "get_ipython", lambda: Shell)
+def test_a_view_stops_listening_for_notebook_cells_when_closed(notebook_shell):
+    Shell = notebook_shell
     w = gl.tensor([1.0, 2.0], requires_grad=True)
     loss = (w * 3).sum()
     view = gl.lab.GraphView(loss)

@@ -17,6 +17,7 @@ import traitlets
 from .frontend import bundle
 from .graph_view import GraphWidget
 from .capture import capture
+from .cells import after_each_cell
 from .stepping import BackwardStepError, Stepping
 
 
@@ -151,23 +152,16 @@ class BackpropStepper(GraphWidget):
 
     def _redraw_after_each_cell(self) -> None:
         """When someone else changed a .grad during a cell (your own loss.backward()), say so when it ends."""
-        try:
-            from IPython import get_ipython
-        except ImportError:  # pragma: no cover
-            return
-        shell = get_ipython()
-        if shell is None:
-            return
         me = weakref.ref(self)
 
         def flush(*_):
             live = me()
             if live is None or not live.stepping.is_open:  # the stepper is gone: stop listening
-                shell.events.unregister("post_execute", flush)
+                listener.remove()
             elif live.stepping.told:
                 live.stepping.sync()
                 live._show()
-        shell.events.register("post_execute", flush)
+        listener = after_each_cell(flush)
 
     # --- what the widget shows ------------------------------------------------------------------
 

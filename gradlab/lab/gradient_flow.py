@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 import weakref
 
+from .cells import after_each_cell
 from .flow import FIGURES, Flow, FlowError, nearest
 from .flow_picture import flow_svg
 from .frontend import bundle, stylesheet
@@ -164,22 +165,15 @@ class GradientFlow:
 
     def _flush_after_each_cell(self) -> None:
         """Redraw at the end of every notebook cell that updated the figures (as GraphView does for backward)."""
-        try:
-            from IPython import get_ipython
-        except ImportError:  # pragma: no cover
-            return
-        shell = get_ipython()
-        if shell is None:
-            return
         me = weakref.ref(self)
 
         def flush(*_):
             live = me()
             if live is None:  # the widget is gone: stop listening
-                shell.events.unregister("post_execute", flush)
+                listener.remove()
             elif live._pending:
                 live._push()
-        shell.events.register("post_execute", flush)
+        listener = after_each_cell(flush)
 
     # --- a click on a layer: its graph, coloured by the flow ------------------------------------------
 

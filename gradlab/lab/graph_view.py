@@ -14,6 +14,7 @@ import weakref
 from time import perf_counter
 
 from .capture import CaptureError, capture
+from .cells import after_each_cell
 from .check import check_node
 from .colors import MODE_LABELS, size_colors
 from .frontend import bundle, standalone_html, stylesheet
@@ -266,17 +267,14 @@ class GraphWidget(anywidget.AnyWidget):
 
             self.own(engine_node.register_prehook(seen))
         self._pending = False
-        try:
-            from IPython import get_ipython
-        except ImportError:  # pragma: no cover
-            return
-        shell = get_ipython()
-        if shell is not None:
-            def flush(*_, view=view):
-                live = view()
-                if live is not None and (live._pending or live.graph.source == "scalar"):  # a Scalar calls no hook
-                    live.refresh()
-            self.own(CellListener(shell, flush))
+
+        def flush(*_, view=view):
+            live = view()
+            if live is not None and (live._pending or live.graph.source == "scalar"):  # a Scalar calls no hook
+                live.refresh()
+        listener = after_each_cell(flush)
+        if listener is not None:
+            self.own(listener)
 
     def refresh(self) -> None:
         """Re-read leaves' .grad and redraw the colours (called after each cell that ran backward)."""
@@ -332,18 +330,6 @@ def take_off(handles: list) -> None:
     """Remove every hook in ``handles`` (once: the list is emptied)."""
     while handles:
         handles.pop().remove()
-
-
-class CellListener:
-    """``callback`` run after each cell IPython executes, removable like a hook."""
-
-    def __init__(self, shell, callback):
-        self.shell, self.callback = shell, callback
-        shell.events.register("post_execute", callback)
-
-    def remove(self) -> None:
-        if self.callback in self.shell.events.callbacks.get("post_execute", ()):
-            self.shell.events.unregister("post_execute", self.callback)
 
 
 class GraphView(GraphWidget):
