@@ -90,5 +90,5 @@ def test_a_row_opens_a_closed_module_and_memory_mode_swaps_the_table(page, profi
     assert "bytes saved for backward" in view.locator(".gl-legend").inner_text()
     header = view.locator(".gl-top-table thead th").all_inner_texts()
     assert header == ["node", "module", "saved", "only for backward"]
-    assert rows_of(view).count() == 6  # the six operations; leaves save nothing
+    assert rows_of(view).count() == 7  # the seven operations (cross-entropy is LogSoftmax, NllLoss); leaves save nothing
     screenshot(view, "lab-02-profile-by-memory")
