@@ -82,7 +82,7 @@ def checkout(spec: str, into: str) -> tuple[str, str]:
 
     commit = git("rev-parse", "--short", f"{spec}^{{commit}}").decode().strip()
     top = git("rev-parse", "--show-toplevel").decode().strip()
-    archive = git("-C", top, "archive", "--format=tar", commit)  # (from the top: in benchmarks/ it takes that folder only)
+    archive = git("-C", top, "archive", "--format=tar", commit)  # (run in benchmarks/, it would take that folder only)
     folder = os.path.join(into, commit)
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         tar.extractall(folder, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))  # (Python < 3.11.4)
@@ -132,7 +132,7 @@ def main(argv=None) -> None:
     parser.add_argument("--pairs", type=int, default=3, help="interleaved old/new pairs (default 3)")
     parser.add_argument("--repeats", type=int, default=30, help="timed MLP steps per run; 4x as many chains")
     parser.add_argument("--stat", choices=("median", "min"), default="median",
-                        help="each run's figure: the median of its repeats, or the fastest (steadier on a loaded machine)")
+                        help="each run's figure: the median of its repeats, or the fastest (steadier when loaded)")
     parser.add_argument("--threads", type=int, help="BLAS and torch threads (default: the libraries' own)")
     parser.add_argument("--no-torch", action="store_true", help="leave PyTorch out even when it imports")
     parser.add_argument("--worker", help=argparse.SUPPRESS)

@@ -239,8 +239,8 @@ def _run(edges, root_grads, run: _Pass):
             leaf = None
             if node.__class__ is AccumulateGrad:
                 leaf, grads_out = _run_accumulate(node, grads_in, run), ()
-            elif plain and not node._hooked and len(grads_in) == 1 and grads_in[0] is not None and not anomaly_state.enabled:
-                # The usual node: no hooks, one gradient in. _run_node's core, written out (1% of the chain).
+            elif (plain and not node._hooked and len(grads_in) == 1 and grads_in[0] is not None
+                  and not anomaly_state.enabled):  # the usual node: _run_node's core, written out (1% of the chain)
                 grads_out = node.function.backward(node, *grads_in)
                 if not keep_graph and node._saved:
                     node._saved = _FREED  # release what forward saved
