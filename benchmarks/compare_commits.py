@@ -17,6 +17,8 @@ import argparse
 import io
 import json
 import os
+import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -58,6 +60,27 @@ def _mlp_step(lib):
     return bench_training.training_step(lib, bench_training.mlp(lib), x, y)
 
 
+def _workload(lib, name: str):
+    """The function one call of which is a sample: the chain of adds, or one MLP training step."""
+    import bench_engine
+
+    return bench_engine.chain(lib) if name == "chain" else _mlp_step(lib)
+
+
+def count_worker(tree: str, name: str, runs: int) -> None:
+    """Run ``runs`` calls of a workload under callgrind, which counts the instructions inside ``functools.reduce``
+    only (``--toggle-collect``); instrumenting starts after the imports and the warm-up, which would take minutes."""
+    import functools
+
+    lib = _load_library(tree)
+    sys.path.insert(0, HERE)
+    fn = _workload(lib, name)
+    for _ in range(3):
+        fn()
+    subprocess.run(["callgrind_control", "--instr=on", str(os.getpid())], check=True, capture_output=True)
+    functools.reduce(lambda _, __: fn(), range(runs), None)
+
+
 def worker(tree: str, repeats: int, stat: str) -> dict:
     """Seconds per call (the ``stat`` of ``repeats`` runs) of each workload, with ``tree``'s gradlab or with torch."""
     lib = _load_library(tree)
@@ -65,8 +88,8 @@ def worker(tree: str, repeats: int, stat: str) -> dict:
     import bench_engine
     from _timing import measure
 
-    chain = measure(bench_engine.chain(lib), repeats=repeats * 4, warmup=10)[stat] / bench_engine.CHAIN
-    mlp = measure(_mlp_step(lib), repeats=repeats, warmup=3)[stat]
+    chain = measure(_workload(lib, "chain"), repeats=repeats * 4, warmup=10)[stat] / bench_engine.CHAIN
+    mlp = measure(_workload(lib, "mlp"), repeats=repeats, warmup=3)[stat]
     return {"chain": chain, "mlp": mlp}
 
 
@@ -96,6 +119,34 @@ def run_worker(tree: str, repeats: int, stat: str, env: dict) -> dict:
     if done.returncode != 0:
         raise SystemExit(f"compare_commits: the run of {tree} failed:\n{done.stderr}")
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+COUNTED_RUNS = {"chain": 10, "mlp": 2}
+
+
+def count_instructions(tree: str, env: dict) -> dict:
+    """Instructions per op of the chain and per MLP step, counted by valgrind's callgrind: with PYTHONHASHSEED
+    fixed and one BLAS thread they repeat from run to run (within ~1% between checkouts in other folders),
+    however loaded the machine is. They are not times: PyTorch's C++ does more per instruction."""
+    env = dict(env, PYTHONHASHSEED="0", OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    counts = {}
+    for name, runs in COUNTED_RUNS.items():
+        done = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", "--instr-atstart=no",
+                               "--collect-atstart=no", "--toggle-collect=functools_reduce", sys.executable,
+                               os.path.abspath(__file__), "--worker", tree, "--count", name, "--repeats", str(runs)],
+                              capture_output=True, text=True, env=env, cwd=tempfile.gettempdir())
+        collected = re.search(r"Collected : (\d+)", done.stderr)
+        if done.returncode != 0 or collected is None or collected.group(1) == "0":
+            raise SystemExit(f"compare_commits: counting the instructions of {tree} ({name}) failed:\n{done.stderr}")
+        counts[name] = int(collected.group(1)) / runs / (100 if name == "chain" else 1)  # (the chain: per op)
+    return counts
+
+
+def report_instructions(labels: dict, counts: dict) -> None:
+    print("\ninstructions (callgrind: steady from run to run, whatever the load; not a time)")
+    for name, title in (("chain", "chain of 100 adds, per op"), ("mlp", "MLP step (matrix products included)")):
+        figures = ", ".join(f"{side} {counts[side][name]:,.0f}" for side in labels)
+        print(f"   {title:36s} {figures};  new / old {counts['new'][name] / counts['old'][name]:.3f}")
 
 
 def torch_importable(env: dict) -> bool:
@@ -135,11 +186,19 @@ def main(argv=None) -> None:
                         help="each run's figure: the median of its repeats, or the fastest (steadier when loaded)")
     parser.add_argument("--threads", type=int, help="BLAS and torch threads (default: the libraries' own)")
     parser.add_argument("--no-torch", action="store_true", help="leave PyTorch out even when it imports")
+    parser.add_argument("--instructions", action="store_true",
+                        help="count instructions with valgrind instead of timing (slow; immune to the machine's load)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--count", choices=WORKLOADS, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
-        print(json.dumps(worker(args.worker, args.repeats, args.stat)))
+        if args.count:
+            count_worker(args.worker, args.count, args.repeats)
+        else:
+            print(json.dumps(worker(args.worker, args.repeats, args.stat)))
         return
+    if args.instructions and not (shutil.which("valgrind") and shutil.which("callgrind_control")):
+        parser.error("--instructions needs valgrind (with callgrind_control), e.g. apt-get install valgrind")
     if args.old is None or args.new is None:
         parser.error("give the two commits to compare: compare_commits.py OLD NEW")
     env = dict(os.environ)
@@ -152,6 +211,9 @@ def main(argv=None) -> None:
             trees[side], labels[side] = checkout(spec, scratch)
         if not args.no_torch and torch_importable(env):
             trees["torch"], labels["torch"] = "torch", "PyTorch (same run)"
+        if args.instructions:
+            report_instructions(labels, {side: count_instructions(tree, env) for side, tree in trees.items()})
+            return
         print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, load average "
               f"{', '.join(f'{x:.1f}' for x in os.getloadavg())}; {args.pairs} pairs, "
               f"threads {args.threads or 'default'}, {args.stat} of each run")
