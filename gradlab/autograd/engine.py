@@ -465,9 +465,10 @@ def _accumulate(leaf, g, create_graph) -> None:
     """Add a gradient into ``leaf.grad``; the first one is copied, since the engine may share it."""
     if g.dtype is not leaf.dtype:  # a mixed-dtype op sent back its promoted dtype: .grad matches the tensor
         g = g.to(leaf.dtype)
-    if leaf.grad is None:
+    grad = leaf._grad
+    if grad is None:
         leaf.grad = g if create_graph else g._wrap(g.device.backend.copy(g.array))
-    elif create_graph or leaf.grad.requires_grad:
-        leaf.grad = leaf.grad + g
+    elif create_graph or grad.requires_grad:
+        leaf.grad = grad + g
     else:
-        leaf.grad.add_(g)
+        grad.add_(g)
