@@ -18,6 +18,7 @@ def measure(fn, repeats: int = 30, warmup: int = 3, inner: int = 1) -> dict:
         samples.append((time.perf_counter() - start) / inner)
     samples.sort()
     return {
+        "min": samples[0],
         "median": statistics.median(samples),
         "p10": samples[len(samples) // 10],
         "p90": samples[(len(samples) * 9) // 10],

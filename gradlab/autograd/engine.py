@@ -229,16 +229,25 @@ def _run(edges, root_grads, run: _Pass):
     set_enabled(mode, run.create_graph)  # backward formulas are recorded only to differentiate them again
     heappop, heappush, steps, index = heapq.heappop, heapq.heappush, run.steps, 0
     needed, create_graph = run.needed, run.create_graph
+    plain, keep_graph = run.targets is None, run.keep_graph  # plain: no targets to capture or prune for
     try:
         while ready:
             node = heappop(ready)[1]
             grads_in = buffers.pop(node)
             if owned:
                 owned.pop(node, None)  # its sum goes on to backward, hooks and steps: no longer to add into
+            leaf = None
             if node.__class__ is AccumulateGrad:
-                grads_out, leaf = (), _run_accumulate(node, grads_in, run)
+                leaf, grads_out = _run_accumulate(node, grads_in, run), ()
+            elif (plain and not node._hooked and len(grads_in) == 1 and grads_in[0] is not None
+                  and not anomaly_state.enabled):  # the usual node: _run_node's core, written out (1% of the chain)
+                grads_out = node.function.backward(node, *grads_in)
+                if not keep_graph and node._saved:
+                    node._saved = _FREED  # release what forward saved
+                if grads_out.__class__ is not tuple or len(grads_out) != len(node.next_functions):
+                    grads_out = _one_per_input(node, grads_out)
             else:
-                grads_out, leaf = _run_node(node, grads_in, run), None
+                grads_out = _run_node(node, grads_in, run)
             if steps:  # the step shows the gradients in the inputs' shapes (else each is fitted as it is sent)
                 grads_out = _fit_to_inputs(node, grads_out)
             # Pass the gradients on along the node's edges (into each child's buffer, as _add_to_buffer does),
@@ -446,9 +455,10 @@ def _accumulate(leaf, g, create_graph) -> None:
     """Add a gradient into ``leaf.grad``; the first one is copied, since the engine may share it."""
     if g.dtype is not leaf.dtype:  # a mixed-dtype op sent back its promoted dtype: .grad matches the tensor
         g = g.to(leaf.dtype)
-    if leaf.grad is None:
+    grad = leaf._grad
+    if grad is None:
         leaf.grad = g if create_graph else g._wrap(g.device.backend.copy(g.array))
-    elif create_graph or leaf.grad.requires_grad:
-        leaf.grad = leaf.grad + g
+    elif create_graph or grad.requires_grad:
+        leaf.grad = grad + g
     else:
-        leaf.grad.add_(g)
+        grad.add_(g)

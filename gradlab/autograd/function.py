@@ -65,6 +65,9 @@ class TrackedTensor:
 
 def _check_assigned_grad(tensor, grad) -> None:
     """``t.grad = g`` keeps g only if it could have come from backward: a tensor of t's shape, dtype and device."""
+    if (isinstance(grad, TrackedTensor) and grad is not tensor and grad.device is tensor.device
+            and grad.array.dtype is tensor.array.dtype and grad.array.shape == tensor.array.shape):
+        return  # what backward assigns (checked first: the engine assigns every leaf's first gradient)
     if not isinstance(grad, TrackedTensor):
         raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type {type(grad).__name__}")
     if grad is tensor:
@@ -429,7 +432,7 @@ def _connect(node: Node, inputs: tuple, outputs):
         if dtype in FLOATING_NATIVES:
             outputs.requires_grad = True
             outputs.grad_fn = node
-            if node._saved:
+            if node._saved and _is_one_of(outputs, node._saved):  # (most ops save inputs only)
                 _save_outputs_without_history(node, (outputs,))
         node._output_shapes = (array.shape,)
         node._output_dtypes = (dtype,)  # a gradient arriving in another dtype is cast to it

