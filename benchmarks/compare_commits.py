@@ -174,6 +174,11 @@ def report(labels: dict, results: dict, stat: str) -> None:
             for side in ("old", "new"):
                 ratios = [r[workload] / t[workload] for r, t in zip(results[side], results["torch"])]
                 print(f"   {side} / torch {_span(ratios, 1, 3)}  (median {statistics.median(ratios):.3f})")
+        best = {side: min(r[workload] for r in runs) for side, runs in results.items()}
+        print("   fastest pair of each: " + ", ".join(f"{side} {v * scale:.{digits}f}" for side, v in best.items())
+              + f";  new / old {best['new'] / best['old']:.3f}"
+              + (f", new / torch {best['new'] / best['torch']:.3f}" if "torch" in best else "")
+              + "  (the least disturbed by other load)")
 
 
 def main(argv=None) -> None:
