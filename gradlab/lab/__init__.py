@@ -4,15 +4,15 @@
 ``Scalar``; ``BackpropStepper`` walks the engine's real backward through it one node at a time;
 ``GradientFlow`` follows each layer's gradients over training; ``DeviceTimings`` and
 ``compare_devices`` time the same work on every device (``compare_compiled``: eager against
-``gl.compile``); ``GraphView(tape)`` draws a ``gl.jit.trace`` tape. The widgets load ipywidgets and
-anywidget only when first used.
+``gl.compile``); ``GraphView(tape)`` draws a ``gl.jit.trace`` tape; ``check``, ``check_gradient`` and
+``check_function`` check a learner's exercise. The widgets load ipywidgets and anywidget only when first used.
 """
 
 from .capture import CaptureError, capture
 from .record import Recording, record
 
 __all__ = ["BackpropStepper", "CaptureError", "DeviceTimings", "GradientFlow", "GraphView", "Recording", "capture",
-           "Profile", "check_node", "compare_compiled", "compare_devices", "profile", "record"]
+           "Profile", "Verdict", "check", "check_function", "check_gradient", "check_gradients", "check_node", "compare_compiled", "compare_devices", "profile", "record"]
 
 # name -> the module that defines it, imported when the name is first used
 _LAZY = {
@@ -20,6 +20,8 @@ _LAZY = {
     "GradientFlow": "gradient_flow", "DeviceTimings": "device_timings", "compare_devices": "timing",
     "compare_compiled": "timing",
     "profile": "profiling", "Profile": "profiling",
+    "check": "exercises", "check_gradient": "exercises", "check_gradients": "exercises",
+    "check_function": "exercises", "Verdict": "exercises",
 }
 
 

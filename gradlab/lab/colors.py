@@ -39,6 +39,7 @@ LAYER_COLORS = ("#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2"
 # and the two alarms (a vanishing gradient warns, an exploding one or a failed device alarms).
 GRID, FRAME, AXIS_INK, TEXT_INK, TITLE_INK = "#eef0f3", "#d1d5db", "#6b7280", "#374151", "#111827"
 WARNING_INK, ALARM_INK = "#92400e", "#b91c1c"
+PASS_INK = "#15803d"  # a checked exercise that passed
 
 _CATEGORY_OF_MODULE = {
     "arithmetic": "arithmetic", "elementwise": "elementwise", "activations": "elementwise",

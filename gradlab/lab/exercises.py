@@ -1,0 +1,218 @@
+"""Checked exercises: the learner's answer against the engine's, with a hint that points at the mistake.
+
+Every check returns a ``Verdict``: *pass*, *fail* with a hint (the shape expected, the sign flipped,
+the element that is off and by how much — never the answer itself), or *not done yet* while the
+exercise cell still holds ``...``, so an unsolved notebook runs to its end. Answers are compared as
+CS231n does, by relative error in float64, and reported as Zero to Hero's ``cmp`` does: exact,
+approximate (with the largest relative error), or wrong.
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+import numpy as np
+
+from ..autograd import grad as autograd_grad
+from ..autograd.function import TrackedTensor
+from ..scalar import Scalar
+from .colors import ALARM_INK, AXIS_INK, PASS_INK
+from .mistakes import relative_errors, shape_hint, value_hint
+from .summary import as_numpy
+
+TOLERANCE = 1e-6  # the largest relative error that passes, in float64 (CS231n: below 1e-7 all is well)
+LOW_PRECISION_TOLERANCE = 1e-3  # when either side was computed in float32 or lower
+NOT_DONE = (Ellipsis, None)  # what an exercise cell holds until the learner writes an answer
+
+
+class Verdict:
+    """The outcome of one check: ``status`` is "pass", "fail" or "not done", ``message`` says it in words.
+
+    ``error`` is the largest relative error found (None when values were never compared); ``bool(verdict)``
+    is whether it passed, so ``assert gl.lab.check(...)`` works in a script."""
+
+    SYMBOLS = {"pass": "✓", "fail": "✗", "not done": "○"}
+
+    def __init__(self, name: str, status: str, message: str, error: float | None = None):
+        self.name, self.status, self.message, self.error = name, status, message, error
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "pass"
+
+    def __bool__(self) -> bool:
+        return self.passed
+
+    def __repr__(self) -> str:
+        return f"{self.SYMBOLS[self.status]} {self.name}: {self.message}"
+
+    def _repr_html_(self) -> str:
+        ink = {"pass": PASS_INK, "fail": ALARM_INK, "not done": AXIS_INK}[self.status]
+        return (f'<div class="gl-verdict gl-verdict-{self.status.replace(" ", "-")}" style="border-left:4px solid '
+                f'{ink};padding:4px 10px;margin:4px 0;font-family:Helvetica,Arial,sans-serif;font-size:13px">'
+                f'<b style="color:{ink}">{self.SYMBOLS[self.status]} {escape(self.name)}</b> — '
+                f'{escape(self.message)}</div>')
+
+
+class Verdicts(list):
+    """Several verdicts, shown as one table (Zero to Hero's column of ``cmp`` lines); true when all passed."""
+
+    @property
+    def passed(self) -> bool:
+        return all(v.passed for v in self)
+
+    def __bool__(self) -> bool:
+        return self.passed
+
+    def __repr__(self) -> str:
+        return "\n".join(map(repr, self))
+
+    def _repr_html_(self) -> str:
+        return "".join(v._repr_html_() for v in self)
+
+
+def check(name: str, mine, expected, *, tolerance: float | None = None) -> Verdict:
+    """Compare the learner's ``mine`` with ``expected`` (tensors, arrays, Scalars or numbers).
+
+    Passes when the largest relative error is at most ``tolerance`` (1e-6 in float64, 1e-3 when either
+    side is float32 or lower). A wrong shape names the shape expected; wrong values get a hint."""
+    _check_name("check", name)
+    if _not_done(mine):
+        return _not_done_yet(name)
+    truth = _as_array(expected, "check", "expected", name)
+    answer = _answer_array(mine, name)
+    if isinstance(answer, Verdict):
+        return answer
+    return _compare(name, answer, truth, tolerance if tolerance is not None else _tolerance(mine, expected))
+
+
+def check_gradient(name: str, mine, of, *, tolerance: float | None = None) -> Verdict:
+    """Compare a hand-written gradient with the engine's: ``of`` is the tensor (or Scalar) whose ``.grad``
+    is the truth, after ``loss.backward()``, or the true gradient itself as an array.
+
+    ``check_gradient("dlogits", dlogits, logits)`` is Zero to Hero's ``cmp("logits", dlogits, logits)``."""
+    _check_name("check_gradient", name)
+    if isinstance(of, (TrackedTensor, Scalar)):
+        truth = of.grad
+        if truth is None:
+            where = ("call .retain_grad() on it before loss.backward(), so its gradient is kept"
+                     if isinstance(of, TrackedTensor) and of.grad_fn is not None
+                     else "run loss.backward() first")
+            raise ValueError(f"check_gradient({name!r}): the tensor given as the truth has no .grad yet; {where}")
+        if _not_done(mine):
+            return _not_done_yet(name)
+        return check(name, mine, truth, tolerance=tolerance)
+    return check(name, mine, of, tolerance=tolerance)
+
+
+def check_gradients(answers: dict, *, tolerance: float | None = None) -> Verdicts:
+    """Many ``check_gradient``s at once: ``{"dW1": (dW1, W1), "db1": (db1, b1), ...}``, one line each."""
+    if not isinstance(answers, dict):
+        raise TypeError(f"check_gradients: give a dict of name -> (your gradient, the tensor it is the gradient "
+                        f"of), got a {type(answers).__name__}")
+    verdicts = Verdicts()
+    for name, pair in answers.items():
+        if not (isinstance(pair, tuple) and len(pair) == 2):
+            raise TypeError(f"check_gradients: the entry {name!r} should be a pair (your gradient, the tensor it is "
+                            f"the gradient of), got {type(pair).__name__}")
+        verdicts.append(check_gradient(name, *pair, tolerance=tolerance))
+    return verdicts
+
+
+def check_function(name: str, mine, reference, *inputs, tolerance: float | None = None,
+                   gradients: bool = False) -> Verdict:
+    """Call the learner's function ``mine`` and ``reference`` on the same ``inputs`` and compare the outputs.
+
+    With ``gradients=True`` the gradients of each output's sum with respect to every input that requires
+    grad are compared too (the learner's function must be differentiable by the engine)."""
+    _check_name("check_function", name)
+    if _not_done(mine):
+        return _not_done_yet(name)
+    if not callable(mine):
+        return Verdict(name, "fail", f"expected a function, got a {type(mine).__name__}")
+    try:
+        got = mine(*inputs)
+    except Exception as error:  # the learner's code: its failure is the verdict, not a traceback
+        return Verdict(name, "fail", f"your function raised {type(error).__name__}: {error}")
+    if _not_done(got):
+        return _not_done_yet(name)
+    want = reference(*inputs)
+    verdict = check(name, got, want, tolerance=tolerance)
+    if not (verdict.passed and gradients):
+        return verdict
+    wrt = [x for x in inputs if isinstance(x, TrackedTensor) and x.requires_grad]
+    if not isinstance(got, TrackedTensor) or got.grad_fn is None:
+        return Verdict(name, "fail", "the values are right, but your output has no graph, so no gradient flows "
+                                     "back through it: compute it with the engine's operations, not with numpy")
+    mine_grads = autograd_grad(got.sum(), wrt, allow_unused=True)
+    true_grads = autograd_grad(want.sum(), wrt, allow_unused=True)
+    for i, (g, t) in enumerate(zip(mine_grads, true_grads)):
+        if g is None:
+            return Verdict(name, "fail", f"the values are right, but no gradient reaches input {i} through your "
+                                         "function (a .detach(), .item() or numpy in the way?)")
+        grad_verdict = check(f"{name} (gradient of input {i})", g, t, tolerance=tolerance)
+        if not grad_verdict.passed:
+            return Verdict(name, "fail", f"the values are right, the gradient of input {i} is not: "
+                                         f"{grad_verdict.message}", grad_verdict.error)
+    return Verdict(name, "pass", f"{verdict.message}, and so are the gradients", verdict.error)
+
+
+# --- comparing -----------------------------------------------------------------------------------------
+
+def _compare(name: str, mine: np.ndarray, truth: np.ndarray, tolerance: float) -> Verdict:
+    if mine.shape != truth.shape:
+        if mine.size == truth.size == 1:
+            mine = mine.reshape(truth.shape)
+        else:
+            return Verdict(name, "fail", shape_hint(mine.shape, truth.shape))
+    errors = relative_errors(mine.astype(np.float64), truth.astype(np.float64))
+    worst = float(errors.max(initial=0.0))
+    if np.array_equal(mine, truth, equal_nan=True):
+        return Verdict(name, "pass", "exact", 0.0)
+    if worst <= tolerance:
+        return Verdict(name, "pass", f"approximately (largest relative error {worst:.1e}, within {tolerance:g})", worst)
+    return Verdict(name, "fail", value_hint(mine.astype(np.float64), truth.astype(np.float64), errors), worst)
+
+
+def _tolerance(*values) -> float:
+    low = any(str(getattr(v, "dtype", "")).replace("gradlab.", "") in ("float32", "float16", "bfloat16")
+              for v in values)
+    return LOW_PRECISION_TOLERANCE if low else TOLERANCE
+
+
+def _answer_array(mine, name: str):
+    """The learner's answer as an array, or a failing Verdict that says what it was instead."""
+    if isinstance(mine, (str, bytes, dict, set)) or callable(mine):
+        return Verdict(name, "fail", f"expected numbers (a tensor, an array or a number), got a {type(mine).__name__}")
+    try:
+        array = _as_array(mine, "check", "your answer", name)
+    except (TypeError, ValueError) as error:
+        return Verdict(name, "fail", str(error))
+    if not np.issubdtype(array.dtype, np.number) and array.dtype != bool:
+        return Verdict(name, "fail", f"expected numbers, got an array of {array.dtype}")
+    return array
+
+
+def _as_array(value, where: str, what: str, name: str) -> np.ndarray:
+    if isinstance(value, Scalar):
+        return np.asarray(value.data, dtype=np.float64)
+    if isinstance(value, TrackedTensor):
+        return as_numpy(value.detach())
+    try:
+        return np.asarray(value) if not isinstance(value, (list, tuple)) else np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"{where}({name!r}): {what} is a {type(value).__name__}, which is not numbers") from None
+
+
+def _not_done(value) -> bool:
+    return any(value is marker for marker in NOT_DONE)
+
+
+def _not_done_yet(name: str) -> Verdict:
+    return Verdict(name, "not done", "not done yet: write your answer in place of the ... in the cell above")
+
+
+def _check_name(where: str, name) -> None:
+    if not isinstance(name, str):
+        raise TypeError(f"{where}: the first argument is the exercise's name (a string, e.g. 'dW1'), got "
+                        f"{type(name).__name__}; write {where}('dW1', your_answer, ...)")

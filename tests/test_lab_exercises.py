@@ -1,0 +1,149 @@
+"""Checked exercises: the right answer passes, each plausible wrong one fails with a hint that names the
+mistake and never the answer, and an unsolved exercise says "not done yet" instead of raising."""
+
+import numpy as np
+import pytest
+
+import gradlab as gl
+from gradlab import lab
+
+
+@pytest.fixture
+def layer():
+    """A tanh layer and a mean-of-squares loss, backward run: the engine's gradients are the truth."""
+    gl.manual_seed(0)
+    x = gl.randn(4, 3, dtype=gl.float64, requires_grad=True)
+    W = gl.randn(3, 2, dtype=gl.float64, requires_grad=True)
+    b = gl.randn(2, dtype=gl.float64, requires_grad=True)
+    y = (x @ W + b).tanh()
+    (y ** 2).mean().backward()
+    dz = (2 * y.detach() / y.numel()) * (1 - y.detach() ** 2)  # by hand, as a learner would
+    return {"x": x, "W": W, "b": b, "dz": dz, "dW": x.detach().T @ dz, "db": dz.sum(0), "dx": dz @ W.detach().T}
+
+
+def test_the_right_gradients_pass_and_say_exact_or_approximately(layer):
+    for name in ("dW", "db", "dx"):
+        verdict = lab.check_gradient(name, layer[name], layer[name[1:]])
+        assert verdict.passed and verdict and verdict.status == "pass"
+        assert verdict.message == "exact" or verdict.message.startswith("approximately")
+    close = lab.check_gradient("dW", layer["dW"].numpy() * (1 + 1e-9), layer["W"])
+    assert close.passed and "largest relative error 5.0e-10" in close.message  # CS231n: |a − b| / (|a| + |b|)
+
+
+def test_a_transposed_gradient_names_the_expected_shape_and_the_matmul(layer):
+    verdict = lab.check_gradient("dW", layer["dW"].T, layer["W"])
+    assert not verdict and verdict.status == "fail"
+    assert "the answer has shape (3, 2), yours has (2, 3)" in verdict.message and "matmul" in verdict.message
+
+
+def test_a_bias_gradient_not_summed_over_the_batch_says_where_it_was_broadcast(layer):
+    verdict = lab.check_gradient("db", layer["dz"], layer["b"])
+    assert not verdict.passed
+    assert "shape (2,), yours has (4, 2)" in verdict.message and "broadcast over dimension 0" in verdict.message
+
+
+def test_a_kept_dimension_and_a_dimension_summed_away_are_named(layer):
+    kept = lab.check_gradient("db", layer["dz"].sum(0, keepdim=True), layer["b"])
+    assert "dimension of size 1 more or fewer" in kept.message
+    too_far = lab.check_gradient("dW", layer["dW"].sum(), layer["W"])
+    assert "a dimension too few" in too_far.message
+
+
+def test_a_forgotten_mean_and_a_flipped_sign_are_recognised_without_the_factor(layer):
+    times_n = lab.check_gradient("dW", layer["dW"] * 8, layer["W"])
+    assert not times_n and "off by the same factor" in times_n.message and "8" not in times_n.message
+    flipped = lab.check_gradient("dW", -layer["dW"], layer["W"])
+    assert not flipped and "wrong sign" in flipped.message
+
+
+def test_one_wrong_element_is_located_by_index_and_error_never_by_value(layer):
+    wrong = layer["dx"].numpy().copy()
+    wrong[1, 2] *= 1.5
+    verdict = lab.check_gradient("dx", wrong, layer["x"])
+    assert "1 of 12 elements is off; the worst at index (1, 2)" in verdict.message
+    assert f"{layer['x'].grad.numpy()[1, 2]:.3g}" not in verdict.message  # the right value is not given away
+    assert verdict.error == pytest.approx(0.2)  # |1.5a − a| / (|1.5a| + |a|)
+
+
+def test_nan_zeros_and_a_square_transpose_each_get_their_hint():
+    truth = np.array([[1.0, 2.0], [3.0, 4.0]])
+    assert "nan or inf" in lab.check("g", np.array([[1.0, np.nan], [3.0, 4.0]]), truth).message
+    assert "all zeros" in lab.check("g", np.zeros((2, 2)), truth).message
+    assert "transpose of the answer" in lab.check("g", truth.T, truth).message
+
+
+def test_an_unsolved_exercise_is_not_done_yet_and_does_not_raise(layer):
+    for verdict in (lab.check_gradient("dW", ..., layer["W"]), lab.check("v", None, 3.0),
+                    lab.check_function("f", ..., np.sin, 1.0), lab.check_function("f", lambda x: ..., np.sin, 1.0)):
+        assert verdict.status == "not done" and not verdict
+        assert "not done yet" in repr(verdict) and "not done yet" in verdict._repr_html_()
+
+
+def test_an_answer_that_is_not_numbers_fails_with_its_type(layer):
+    assert "got a str" in lab.check_gradient("dW", "dW", layer["W"]).message
+    assert "got a dict" in lab.check("v", {"a": 1}, 1.0).message
+
+
+def test_float32_answers_are_judged_at_float32_precision(layer):
+    assert lab.check_gradient("dx", layer["dx"].float(), layer["x"]).passed
+    assert not lab.check_gradient("dx", layer["dx"].float() * 1.01, layer["x"]).passed
+    assert not lab.check_gradient("dx", layer["dx"] * (1 + 1e-4), layer["x"]).passed  # float64: 1e-6
+
+
+def test_a_truth_without_grad_says_to_retain_it_or_run_backward():
+    x = gl.randn(3, requires_grad=True)
+    hidden = x * 2
+    (hidden.sum()).backward()
+    with pytest.raises(ValueError, match=r"check_gradient\('dh'\): .*retain_grad\(\)"):
+        lab.check_gradient("dh", np.ones(3), hidden)
+    with pytest.raises(ValueError, match="run loss.backward\\(\\) first"):
+        lab.check_gradient("dw", np.ones(3), gl.randn(3, requires_grad=True))
+
+
+def test_the_name_comes_first_and_a_wrong_call_says_so(layer):
+    with pytest.raises(TypeError, match=r"check_gradient: the first argument is the exercise's name"):
+        lab.check_gradient(layer["dW"], layer["W"], "dW")
+    with pytest.raises(TypeError, match="check_gradients: give a dict"):
+        lab.check_gradients([layer["dW"]])
+    with pytest.raises(TypeError, match="should be a pair"):
+        lab.check_gradients({"dW": layer["dW"]})
+
+
+def test_scalars_are_checked_like_tensors():
+    a = gl.Scalar(2.0)
+    (a * a).backward()
+    assert lab.check_gradient("da", 4.0, a).passed
+    wrong = lab.check_gradient("da", 2.0, a)
+    assert not wrong and "relative error" in wrong.message and "factor" not in wrong.message
+    assert "wrong sign" in lab.check_gradient("da", -4.0, a).message
+
+
+def test_several_gradients_read_as_one_table(layer):
+    verdicts = lab.check_gradients({"dW": (layer["dW"], layer["W"]), "db": (layer["dz"], layer["b"])})
+    assert [v.status for v in verdicts] == ["pass", "fail"] and not verdicts
+    assert repr(verdicts).splitlines()[0] == "✓ dW: exact" and repr(verdicts).splitlines()[1].startswith("✗ db:")
+    assert verdicts._repr_html_().count('class="gl-verdict ') == 2
+
+
+def test_a_function_is_checked_on_its_values_and_its_gradients():
+    x = gl.randn(3, 4, dtype=gl.float64, requires_grad=True)
+    right = lab.check_function("softmax", lambda t: t.exp() / t.exp().sum(1, keepdim=True), lambda t: t.softmax(1),
+                               x, gradients=True)
+    assert right.passed and "so are the gradients" in right.message
+    numpy_inside = lab.check_function(
+        "softmax", lambda t: gl.tensor(np.exp(t.detach().numpy()) / np.exp(t.detach().numpy()).sum(1, keepdims=True)),
+        lambda t: t.softmax(1), x, gradients=True)
+    assert not numpy_inside and "no graph" in numpy_inside.message
+    wrong_axis = lab.check_function("softmax", lambda t: t.exp() / t.exp().sum(0, keepdim=True),
+                                    lambda t: t.softmax(1), x)
+    assert not wrong_axis and "elements are off" in wrong_axis.message
+    raising = lab.check_function("softmax", lambda t: t.nonexistent(), lambda t: t.softmax(1), x)
+    assert not raising and raising.message.startswith("your function raised AttributeError")
+    assert "expected a function, got a int" in lab.check_function("f", 3, np.sin, 1.0).message
+
+
+def test_a_gradient_that_is_right_in_value_but_detached_names_the_input():
+    x = gl.randn(3, dtype=gl.float64, requires_grad=True)
+    y = gl.randn(3, dtype=gl.float64, requires_grad=True)
+    verdict = lab.check_function("product", lambda a, b: a * b.detach(), lambda a, b: a * b, x, y, gradients=True)
+    assert not verdict and "no gradient reaches input 1" in verdict.message
