@@ -5,14 +5,16 @@
 ``GradientFlow`` follows each layer's gradients over training; ``DeviceTimings`` and
 ``compare_devices`` time the same work on every device (``compare_compiled``: eager against
 ``gl.compile``); ``GraphView(tape)`` draws a ``gl.jit.trace`` tape; ``check``, ``check_gradient`` and
-``check_function`` check a learner's exercise. The widgets load ipywidgets and anywidget only when first used.
+``check_function`` check a learner's exercise (``check_numerically`` against finite differences,
+``check_this_node`` a Function's backward; ``Verdicts.show_on(view)`` colours a graph by their errors). The widgets load ipywidgets and anywidget only when first used.
 """
 
 from .capture import CaptureError, capture
 from .record import Recording, record
 
 __all__ = ["BackpropStepper", "CaptureError", "DeviceTimings", "GradientFlow", "GraphView", "Recording", "capture",
-           "Profile", "Verdict", "check", "check_function", "check_gradient", "check_gradients", "check_node", "compare_compiled", "compare_devices", "profile", "record"]
+           "Profile", "Verdict", "Verdicts", "check", "check_function", "check_gradient", "check_gradients",
+           "check_node", "check_numerically", "check_this_node", "cs231n_band", "compare_compiled", "compare_devices", "profile", "record"]
 
 # name -> the module that defines it, imported when the name is first used
 _LAZY = {
@@ -21,7 +23,8 @@ _LAZY = {
     "compare_compiled": "timing",
     "profile": "profiling", "Profile": "profiling",
     "check": "exercises", "check_gradient": "exercises", "check_gradients": "exercises",
-    "check_function": "exercises", "Verdict": "exercises",
+    "check_function": "exercises", "Verdict": "exercises", "Verdicts": "exercises",
+    "check_numerically": "exercises", "check_this_node": "exercises", "cs231n_band": "exercises",
 }
 
 

@@ -90,16 +90,21 @@ def _rgb(hex_color: str) -> tuple:
     return tuple(int(hex_color[i:i + 2], 16) for i in (1, 3, 5))
 
 
-def log_colors(sizes: dict, title: str, text=None) -> tuple[dict, dict]:
+def log_colors(sizes: dict, title: str, text=None, limits=None) -> tuple[dict, dict]:
     """Colour each id by log10 of its size; returns (colours, legend). None -> MISSING, 0 -> ZERO.
 
-    ``text(size)`` writes the key's figures (``1.0e-04`` when not given)."""
+    ``text(size)`` writes the key's figures (``1.0e-04`` when not given). ``limits=(low, high)`` fixes the
+    scale's ends, so that a colour means the same size in every picture; sizes outside take the end's colour."""
     text = text or _scientific
     logs = {k: math.log10(v) for k, v in sizes.items() if v is not None and v > 0}
     colors = {k: (MISSING if v is None else ZERO) for k, v in sizes.items() if k not in logs}
-    if not logs:
+    if limits is not None:
+        low, high = math.log10(limits[0]), math.log10(limits[1])
+        logs = {k: min(high, max(low, v)) for k, v in logs.items()}
+    elif not logs:
         return colors, {"title": title, "stops": [], "missing": MISSING, "zero": ZERO}
-    low, high = min(logs.values()), max(logs.values())
+    else:
+        low, high = min(logs.values()), max(logs.values())
     span = high - low
     for k, v in logs.items():
         colors[k] = scale_color((v - low) / span if span > 0 else 1.0)
@@ -125,15 +130,16 @@ MODE_LABELS = {"grad": "gradient", "value": "value", "kind": "kind of op"}  # wh
 
 
 def size_colors(sizes: dict, group_members: dict, title: str, missing: str = "not known yet",
-                text=None) -> tuple[dict, dict]:
+                text=None, limits=None) -> tuple[dict, dict]:
     """{id: [fill, ink]} by log10 of each id's size (a group takes its largest member's), and the legend.
 
-    ``missing`` is what the key calls a node with no figure (None); ``text`` writes its figures."""
+    ``missing`` is what the key calls a node with no figure (None); ``text`` writes its figures; ``limits``
+    fixes the scale's ends (``log_colors``)."""
     sizes = dict(sizes)
     for group, members in group_members.items():
         known = [sizes[m] for m in members if sizes.get(m) is not None]
         sizes[group] = max(known) if known else None
-    fills, legend = log_colors(sizes, title, text)
+    fills, legend = log_colors(sizes, title, text, limits)
     legend["missing_text"] = missing
     return {k: [fill, ink(fill)] for k, fill in fills.items()}, legend
 

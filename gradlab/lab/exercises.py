@@ -4,7 +4,9 @@ Every check returns a ``Verdict``: *pass*, *fail* with a hint (the shape expecte
 the element that is off and by how much — never the answer itself), or *not done yet* while the
 exercise cell still holds ``...``, so an unsolved notebook runs to its end. Answers are compared as
 CS231n does, by relative error in float64, and reported as Zero to Hero's ``cmp`` does: exact,
-approximate (with the largest relative error), or wrong.
+approximate (with the largest relative error), or wrong. A check against finite differences also says
+which of CS231n's bands its error is in; ``Verdicts.show_on(view)`` colours each checked tensor's node
+of a GraphView by how far your gradient is from the true one.
 """
 
 from __future__ import annotations
@@ -15,6 +17,9 @@ import numpy as np
 
 from ..autograd import grad as autograd_grad
 from ..autograd.function import TrackedTensor
+from ..autograd.grad_mode import no_grad
+from ..creation import tensor
+from ..dtypes import float64
 from ..scalar import Scalar
 from .colors import ALARM_INK, AXIS_INK, PASS_INK
 from .mistakes import relative_errors, shape_hint, value_hint
@@ -24,17 +29,29 @@ TOLERANCE = 1e-6  # the largest relative error that passes, in float64 (CS231n: 
 LOW_PRECISION_TOLERANCE = 1e-3  # when either side was computed in float32 or lower
 NOT_DONE = (Ellipsis, None)  # what an exercise cell holds until the learner writes an answer
 
+# CS231n's reading of a gradient check's relative error, from the top: (below this, what it means).
+BANDS = ((1e-7, "right (CS231n: below 1e-7)"),
+         (1e-4, "probably right: fine where the function has kinks (ReLU), too high for a smooth one"),
+         (1e-2, "uncomfortable: probably wrong (CS231n: between 1e-4 and 1e-2)"),
+         (float("inf"), "wrong (CS231n: above 1e-2)"))
+FINITE_DIFFERENCE_TOLERANCE = 1e-4  # below it a finite-difference check passes: CS231n's "probably right" or better
+YOURS_MODE = "yours"  # the GraphView colour mode show_on adds
+YOURS_LIMITS = (1e-16, 1.0)  # its fixed scale: float64's rounding to the largest relative error there is
+YOURS_TITLE = "relative error of your gradient (CS231n: < 1e-7 right, > 1e-2 wrong)"
+
 
 class Verdict:
     """The outcome of one check: ``status`` is "pass", "fail" or "not done", ``message`` says it in words.
 
-    ``error`` is the largest relative error found (None when values were never compared); ``bool(verdict)``
-    is whether it passed, so ``assert gl.lab.check(...)`` works in a script."""
+    ``error`` is the largest relative error found (None when values were never compared); ``band`` is
+    CS231n's reading of it, for a check against finite differences; ``bool(verdict)`` is whether it
+    passed, so ``assert gl.lab.check(...)`` works in a script."""
 
     SYMBOLS = {"pass": "✓", "fail": "✗", "not done": "○"}
 
-    def __init__(self, name: str, status: str, message: str, error: float | None = None):
-        self.name, self.status, self.message, self.error = name, status, message, error
+    def __init__(self, name: str, status: str, message: str, error: float | None = None, band: str | None = None):
+        self.name, self.status, self.message, self.error, self.band = name, status, message, error, band
+        self.of = None  # the tensor whose gradient was checked, when one was given: where show_on colours
 
     @property
     def passed(self) -> bool:
@@ -70,6 +87,12 @@ class Verdicts(list):
     def _repr_html_(self) -> str:
         return "".join(v._repr_html_() for v in self)
 
+    def show_on(self, view, tensors: dict | None = None):
+        """Colour ``view`` (a GraphView) by each checked gradient's relative error, in a colour mode
+        "your gradients", on a fixed log scale; returns the view. Each verdict colours the node of the
+        tensor it was checked against, or of ``tensors[name]``; one not done yet is drawn as unknown."""
+        return show_errors(view, self, tensors)
+
 
 def check(name: str, mine, expected, *, tolerance: float | None = None) -> Verdict:
     """Compare the learner's ``mine`` with ``expected`` (tensors, arrays, Scalars or numbers).
@@ -99,9 +122,9 @@ def check_gradient(name: str, mine, of, *, tolerance: float | None = None) -> Ve
                      if isinstance(of, TrackedTensor) and of.grad_fn is not None
                      else "run loss.backward() first")
             raise ValueError(f"check_gradient({name!r}): the tensor given as the truth has no .grad yet; {where}")
-        if _not_done(mine):
-            return _not_done_yet(name)
-        return check(name, mine, truth, tolerance=tolerance)
+        verdict = _not_done_yet(name) if _not_done(mine) else check(name, mine, truth, tolerance=tolerance)
+        verdict.of = of
+        return verdict
     return check(name, mine, of, tolerance=tolerance)
 
 
@@ -144,7 +167,12 @@ def check_function(name: str, mine, reference, *inputs, tolerance: float | None 
     if not isinstance(got, TrackedTensor) or got.grad_fn is None:
         return Verdict(name, "fail", "the values are right, but your output has no graph, so no gradient flows "
                                      "back through it: compute it with the engine's operations, not with numpy")
-    mine_grads = autograd_grad(got.sum(), wrt, allow_unused=True)
+    try:
+        mine_grads = autograd_grad(got.sum(), wrt, allow_unused=True)
+    except Exception as error:  # the learner's backward: its failure (or its ...) is the verdict
+        if "got ellipsis" in str(error):
+            return _not_done_yet(name)
+        return Verdict(name, "fail", f"the values are right, but your backward raised {type(error).__name__}: {error}")
     true_grads = autograd_grad(want.sum(), wrt, allow_unused=True)
     for i, (g, t) in enumerate(zip(mine_grads, true_grads)):
         if g is None:
@@ -155,6 +183,109 @@ def check_function(name: str, mine, reference, *inputs, tolerance: float | None 
             return Verdict(name, "fail", f"the values are right, the gradient of input {i} is not: "
                                          f"{grad_verdict.message}", grad_verdict.error)
     return Verdict(name, "pass", f"{verdict.message}, and so are the gradients", verdict.error)
+
+
+def check_numerically(name: str, mine, f, x, *, coordinates: int = 6, step: float = 1e-5,
+                      seed: int = 0) -> Verdict:
+    """CS231n's gradient check: your gradient of ``f`` at ``x`` against centred differences, in float64.
+
+    ``f(x)`` returns the loss (a number or a one-element tensor) for a tensor ``x`` of ``x``'s shape; at
+    ``coordinates`` random elements the slope ``(f(x + h) − f(x − h)) / 2h`` is compared with ``mine``. The
+    verdict names CS231n's band of the worst relative error, and passes below 1e-4."""
+    _check_name("check_numerically", name)
+    if _not_done(mine):
+        return _not_done_yet(name)
+    if not callable(f):
+        raise TypeError(f"check_numerically({name!r}): f is the loss as a function of x (f(x) -> a number), "
+                        f"got a {type(f).__name__}")
+    base = _as_array(x, "check_numerically", "x", name).astype(np.float64)
+    answer = _answer_array(mine, name)
+    if isinstance(answer, Verdict):
+        return answer
+    if answer.shape != base.shape:
+        return Verdict(name, "fail", shape_hint(answer.shape, base.shape))
+    rng = np.random.default_rng(seed)
+    picked = [np.unravel_index(int(i), base.shape) for i in
+              rng.choice(base.size, size=min(coordinates, base.size), replace=False)]
+    slopes = np.array([_centred_difference(f, base, index, step, x) for index in picked])
+    yours = np.array([float(answer[index]) for index in picked])
+    errors = relative_errors(yours, slopes)
+    worst = float(errors.max(initial=0.0))
+    band = cs231n_band(worst)
+    where = tuple(int(i) for i in picked[int(np.argmax(errors))])
+    message = (f"at {len(picked)} coordinates, worst relative error {worst:.1e}"
+               f"{f' (at index {where})' if worst > 1e-7 else ''}: {band}")
+    return Verdict(name, "pass" if worst < FINITE_DIFFERENCE_TOLERANCE else "fail", message, worst, band)
+
+
+def cs231n_band(error: float) -> str:
+    """What CS231n's notes say a gradient check's relative error means: right, probably right, uncomfortable,
+    or wrong."""
+    return next(text for limit, text in BANDS if error < limit)
+
+
+def check_this_node(name: str, view, node) -> Verdict:
+    """"Check this node" as an exercise's check: a Function's backward (the node ``node`` of the GraphView
+    ``view``) against finite differences on the inputs it got; the view's inspector shows the result too.
+    A backward that still returns ``...`` is not done yet."""
+    _check_name("check_this_node", name)
+    try:
+        result = view.check(node)
+    except TypeError as error:  # the learner's backward: its ... (or a wrong return) is the verdict
+        if "got ellipsis" in str(error):
+            return _not_done_yet(name)
+        return Verdict(name, "fail", f"your backward raised TypeError: {error}")
+    errors = [row["error"] for row in result.get("inputs", []) if row.get("error") is not None]
+    worst = max(errors) if errors else None
+    status = {True: "pass", False: "fail"}.get(result["ok"], "fail")
+    return Verdict(name, status, result["message"], worst, cs231n_band(worst) if worst is not None else None)
+
+
+def show_errors(view, verdicts, tensors: dict | None = None):
+    """Colour ``view`` by each verdict's relative error (``Verdicts.show_on``); returns the view."""
+    named = {v.name: v for v in verdicts}
+    unknown = sorted(set(tensors or {}) - set(named))
+    if unknown:
+        raise KeyError(f"show_on: no verdict is named {unknown[0]!r}; the verdicts are {', '.join(map(repr, named))}")
+    sizes: dict = {}
+    for verdict in verdicts:
+        tensor = (tensors or {}).get(verdict.name, verdict.of)
+        if tensor is None:
+            continue
+        node = view.graph.node_for(tensor) or view.graph.node_for(getattr(tensor, "grad_fn", None))
+        if node is None:
+            raise KeyError(f"show_on: the tensor {verdict.name!r} was checked against is not drawn in this view "
+                           "(draw the recording of the forward that made it: with gl.lab.record() as rec: ...)")
+        error = _error_drawn(verdict)
+        if error is not None or node.id not in sizes:
+            sizes[node.id] = max(error, sizes.get(node.id) or 0.0) if error is not None else None
+    view.add_color_mode(YOURS_MODE, sizes, YOURS_TITLE, label="your gradients", missing="not checked or not done yet",
+                        text=lambda v: f"{v:.0e}", limits=YOURS_LIMITS)
+    view.color_mode = YOURS_MODE
+    return view
+
+
+def _error_drawn(verdict) -> float | None:
+    """A verdict's error as its node is coloured: exact at the scale's bottom, a wrong shape (no error
+    measured) at its top, not done yet unknown (None)."""
+    if verdict.status == "not done":
+        return None
+    if verdict.error is None:
+        return YOURS_LIMITS[1] if verdict.status == "fail" else YOURS_LIMITS[0]
+    return min(YOURS_LIMITS[1], max(verdict.error, YOURS_LIMITS[0]))
+
+
+def _centred_difference(f, base: np.ndarray, index: tuple, step: float, like) -> float:
+    """(f(x + h·e) − f(x − h·e)) / 2h for the unit vector e at ``index``, x a float64 copy of ``like``."""
+    values = []
+    for sign in (1.0, -1.0):
+        moved = base.copy()
+        moved[index] += sign * step
+        with no_grad():
+            out = f(tensor(moved, dtype=float64, device=getattr(like, "device", None))
+                    if isinstance(like, TrackedTensor) else moved)
+        values.append(float(out.item() if hasattr(out, "item") else out))
+    return (values[0] - values[1]) / (2 * step)
 
 
 # --- comparing -----------------------------------------------------------------------------------------

@@ -69,10 +69,10 @@ class GraphWidget(anywidget.AnyWidget):
         weakref.finalize(self, take_off, self._installed)
         self.graph = graph
         self.scene = Scene(graph)
-        self._added_modes = {}  # mode -> (sizes, title, missing text, text of a figure): colour modes a lab gave
+        self._added_modes = {}  # mode -> (sizes, title, missing text, text of a figure, limits): a lab's colour modes
         labels = {mode: text for mode, text in MODE_LABELS.items() if mode in graph.modes}
         for mode, sizes, title, label, missing, text in modes:  # as add_color_mode's arguments: drawn from the start
-            self._added_modes[mode] = (self._all_sizes(mode, sizes), title, missing, text)
+            self._added_modes[mode] = (self._all_sizes(mode, sizes), title, missing, text, None)
             labels[mode] = label
         if color is not None and color not in labels:
             raise ValueError(f"{type(self).__name__}: color={color!r} is not a colour mode of this graph; it has "
@@ -131,8 +131,8 @@ class GraphWidget(anywidget.AnyWidget):
             self.nodes = {node.id: node.to_json() for node in self.graph.nodes.values()}
             self._sent = {node.id: node.grad for node in self.graph.nodes.values()}
             colors, legends = self.scene.colors()
-            for mode, (sizes, title, missing, text) in self._added_modes.items():
-                colors[mode], legends[mode] = size_colors(sizes, self.scene.members, title, missing, text)
+            for mode, (sizes, title, missing, text, limits) in self._added_modes.items():
+                colors[mode], legends[mode] = size_colors(sizes, self.scene.members, title, missing, text, limits)
             self.colors, self.legends = colors, legends  # assigned whole: a traitlet changed in place is not sent
             return
         changed = [n for n in self.graph.nodes.values() if n.grad != self._sent.get(n.id)]
@@ -146,14 +146,14 @@ class GraphWidget(anywidget.AnyWidget):
         self.colors, self.legends = {**self.colors, **colors}, {**self.legends, **legends}
 
     def add_color_mode(self, mode: str, sizes: dict, title: str, label: str | None = None,
-                       missing: str = "not known yet", text=None) -> None:
+                       missing: str = "not known yet", text=None, limits=None) -> None:
         """A colour mode of your own, in the menu as ``label``: ``sizes`` maps node ids to a positive
         figure (None where unknown), coloured on the gradient mode's log scale; a closed module takes
         its largest member's. Nodes not in ``sizes`` are drawn as unknown. ``text(figure)`` writes the
-        key's figures ("29 µs"; 2.9e-05 when not given)."""
+        key's figures ("29 µs"; 2.9e-05 when not given); ``limits=(low, high)`` fixes the scale's ends."""
         sizes = self._all_sizes(mode, sizes)
-        self._added_modes[mode] = (sizes, title, missing, text)
-        colors, legend = size_colors(sizes, self.scene.members, title, missing, text)
+        self._added_modes[mode] = (sizes, title, missing, text, limits)
+        colors, legend = size_colors(sizes, self.scene.members, title, missing, text, limits)
         with self.hold_sync():
             self.colors = {**self.colors, mode: colors}
             self.legends = {**self.legends, mode: legend}
