@@ -147,3 +147,131 @@ def test_a_gradient_that_is_right_in_value_but_detached_names_the_input():
     y = gl.randn(3, dtype=gl.float64, requires_grad=True)
     verdict = lab.check_function("product", lambda a, b: a * b.detach(), lambda a, b: a * b, x, y, gradients=True)
     assert not verdict and "no gradient reaches input 1" in verdict.message
+
+
+# --- against finite differences, and on the graph --------------------------------------------------------
+
+def _mlp():
+    """A recorded tanh layer and a square loss, backward run, and the right gradients by hand."""
+    gl.manual_seed(1)
+    x = gl.randn(5, 3, dtype=gl.float64)
+    W = gl.randn(3, 4, dtype=gl.float64, requires_grad=True)
+    b = gl.randn(4, dtype=gl.float64, requires_grad=True)
+    with lab.record() as rec:
+        hidden = (x @ W + b).tanh()
+        loss = (hidden ** 2).mean()
+    hidden.retain_grad()
+    loss.backward()
+    dhidden = 2 * hidden.detach() / hidden.numel()
+    dz = dhidden * (1 - hidden.detach() ** 2)
+    return {"rec": rec, "x": x, "W": W, "b": b, "hidden": hidden, "dhidden": dhidden, "dW": x.T @ dz,
+            "db": dz.sum(0), "loss_of_W": lambda w: (((x @ w + b).tanh()) ** 2).mean()}
+
+
+def test_a_finite_difference_check_names_cs231n_band_of_its_error():
+    net = _mlp()
+    right = lab.check_numerically("dW", net["dW"], net["loss_of_W"], net["W"])
+    assert right.passed and right.band == lab.cs231n_band(right.error) and right.band.startswith("right")
+    assert right.error < 1e-7 and "at 6 coordinates" in right.message
+    uneasy = lab.check_numerically("dW", net["dW"] * 1.002, net["loss_of_W"], net["W"])
+    assert not uneasy and uneasy.band.startswith("uncomfortable") and uneasy.error == pytest.approx(1e-3, rel=1e-3)
+    wrong = lab.check_numerically("dW", net["dW"] * 3, net["loss_of_W"], net["W"])
+    assert not wrong and wrong.band.startswith("wrong") and "above 1e-2" in wrong.message
+    assert lab.check_numerically("dW", ..., net["loss_of_W"], net["W"]).status == "not done"
+    assert "the answer has shape (3, 4)" in lab.check_numerically("dW", net["dW"].T, net["loss_of_W"], net["W"]).message
+    assert [lab.cs231n_band(e).split(" ")[0] for e in (1e-9, 1e-5, 1e-3, 0.5)] == \
+        ["right", "probably", "uncomfortable:", "wrong"]
+
+
+def test_a_kink_makes_a_right_gradient_look_wrong_to_finite_differences():
+    z = gl.tensor([1.0, 0.0, -2.0], dtype=gl.float64, requires_grad=True)
+    (z.relu() * 3).sum().backward()
+    at_kink = lab.check_numerically("dz", z.grad, lambda t: (t.relu() * 3).sum(), z)
+    assert not at_kink and "(at index (1,))" in at_kink.message and at_kink.error == pytest.approx(1.0)
+
+
+def test_show_on_colours_each_checked_node_by_the_error_of_your_gradient():
+    pytest.importorskip("anywidget")
+    net = _mlp()
+    view = lab.GraphView(net["rec"])
+    verdicts = lab.check_gradients({"dhidden": (net["dhidden"], net["hidden"]), "dW": (net["dW"] * 1.01, net["W"]),
+                                    "db": (..., net["b"])})
+    assert verdicts.show_on(view) is view and view.color_mode == "yours"
+    assert view.color_labels["yours"] == "your gradients"
+    sizes = view._added_modes["yours"][0]
+    tanh, W, b = view.find("Tanh")[0], view.graph.node_for(net["W"]).id, view.graph.node_for(net["b"]).id
+    assert sizes[W] == verdicts[1].error and verdicts[1].error == pytest.approx(0.01 / 2.01)
+    assert sizes[tanh] == max(verdicts[0].error, 1e-16)  # exact: the bottom of the scale
+    assert sizes[b] is None and view.colors["yours"][b][0] == "#e6e6e6"  # not done yet: unknown
+    legend = view.legends["yours"]
+    assert legend["title"] == "relative error of your gradient (CS231n: < 1e-7 right, > 1e-2 wrong)"
+    assert [stop[0] for stop in legend["stops"]] == ["1e-16", "1e-12", "1e-08", "1e-04", "1e+00"]  # a fixed scale
+    assert 'relative error of your gradient' in view.to_svg()
+
+
+def test_show_on_draws_a_wrong_shape_as_wrong_and_names_what_it_cannot_find():
+    pytest.importorskip("anywidget")
+    net = _mlp()
+    view = lab.GraphView(net["rec"])
+    verdicts = lab.check_gradients({"db": (net["db"].unsqueeze(0).expand(5, 4), net["b"])})
+    verdicts.show_on(view)
+    assert view._added_modes["yours"][0][view.graph.node_for(net["b"]).id] == 1.0
+    with pytest.raises(KeyError, match="no verdict is named 'dx'"):
+        verdicts.show_on(view, {"dx": net["x"]})
+    elsewhere = gl.randn(4, dtype=gl.float64, requires_grad=True)
+    (elsewhere * 2).sum().backward()
+    with pytest.raises(KeyError, match="'de' was checked against is not drawn in this view"):
+        lab.check_gradients({"de": (elsewhere.grad, elsewhere)}).show_on(view)
+
+
+def test_a_fixed_scale_keeps_a_colour_for_a_size_whatever_else_is_drawn():
+    from gradlab.lab.colors import log_colors
+    alone, _ = log_colors({"a": 1e-8}, "t", limits=(1e-16, 1.0))
+    with_others, _ = log_colors({"a": 1e-8, "b": 1e-3, "c": 1e-20}, "t", limits=(1e-16, 1.0))
+    assert alone["a"] == with_others["a"] and with_others["c"] == log_colors({"c": 1e-16}, "t", limits=(1e-16, 1))[0]["c"]
+
+
+class _Square(gl.autograd.Function):
+    """x², with a backward the test swaps."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return 2 * grad * x
+
+
+@pytest.fixture
+def square(monkeypatch):
+    return monkeypatch, gl.randn(3, 2, dtype=gl.float64, requires_grad=True)
+
+
+def test_a_function_whose_backward_is_not_written_is_not_done_yet(square):
+    monkeypatch, x = square
+    assert lab.check_function("square", _Square.apply, lambda t: t * t, x, gradients=True).passed
+    monkeypatch.setattr(_Square, "backward", staticmethod(lambda ctx, grad: ...))
+    assert lab.check_function("square", _Square.apply, lambda t: t * t, x, gradients=True).status == "not done"
+    monkeypatch.setattr(_Square, "backward", staticmethod(lambda ctx, grad: "two x"))
+    raised = lab.check_function("square", _Square.apply, lambda t: t * t, x, gradients=True)
+    assert not raised and "your backward raised TypeError" in raised.message
+
+
+def test_check_this_node_is_a_verdict_of_check_this_node(square):
+    pytest.importorskip("anywidget")
+    monkeypatch, x = square
+    with lab.record() as rec:
+        _Square.apply(x * 1.5).sum()
+    view = lab.GraphView(rec)
+    (node,) = view.find("_Square")
+    right = lab.check_this_node("square", view, node)
+    assert right.passed and "agrees with finite differences" in right.message and right.band.startswith("right")
+    assert view.check_result["id"] == node  # the inspector shows it too
+    monkeypatch.setattr(_Square, "backward", staticmethod(lambda ctx, grad: grad * ctx.saved_tensors[0]))
+    wrong = lab.check_this_node("square", view, node)
+    assert not wrong and "DISAGREES" in wrong.message and wrong.band.startswith("wrong")
+    monkeypatch.setattr(_Square, "backward", staticmethod(lambda ctx, grad: ...))
+    assert lab.check_this_node("square", view, node).status == "not done"
