@@ -275,3 +275,12 @@ def test_check_this_node_is_a_verdict_of_check_this_node(square):
     assert not wrong and "DISAGREES" in wrong.message and wrong.band.startswith("wrong")
     monkeypatch.setattr(_Square, "backward", staticmethod(lambda ctx, grad: ...))
     assert lab.check_this_node("square", view, node).status == "not done"
+
+
+def test_a_recording_labels_the_leaves_you_name_so_that_coloured_nodes_can_be_told_apart():
+    pytest.importorskip("anywidget")
+    net = _mlp()
+    view = lab.GraphView(net["rec"], names={"W": net["W"], "b": net["b"], "x": net["x"]})
+    W, x = view.graph.node_for(net["W"]), view.graph.node_for(net["x"])
+    assert (W.label, W.kind, x.label, x.kind) == ("W", "param", "x", "input")
+    assert view.graph.node_for(net["b"]).label == "b"

@@ -39,7 +39,7 @@ def capture(obj, names: dict | None = None, fused=None) -> Graph:
     if fused is not None:
         raise CaptureError(f"gl.lab: fused= is for a tape (gl.jit.trace(model, x)), not a {type(obj).__name__}")
     if isinstance(obj, Recording):
-        return from_recording(obj)
+        return from_recording(obj, names)
     if isinstance(obj, Scalar):
         return from_scalar(obj)
     if isinstance(obj, TrackedTensor):
@@ -229,8 +229,9 @@ def _anomaly_source(node) -> tuple[str, str]:
 
 # --- (b) a recorded forward pass -----------------------------------------------------------------------
 
-def from_recording(rec) -> Graph:
-    """Every operation ``record()`` saw, in order, grouped by the module call it ran in.
+def from_recording(rec, names: dict | None = None) -> Graph:
+    """Every operation ``record()`` saw, in order, grouped by the module call it ran in; ``names`` labels
+    leaf tensors that no module owns (``{"W1": W1}``), as for a tensor's graph.
 
     An in-place write makes the tensor it wrote stand for the op that computed the new values (its
     old values stand for what made them), and each value is shown as the forward computed or used it.
@@ -241,6 +242,7 @@ def from_recording(rec) -> Graph:
         raise CaptureError("gl.lab: the recording is empty: no operation ran inside `with gl.lab.record() as rec:`. "
                            "Run the forward pass (loss = loss_fn(model(x), y)) inside the block")
     graph = Graph(source="recording")
+    labels = {id(t): name for t, name in _name_pairs(names)}
     for call in rec.calls.values():
         graph.groups[call.id] = Group(call.id, call.label, call.parent)
     producer: dict = {}  # id(tensor) -> id of the node that made the values it holds now
@@ -254,7 +256,7 @@ def from_recording(rec) -> Graph:
         if id(x) not in producer:
             then = values.holder(x, version)  # (a copy an in-place write kept has x's grad_fn of then)
             then = then if then is not None else x
-            producer[id(x)] = _leaf_node(graph, rec, x, then, values.summary(x, version, "used")).id
+            producer[id(x)] = _leaf_node(graph, rec, x, then, values.summary(x, version, "used"), labels).id
         return producer[id(x)]
 
     for position, op in enumerate(rec.ops + [None]):
@@ -295,11 +297,13 @@ def from_recording(rec) -> Graph:
     return graph
 
 
-def _leaf_node(graph: Graph, rec, x, then, value: dict) -> GraphNode:
+def _leaf_node(graph: Graph, rec, x, then, value: dict, labels: dict) -> GraphNode:
     """A tensor the recorded forward used but did not make: a parameter, a leaf, or input data. ``then``
     is x as the forward used it (x, or the copy of it an in-place write kept: x's history has moved on)."""
     named = rec.param_names.get(id(x))
-    if named is not None:
+    if named is None and id(x) in labels:  # a tensor you named: a parameter, or data when it needs no gradient
+        kind, label, group = ("param" if then.requires_grad else "input"), labels[id(x)], None
+    elif named is not None:
         kind, label, group = "param", named[0], named[1]
     elif then.requires_grad and then.grad_fn is None:
         kind, label, group = "leaf", "leaf", None
