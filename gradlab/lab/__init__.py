@@ -12,6 +12,7 @@ from .capture import CaptureError, capture
 from .record import Recording, record
 
 __all__ = ["BackpropStepper", "CaptureError", "DeviceTimings", "GradientFlow", "GraphView", "Recording", "capture",
+           "Playground",
            "Profile", "Verdict", "check", "check_function", "check_gradient", "check_gradients", "check_node", "compare_compiled", "compare_devices", "profile", "record"]
 
 # name -> the module that defines it, imported when the name is first used
@@ -22,6 +23,7 @@ _LAZY = {
     "profile": "profiling", "Profile": "profiling",
     "check": "exercises", "check_gradient": "exercises", "check_gradients": "exercises",
     "check_function": "exercises", "Verdict": "exercises",
+    "Playground": "playground",
 }
 
 

@@ -41,6 +41,18 @@ GRID, FRAME, AXIS_INK, TEXT_INK, TITLE_INK = "#eef0f3", "#d1d5db", "#6b7280", "#
 WARNING_INK, ALARM_INK = "#92400e", "#b91c1c"
 PASS_INK = "#15803d"  # a checked exercise that passed
 
+# The playground's two classes (TensorFlow Playground's orange for label 0, blue for label 1), and the pale
+# middle its boundary fades through where the model is unsure (p = 0.5). Weights: blue > 0, orange < 0.
+CLASS_COLORS, UNSURE = ("#f59322", "#0877bd"), "#f4f4f4"
+
+
+def class_tint(p: float) -> str:
+    """The boundary's colour where the model says P(label 1) = p: orange at 0, pale at 0.5, blue at 1
+    (three quarters of the way to the class colour, so the points drawn on top in full colour stand out)."""
+    side = _rgb(CLASS_COLORS[1] if p >= 0.5 else CLASS_COLORS[0])
+    f = 0.75 * min(1.0, abs(p - 0.5) * 2)
+    return "#" + "".join(f"{round(u + (c - u) * f):02x}" for u, c in zip(_rgb(UNSURE), side))
+
 _CATEGORY_OF_MODULE = {
     "arithmetic": "arithmetic", "elementwise": "elementwise", "activations": "elementwise",
     "activation": "elementwise", "reductions": "reduction", "shape": "shape", "indexing": "shape",
