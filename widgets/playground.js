@@ -10,16 +10,16 @@ const NUMBERS = [["depth", "hidden layers"], ["width", "neurons"], ["batch_size"
 
 function render({ model, el }) {
   const root = h("div", { class: "gradlab-widget gradlab-playground" });
-  const send = (type) => () => model.send({ type });
-  const trainButton = h("button", { class: "gl-pg-train", onclick: () => send(model.get("running") ? "pause" : "train")() });
+  const trainOrPause = () => (model.get("running") ? model.send({ type: "pause" }) : model.send({ type: "train" }));
+  const trainButton = h("button", { class: "gl-pg-train", onclick: trainOrPause });
   const status = h("span", { class: "gl-status gl-pg-status" });
   const notice = h("div", { class: "gl-notice gl-pg-notice" });
   const picture = h("div", { class: "gl-pg-picture-box" });
   const controls = h("div", { class: "gl-controls gl-pg-controls" });
   root.append(
     h("div", { class: "gl-toolbar" }, trainButton,
-      h("button", { class: "gl-pg-step", title: "pause, then one step", onclick: send("step") }, "step"),
-      h("button", { class: "gl-pg-reset", title: "the seed's initial weights, step 0", onclick: send("reset") }, "reset"),
+      h("button", { class: "gl-pg-step", title: "pause, then one step", onclick: () => model.send({ type: "step" }) }, "step"),
+      h("button", { class: "gl-pg-reset", title: "the seed's initial weights, step 0", onclick: () => model.send({ type: "reset" }) }, "reset"),
       status),
     controls, notice, picture);
   el.append(root);
