@@ -73,9 +73,12 @@ def network_svg(training, left: float, top: float) -> str:
                            f'stroke="{CLASS_COLORS[value > 0]}" stroke-width="{0.4 + 3 * abs(value) / largest:.2f}" '
                            f'stroke-opacity="0.75"/>')
         out.append("</g>")
+    crowded = len(xs) > 1 and xs[1] - xs[0] < 48  # "hidden1" no longer fits between two columns
     for i, count in enumerate(sizes):
         name = names[i]
         label = "input" if i == 0 else name
+        if crowded:
+            label = {"input": "in", "output": "out"}.get(label, label.replace("hidden", "h"))
         attrs = f' class="gl-pg-layer" data-layer="{escape(name)}"' if name else ' class="gl-pg-inputs"'
         out.append(f'<g{attrs}><text x="{xs[i]:.0f}" y="{top + 8}" text-anchor="middle" fill="{AXIS_INK}">'
                    f'{escape(label)}</text>')
@@ -100,7 +103,8 @@ def boundary_svg(probabilities, X, labels, left: float, top: float) -> str:
     """P(label 1) per grid cell (row by row from the top, as ``grid_centres``), as runs of equal tint, then
     the points: orange for label 0, blue for label 1."""
     levels = np.round(np.asarray(probabilities).reshape(GRID_CELLS, GRID_CELLS) * LEVELS).astype(int)
-    out = [f'<g class="gl-pg-boundary" data-left="{left}" data-top="{top}" data-cell="{CELL}">'
+    out = [f'<g class="gl-pg-boundary" data-left="{left}" data-top="{top}" data-cell="{CELL}" '
+           f'shape-rendering="crispEdges">'
            f'<text x="{left}" y="{top - 8}" font-size="12" fill="{TITLE_INK}">the model\'s P(label 1), '
            f'and the points</text>']
     for row in range(GRID_CELLS):
