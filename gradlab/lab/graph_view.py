@@ -13,6 +13,7 @@ import json
 import weakref
 from time import perf_counter
 
+from .arguments import check_color_mode, check_drawable, check_text, check_view_options, checked_names, node_id_in
 from .capture import CaptureError, capture
 from .cells import after_each_cell
 from .check import check_node
@@ -151,6 +152,7 @@ class GraphWidget(anywidget.AnyWidget):
         figure (None where unknown), coloured on the gradient mode's log scale; a closed module takes
         its largest member's. Nodes not in ``sizes`` are drawn as unknown. ``text(figure)`` writes the
         key's figures ("29 µs"; 2.9e-05 when not given)."""
+        check_color_mode(mode, sizes, title, label, missing, text)
         sizes = self._all_sizes(mode, sizes)
         self._added_modes[mode] = (sizes, title, missing, text)
         colors, legend = size_colors(sizes, self.scene.members, title, missing, text)
@@ -194,6 +196,7 @@ class GraphWidget(anywidget.AnyWidget):
 
     def toggle(self, group_id: str) -> bool:
         """Open or close a module (by its id, with or without the "g:" prefix); returns True if open."""
+        check_text(f"{type(self).__name__}.toggle", "the module's id", group_id, "'layers.0'")
         if not group_id.startswith("g:"):
             group_id = "g:" + group_id
         opened = self.scene.toggle(group_id)
@@ -202,6 +205,9 @@ class GraphWidget(anywidget.AnyWidget):
 
     def expand(self, *modules) -> None:
         """Open these modules (by path, e.g. "encoder.layers.0"), or every module when none is named."""
+        for module in modules:
+            check_text(f"{type(self).__name__}.expand", "each module's path", module,
+                       "'encoder.layers.0' (one per argument)")
         wanted = {m if m.startswith("g:") else "g:" + m for m in modules} or set(self.scene.members)
         unknown = wanted - set(self.scene.members)
         if unknown:
@@ -212,7 +218,7 @@ class GraphWidget(anywidget.AnyWidget):
 
     def reveal(self, node) -> None:
         """Select a node and open the modules around it, so that it is drawn (a click in a table)."""
-        node_id = self._node_id(node)
+        node_id = self._node_id(node, "reveal")
         wanted, group = set(), self.graph.nodes[node_id].group
         while group is not None:
             wanted.add(GROUP_PREFIX + group)
@@ -225,7 +231,7 @@ class GraphWidget(anywidget.AnyWidget):
 
     def check(self, node) -> dict:
         """"Check this node": its backward against finite differences on the inputs it got."""
-        node_id = self._node_id(node)
+        node_id = self._node_id(node, "check")
         try:
             result = check_node(self.graph, node_id)
         except CaptureError as error:
@@ -234,19 +240,13 @@ class GraphWidget(anywidget.AnyWidget):
         self.check_result = result
         return result
 
-    def _node_id(self, node) -> str:
+    def _node_id(self, node, method: str) -> str:
         """A node given as an id, a GraphNode, or the engine object it stands for."""
-        if isinstance(node, str):
-            if node not in self.graph.nodes:
-                raise KeyError(f"no node {node!r} in this graph; the ids are n0 ... n{len(self.graph.nodes) - 1}")
-            return node
-        found = self.graph.nodes.get(getattr(node, "id", None)) or self.graph.node_for(node)
-        if found is None:
-            raise KeyError(f"{type(node).__name__} is not a node of this graph")
-        return found.id
+        return node_id_in(f"{type(self).__name__}.{method}", self.graph, node, f"view.{method}('n3')")
 
     def find(self, text: str) -> list:
         """Ids of the nodes whose label, op or module contains ``text``."""
+        check_text(f"{type(self).__name__}.find", "what to find", text, "'Relu'")
         return self.graph.find(text)
 
     # --- gradients computed later by backward() ----------------------------------------------------
@@ -347,6 +347,9 @@ class GraphView(GraphWidget):
     """
 
     def __init__(self, obj, *, names=None, color=None, height=460, fused=None):
+        check_drawable("GraphView", obj)  # what was given, checked before anything is drawn
+        check_view_options("GraphView", color=color, height=height)
+        names = checked_names("GraphView", obj, names)
         graph = obj.graph if isinstance(obj, Profile) else capture(obj, names, fused)
         figures = node_figures(obj, graph)
         for node_id, node_figures_ in figures.items():

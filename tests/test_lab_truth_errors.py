@@ -1,0 +1,202 @@
+"""The lab names a learner's mistake, its summaries cost a bounded share of memory, and a tensor's graph says
+when a leaf changed since the forward used it.
+
+Issue 17: ``check_node(view)`` failed with "missing 1 required positional argument", ``GraphView(rec,
+names=42)`` was accepted without a word, a summary of a 256 MiB tensor allocated eight times its size, and
+``GraphView(loss)`` after ``optimizer.step()`` showed the new weights as if the forward had used them.
+"""
+
+import gc
+import sys
+import tracemalloc
+
+import numpy as np
+import pytest
+
+pytest.importorskip("anywidget", reason="the lab widgets need anywidget and ipywidgets: pip install -e '.[lab]'")
+
+import gradlab as gl  # noqa: E402
+import gradlab.nn as nn  # noqa: E402
+from gradlab.lab.summary import summarize  # noqa: E402
+
+
+@pytest.fixture
+def drawn():
+    """A recording of a small forward, its loss, and a view of it."""
+    w = gl.randn(3, 3, requires_grad=True)
+    x = gl.randn(4, 3)
+    with gl.lab.record() as rec:
+        loss = (x @ w).relu().sum()
+    view = gl.lab.GraphView(rec)
+    yield rec, loss, view
+    view.close()
+
+
+# --- check_node names what was wrong with the call ------------------------------------------------------------
+
+def test_check_node_of_none_says_it_takes_a_graph_and_shows_the_call():
+    with pytest.raises(TypeError, match=r"check_node: takes a graph .* check_node\(view, 'n3'\) or "
+                                        r"view\.check\('n3'\); got None"):
+        gl.lab.check_node(None)
+
+
+def test_check_node_of_a_view_alone_asks_for_the_node_and_lists_some(drawn):
+    _, _, view = drawn
+    with pytest.raises(TypeError) as error:
+        gl.lab.check_node(view)
+    message = str(error.value)
+    assert message.startswith("check_node: got no node to work on (None); give its id, as check_node(view, 'n3') "
+                              "or view.check('n3')")
+    assert "operations: n2 (Matmul), n3 (Relu), n4 (Sum)" in message
+
+
+def test_check_node_takes_a_view_and_a_node_id(drawn):
+    _, _, view = drawn
+    assert gl.lab.check_node(view, "n3")["ok"] is True
+
+
+def test_check_node_of_an_unknown_id_lists_the_ids_it_has(drawn):
+    _, _, view = drawn
+    with pytest.raises(KeyError, match=r"check_node: no node 'n99' in this graph; its nodes are n0 \.\.\. n4; "
+                                       r"operations: n2 \(Matmul\)"):
+        gl.lab.check_node(view, "n99")
+
+
+def test_check_node_of_a_number_for_an_id_names_what_it_got(drawn):
+    _, _, view = drawn
+    with pytest.raises(KeyError, match="check_node: int 3 is not a node of this graph; give a node id"):
+        gl.lab.check_node(view.graph, 3)
+
+
+def test_check_node_of_a_recording_says_to_draw_it_first(drawn):
+    rec, _, _ = drawn
+    with pytest.raises(TypeError, match=r"check_node: got a Recording; it takes a drawn graph"):
+        gl.lab.check_node(rec, "n2")
+
+
+def test_check_node_with_a_seed_that_is_not_a_number_says_so(drawn):
+    _, _, view = drawn
+    with pytest.raises(TypeError, match="check_node: seed= takes a whole number .*; got str 'a'"):
+        gl.lab.check_node(view, "n3", seed="a")
+
+
+# --- GraphView and BackpropStepper check what they are given ----------------------------------------------------
+
+def test_graphview_of_a_recording_with_names_says_a_recording_names_its_parameters(drawn):
+    rec, _, _ = drawn
+    with pytest.raises(ValueError, match="GraphView: names= labels the leaves of a tensor's graph; a recording "
+                                         "names the parameters itself"):
+        gl.lab.GraphView(rec, names=42)
+
+
+def test_graphview_with_names_that_are_not_a_mapping_names_what_it_got(drawn):
+    _, loss, _ = drawn
+    with pytest.raises(TypeError, match=r"GraphView: names= takes \{name: tensor\}, such as "
+                                        r"dict\(model.named_parameters\(\)\); got int 42"):
+        gl.lab.GraphView(loss, names=42)
+    with pytest.raises(TypeError, match="its entry 0 is int 1, not a"):
+        gl.lab.GraphView(loss, names=[1, 2])
+    with pytest.raises(TypeError, match="its entry 0 pairs str 'w' with int 3, not a name with a tensor"):
+        gl.lab.GraphView(loss, names={"w": 3})
+    model = nn.Linear(3, 2)
+    view = gl.lab.GraphView(model(gl.randn(4, 3)).sum(), names=model.named_parameters())  # a generator: read once
+    assert sorted(n["label"] for n in view.nodes.values() if n["kind"] == "param") == ["bias", "weight"]
+    view.close()
+
+
+def test_graphview_checks_height_and_color_before_drawing(drawn):
+    rec, _, _ = drawn
+    with pytest.raises(TypeError, match="GraphView: height= takes a whole number of pixels, such as 460; got str"):
+        gl.lab.GraphView(rec, height="big")
+    with pytest.raises(ValueError, match="GraphView: height= is the view's height in pixels, from 100 to 10000; "
+                                         "got -5"):
+        gl.lab.GraphView(rec, height=-5)
+    with pytest.raises(TypeError, match="GraphView: color= takes the name of a colour mode, such as 'grad', "
+                                        "'value' or 'kind'; got int 3"):
+        gl.lab.GraphView(rec, color=3)
+
+
+def test_graphview_of_a_class_says_it_wants_one_of_its_objects():
+    with pytest.raises(TypeError, match="GraphView: got the class Recording itself, not one of its objects; "
+                                        "give it a loss tensor"):
+        gl.lab.GraphView(gl.lab.Recording)
+
+
+def test_graphview_of_the_recorder_says_to_draw_what_it_recorded():
+    with pytest.raises(TypeError, match=r"GraphView: got the recorder gl.lab.record\(\), not what it recorded: "
+                                        r"write `with gl.lab.record\(\) as rec: loss = \.\.\.`, then GraphView\(rec\)"):
+        gl.lab.GraphView(gl.lab.record())
+
+
+def test_graphview_of_a_model_says_to_record_its_forward():
+    with pytest.raises(TypeError, match=r"GraphView: got a model \(Linear\), not what it computed: record its "
+                                        r"forward"):
+        gl.lab.GraphView(nn.Linear(2, 2))
+
+
+def test_graphview_of_a_view_says_it_is_drawn_already(drawn):
+    _, _, view = drawn
+    with pytest.raises(TypeError, match="GraphView: got a GraphView, which is drawn already"):
+        gl.lab.GraphView(view)
+
+
+def test_backprop_stepper_names_a_bad_argument_and_leaves_no_error_behind(drawn):
+    rec, loss, _ = drawn
+    with pytest.raises(TypeError, match="BackpropStepper: got the class Recording itself, not one of its objects; "
+                                        "give it a loss tensor"):
+        gl.lab.BackpropStepper(gl.lab.Recording)
+    with pytest.raises(TypeError, match="BackpropStepper: height= takes a whole number of pixels"):
+        gl.lab.BackpropStepper(rec, height="x")
+    with pytest.raises(TypeError, match=r"BackpropStepper: names= takes \{name: tensor\}.*got int 42"):
+        gl.lab.BackpropStepper(loss, names=42)
+    unraisable = []
+    hook, sys.unraisablehook = sys.unraisablehook, unraisable.append
+    try:
+        with pytest.raises(TypeError):
+            gl.lab.BackpropStepper(None)
+        gc.collect()  # the half-made stepper is collected: its close() must not fail
+    finally:
+        sys.unraisablehook = hook
+    assert not unraisable, [str(u.exc_value) for u in unraisable]
+
+
+# --- the view's methods name a wrong argument ---------------------------------------------------------------------
+
+def test_view_methods_given_the_wrong_type_say_what_they_take(drawn):
+    _, _, view = drawn
+    with pytest.raises(TypeError, match=r"GraphView.expand takes each module's path as text, such as "
+                                        r"'encoder.layers.0' \(one per argument\); got int 3"):
+        view.expand(3)
+    with pytest.raises(TypeError, match="GraphView.toggle takes the module's id as text, such as 'layers.0'; "
+                                        "got None"):
+        view.toggle(None)
+    with pytest.raises(TypeError, match="GraphView.find takes what to find as text, such as 'Relu'; got None"):
+        view.find(None)
+    with pytest.raises(TypeError, match=r"GraphView.check: got no node to work on \(None\); give its id, as "
+                                        r"view.check\('n3'\)"):
+        view.check(None)
+    with pytest.raises(TypeError, match=r"GraphView.reveal: got no node to work on \(None\); give its id, as "
+                                        r"view.reveal\('n3'\)"):
+        view.reveal(None)
+
+
+def test_add_color_mode_checks_its_figures_and_texts(drawn):
+    _, _, view = drawn
+    with pytest.raises(TypeError, match=r"add_color_mode\('m'\): sizes takes \{node id: figure\}.*got list \[1\]"):
+        view.add_color_mode("m", [1], "t")
+    with pytest.raises(TypeError, match=r"add_color_mode\('m'\): sizes\['n0'\] is str 'x'; each figure is a number"):
+        view.add_color_mode("m", {"n0": "x"}, "t")
+    with pytest.raises(ValueError, match=r"add_color_mode\('m'\): sizes\['n0'\] is -1; .* 0 or more"):
+        view.add_color_mode("m", {"n0": -1}, "t")
+    with pytest.raises(TypeError, match="add_color_mode takes the mode's name as text, such as 'time'; got int 3"):
+        view.add_color_mode(3, {}, "t")
+    with pytest.raises(TypeError, match="add_color_mode takes title= as text, such as 'forward time'; got None"):
+        view.add_color_mode("m", {"n0": 1.0}, None)
+    with pytest.raises(TypeError, match=r"add_color_mode\('m'\): text takes a function .*; got int 3"):
+        view.add_color_mode("m", {"n0": 1.0}, "t", text=3)
+    assert "m" not in view.color_labels
+
+
+def test_record_with_a_synchronize_that_is_not_true_or_false_says_so():
+    with pytest.raises(TypeError, match=r"gl.lab.record\(synchronize=\.\.\.\) takes True or False .*; got str 'yes'"):
+        gl.lab.record(synchronize="yes")
