@@ -200,3 +200,62 @@ def test_add_color_mode_checks_its_figures_and_texts(drawn):
 def test_record_with_a_synchronize_that_is_not_true_or_false_says_so():
     with pytest.raises(TypeError, match=r"gl.lab.record\(synchronize=\.\.\.\) takes True or False .*; got str 'yes'"):
         gl.lab.record(synchronize="yes")
+
+
+# --- a summary costs a bounded share of the tensor ----------------------------------------------------------------
+
+MiB = 2 ** 20
+
+
+def extra_memory_of(fn) -> int:
+    """The most memory ``fn()`` held at once beyond what was there before (numpy tells tracemalloc)."""
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        fn()
+        return tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+
+
+def reference_figures(t) -> dict:
+    """What a summary must say, worked out on a float64 copy of the whole tensor."""
+    flat = np.asarray(t.numpy(), dtype=np.float64).ravel()
+    finite = flat[np.isfinite(flat)]
+    bins = ((finite - finite.min()) * (16 / (finite.max() - finite.min()))).astype(np.intp)
+    return {"numel": flat.size, "nan": int(np.isnan(flat).sum()), "inf": int(np.isinf(flat).sum()),
+            "min": finite.min(), "max": finite.max(), "mean": finite.mean(), "norm": np.sqrt(finite @ finite),
+            "counts": np.bincount(np.minimum(bins, 15), minlength=16).tolist()}
+
+
+def test_a_summary_of_a_64_mib_tensor_costs_under_a_quarter_of_it_and_says_what_numpy_says():
+    t = gl.randn(16 * MiB)  # float32: 64 MiB
+    t[3], t[5] = float("nan"), float("inf")
+    expected = reference_figures(t)
+    summary = {}
+    extra = extra_memory_of(lambda: summary.update(summarize(t)))
+    assert extra < t.numel() * 4 / 4, f"a summary of 64 MiB held {extra / MiB:.1f} MiB more"
+    for key in ("numel", "nan", "inf", "min", "max"):
+        assert summary[key] == expected[key], key
+    assert summary["mean"] == pytest.approx(expected["mean"], rel=1e-9, abs=1e-12)
+    assert summary["norm"] == pytest.approx(expected["norm"], rel=1e-12)
+    assert summary["hist"]["counts"] == expected["counts"]
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int32", "float16", "bfloat16", "float32", "float64", "strided"])
+def test_a_summary_of_each_dtype_costs_under_a_quarter_of_the_tensor(dtype):
+    if dtype == "bfloat16":
+        pytest.importorskip("ml_dtypes", reason="bfloat16 tensors need ml_dtypes: pip install 'gradlab[bfloat16]'")
+    if dtype == "strided":  # a transposed view: read in place, not copied to be made contiguous
+        t = gl.randn(2048, 2048).t()
+    else:
+        itemsize = {"bool": 1, "int32": 4, "float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}[dtype]
+        n = 16 * MiB // itemsize
+        t = gl.randn(n) > 0 if dtype == "bool" else (gl.randn(n) * 100).to(dtype=getattr(gl, dtype))
+    size = t.numel() * t.element_size()
+    expected = reference_figures(t)
+    summary = {}
+    extra = extra_memory_of(lambda: summary.update(summarize(t)))
+    assert extra < size / 4, f"a summary of a {size / MiB:.0f} MiB {dtype} tensor held {extra / MiB:.1f} MiB more"
+    assert (summary["numel"], summary["min"], summary["max"]) == (expected["numel"], expected["min"], expected["max"])
+    assert summary["hist"]["counts"] == expected["counts"]
