@@ -259,3 +259,78 @@ def test_a_summary_of_each_dtype_costs_under_a_quarter_of_the_tensor(dtype):
     assert extra < size / 4, f"a summary of a {size / MiB:.0f} MiB {dtype} tensor held {extra / MiB:.1f} MiB more"
     assert (summary["numel"], summary["min"], summary["max"]) == (expected["numel"], expected["min"], expected["max"])
     assert summary["hist"]["counts"] == expected["counts"]
+
+
+# --- a tensor's graph says when a leaf changed since the forward used it ------------------------------------------
+
+def nodes_labelled(view) -> dict:
+    return {node["label"]: node for node in view.nodes.values()}
+
+
+def test_the_engine_tells_the_version_each_saved_tensor_had_when_saved():
+    w = gl.randn(3, requires_grad=True)
+    y = w * w
+    with gl.no_grad():
+        w.add_(1)
+    (saved, output), _ = y.grad_fn.inspect_saved()  # (it unpacks as tensor, output)
+    assert saved is w and output is None
+    assert [s.version for s in y.grad_fn.inspect_saved()] == [0, 0] and w.version == 1
+
+
+def test_a_view_of_a_loss_after_optimizer_step_marks_the_changed_weight_as_a_recording_does():
+    from gradlab.lab.as_used import CHANGED
+
+    model = nn.Linear(3, 2)
+    x = gl.randn(4, 3)
+    loss = model(x).sum()
+    weight_then = model.weight.version
+    loss.backward(retain_graph=True)
+    gl.optim.SGD(model.parameters(), lr=0.1).step()
+    view = gl.lab.GraphView(loss, names=dict(model.named_parameters()))
+    nodes = nodes_labelled(view)
+    changed = nodes["weight"]["value"]["changed"]
+    assert changed.startswith(CHANGED["used"].format(then=weight_then, now=weight_then + 1))
+    assert changed.endswith("and no copy was kept: these are its values now, not the ones the forward used")
+    (matmul,) = [node for node in view.nodes.values() if node["kind"] == "op" and node["saved"]]
+    x_saved, weight_saved = matmul["saved"]  # as Addmm saved them: x, then the weight
+    assert weight_saved["changed"].startswith("changed in place since forward saved it (version 1 → 2): backward "
+                                              "will raise an error")
+    assert not x_saved.get("changed")  # x did not change
+    assert not nodes["Sum"]["value"].get("changed")
+    view.close()
+
+
+def test_a_leaf_no_operation_saved_says_whether_it_changed_is_not_known():
+    w = gl.randn(3, requires_grad=True)
+    b = gl.randn(3, requires_grad=True)
+    unchanged = gl.randn(3, requires_grad=True)
+    loss = (w * 2 + b + unchanged).sum()  # (w * 2 saves no tensor: nothing notes w's version)
+    with gl.no_grad():
+        b.add_(1)
+    view = gl.lab.GraphView(loss, names={"w": w, "b": b, "unchanged": unchanged})
+    nodes = nodes_labelled(view)
+    assert nodes["b"]["value"]["not_known"] == (
+        "changed in place since it was made (version 1), and no operation saved it (only they note a version), so "
+        "whether that was before or after the forward used it is not known: these are its values now, perhaps not "
+        "the ones the forward used")
+    assert "changed" not in nodes["b"]["value"]  # not said to have changed since the forward: no one knows
+    assert "not_known" not in nodes["unchanged"]["value"] and "not_known" not in nodes["w"]["value"]
+    view.close()
+
+
+def test_a_leaf_after_backward_freed_the_graph_says_its_versions_went_with_it():
+    model = nn.Linear(3, 2)
+    loss = model(gl.randn(4, 3)).sum()
+    loss.backward()
+    gl.optim.SGD(model.parameters(), lr=0.1).step()
+    view = gl.lab.GraphView(loss, names=dict(model.named_parameters()))
+    assert ("backward freed what the operations saved, and the versions with it"
+            in nodes_labelled(view)["weight"]["value"]["not_known"])
+    view.close()
+
+
+def test_the_inspector_shows_a_note_where_it_is_not_known():
+    import pathlib
+
+    source = (pathlib.Path(__file__).resolve().parent.parent / "widgets" / "inspector.js").read_text()
+    assert 'if (summary.not_known) rows.push(h("div", { class: "gl-hint gl-not-known" }, summary.not_known));' in source
