@@ -174,7 +174,8 @@ def from_tensor(root, names: dict | None = None) -> Graph:
             name = names.get(id(leaf))
             graph.add(GraphNode(
                 nid, "param" if name else "leaf", "AccumulateGrad", name or "leaf", **_tensor_facts(leaf),
-                value=leaf_now(summarize(leaf), leaf, used.get(id(leaf), []), freed), grad=summarize(leaf.grad), words=LEAF_WORDS, math=LEAF_MATH, ref=leaf,
+                value=leaf_now(summarize(leaf), leaf, used.get(id(leaf), []), freed), grad=summarize(leaf.grad),
+                words=LEAF_WORDS, math=LEAF_MATH, ref=leaf,
             ), node, leaf)
             continue
         words, math = rule_of(node.function)
