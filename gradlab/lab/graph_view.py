@@ -16,7 +16,7 @@ from time import perf_counter
 from .arguments import check_color_mode, check_drawable, check_text, check_view_options, checked_names, node_id_in
 from .capture import CaptureError, capture
 from .cells import after_each_cell
-from .check import check_node
+from .node_check import check_node
 from .colors import MODE_LABELS, size_colors
 from .frontend import bundle, standalone_html, stylesheet
 from .ownership import counts_as_training
