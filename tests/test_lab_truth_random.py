@@ -615,6 +615,8 @@ class Case:
                 self.check_view(view, rnd, counted)
 
     def check_stepper(self, watched: Watched) -> None:
+        """Each box: a node backward has run shows the gradient that reached it, one still to run shows none,
+        a leaf its .grad now; the panel's numbers are the step's."""
         stepper, rnd = watched.widget, watched.round
         done = {s["node"] for s in stepper.stepping.steps}
         for node_id, shown in stepper.nodes.items():
@@ -623,13 +625,28 @@ class Case:
             if node.kind == "op":
                 i = self.stage_index(rnd, node)
                 want = rnd.twin.grads[i] if node_id in done else None
-                assert state != "unreached" or not self.stages_on_path(i), f"{node.label} is drawn unreached"
+                assert (state == "unreached") == (not self.stages_on_path(i)), f"{node.label} is drawn {state}"
             elif node.kind in ("param", "leaf"):
                 want = self.expected_grad(id(node.ref))  # a leaf shows its .grad as it is now
             else:
                 continue
             problem = summary_ok(shown["grad"], want)
             assert not problem, f"stepper ({stepper.status}): {node.label} ({node_id}, {state}) grad: {problem}"
+        panel = stepper.panel
+        if panel.get("node"):
+            assert panel["node"] == stepper.current_id == stepper.stepping.steps[-1]["node"]
+            problem = summary_ok(panel["grads_in"][0], self.gradient_at(rnd, stepper.graph.nodes[panel["node"]]))
+            assert not problem, f"the panel of {panel['title']}: the gradient in: {problem}"
+            for row in panel["sent"]:
+                if row["to"] and row["of"] == 1:  # the only gradient its input gets: all of it
+                    problem = summary_ok(row["grad"], self.gradient_at(rnd, stepper.graph.nodes[row["to"]]))
+                    assert not problem, f"the panel of {panel['title']}: sent to {row['to_label']}: {problem}"
+
+    def gradient_at(self, rnd: Round, node):
+        """∂loss/∂(the node's output) in the numpy twin; a leaf's: ∂loss/∂leaf."""
+        if node.kind == "op":
+            return rnd.twin.grads[self.stage_index(rnd, node)]
+        return rnd.twin.param_grads[id(node.ref)]
 
     def stages_on_path(self, i: int) -> bool:
         return i >= len(self.stages) or self.stages[i].on_path
