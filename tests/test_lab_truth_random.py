@@ -252,7 +252,13 @@ def top_stages(stages):
     return [s for s in stages if s.group is None or s.group == "Raiser"]
 
 
-def summary_ok(shown, array) -> str:
+def assert_shows(shown, array, what: str) -> None:
+    """A summary (summary.summarize) shows ``array``; None shows nothing (a gradient not reached yet)."""
+    problem = mismatch(shown, array)
+    assert not problem, f"{what}: {problem}"
+
+
+def mismatch(shown, array) -> str:
     """'' if a summary shows ``array`` (None: nothing), else what differs."""
     if array is None:
         return "" if shown is None else f"shows {shown and shown.get('values', shown.get('norm'))}, expected nothing"
@@ -358,7 +364,7 @@ class Case:
         with gl.lab.record() as rec:
             loss = run_forward(self.model, self.stages, self.loss_kind, xt, tt, meanwhile)
         twin = Twin(self.stages, self.loss_kind, x, weights, target)
-        ops = [op for op in rec.ops]
+        ops = rec.ops
         labels = [(op.record.function.__name__, op.group) for op in ops]
         expected = [(s.label, s.group) for s in self.stages] + [("Mul", None), ("Sum", None)]
         assert labels == expected, f"the recording holds {labels}, the forward ran {expected}"
@@ -506,13 +512,11 @@ class Case:
         wanted = list(range(len(self.stages))) + [len(self.stages), len(self.stages) + 1]
         assert len(ops) == len(wanted)
         for node, i in zip(ops, wanted):
-            assert not summary_ok(node.value, twin.values[i]), f"profile: {node.label} value: " \
-                                                               f"{summary_ok(node.value, twin.values[i])}"
-            assert not summary_ok(node.grad, twin.grads[i]), f"profile: {node.label} grad: " \
-                                                             f"{summary_ok(node.grad, twin.grads[i])}"
+            assert_shows(node.value, twin.values[i], f"profile: {node.label} ({node.id}) value")
+            assert_shows(node.grad, twin.grads[i], f"profile: {node.label} ({node.id}) grad")
         for node in prof.graph.nodes.values():
             if node.kind in ("param", "leaf"):
-                assert not summary_ok(node.grad, twin.param_grads[id(node.ref)]), f"profile: {node.label} grad"
+                assert_shows(node.grad, twin.param_grads[id(node.ref)], f"profile: {node.label} grad")
 
     def new_view(self, rnd: Round) -> None:
         from_recording = self.rng.random() < 0.6
@@ -530,14 +534,13 @@ class Case:
             if node.kind == "op":
                 i = self.stage_index(rnd, node)
                 want = rnd.twin.values[i] if (from_recording or i == stages + 1) else None
-                assert not summary_ok(shown["value"], want), f"{node.label} ({node_id}) value: " \
-                                                             f"{summary_ok(shown['value'], want)}"
+                assert_shows(shown["value"], want, f"{node.label} ({node_id}) value")
                 assert not (shown["value"] or {}).get("changed"), f"{node.label}: {shown['value']['changed']}"
             elif node.kind in ("param", "leaf"):
                 pid = id(node.ref)
                 changed = node.ref.version != rnd.versions[pid]
                 want = node.ref.detach().numpy() if changed or not from_recording else rnd.weights[pid]
-                assert not summary_ok(shown["value"], want), f"{node.label} value: {summary_ok(shown['value'], want)}"
+                assert_shows(shown["value"], want, f"{node.label} value")
                 if from_recording:
                     assert bool(shown["value"].get("changed")) == changed, f"{node.label}: changed? {changed}"
 
@@ -630,17 +633,16 @@ class Case:
                 want = self.expected_grad(id(node.ref))  # a leaf shows its .grad as it is now
             else:
                 continue
-            problem = summary_ok(shown["grad"], want)
-            assert not problem, f"stepper ({stepper.status}): {node.label} ({node_id}, {state}) grad: {problem}"
+            assert_shows(shown["grad"], want, f"stepper ({stepper.status}): {node.label} ({node_id}, {state}) grad")
         panel = stepper.panel
         if panel.get("node"):
             assert panel["node"] == stepper.current_id == stepper.stepping.steps[-1]["node"]
-            problem = summary_ok(panel["grads_in"][0], self.gradient_at(rnd, stepper.graph.nodes[panel["node"]]))
-            assert not problem, f"the panel of {panel['title']}: the gradient in: {problem}"
+            assert_shows(panel["grads_in"][0], self.gradient_at(rnd, stepper.graph.nodes[panel["node"]]),
+                         f"the panel of {panel['title']}: the gradient in")
             for row in panel["sent"]:
                 if row["to"] and row["of"] == 1:  # the only gradient its input gets: all of it
-                    problem = summary_ok(row["grad"], self.gradient_at(rnd, stepper.graph.nodes[row["to"]]))
-                    assert not problem, f"the panel of {panel['title']}: sent to {row['to_label']}: {problem}"
+                    assert_shows(row["grad"], self.gradient_at(rnd, stepper.graph.nodes[row["to"]]),
+                                 f"the panel of {panel['title']}: sent to {row['to_label']}")
 
     def gradient_at(self, rnd: Round, node):
         """∂loss/∂(the node's output) in the numpy twin; a leaf's: ∂loss/∂leaf."""
@@ -657,11 +659,9 @@ class Case:
             if node.kind == "op":
                 i = self.stage_index(rnd, node)
                 if shown["grad"] is not None or i in counted:
-                    problem = summary_ok(shown["grad"], rnd.twin.grads[i])
-                    assert not problem, f"view: {node.label} ({node_id}) grad: {problem}"
+                    assert_shows(shown["grad"], rnd.twin.grads[i], f"view: {node.label} ({node_id}) grad")
             elif node.kind in ("param", "leaf"):
-                problem = summary_ok(shown["grad"], self.expected_grad(id(node.ref)))
-                assert not problem, f"view: {node.label} ({node_id}) grad: {problem}"
+                assert_shows(shown["grad"], self.expected_grad(id(node.ref)), f"view: {node.label} ({node_id}) grad")
 
     # --- the whole case ---------------------------------------------------------------------------------
 

@@ -280,7 +280,7 @@ class GraphWidget(anywidget.AnyWidget):
             self.own(listener)
 
     def refresh(self) -> None:
-        """Re-read leaves' .grad and redraw the colours (called after each cell that ran backward or changed a .grad)."""
+        """Re-read leaves' .grad and redraw the colours (after each cell that ran backward or changed a .grad)."""
         if self.graph.source == "scalar":
             for node in self.graph.nodes.values():
                 node.grad = summarize(node.ref.grad)
