@@ -164,7 +164,7 @@ class BackpropStepper(GraphWidget):
             live = me()
             if live is None or not live.stepping.is_open:  # the stepper is gone: stop listening
                 listener.remove()
-            elif live.stepping.told:
+            elif live.stepping.told or live.stepping.show_leaf_grads():  # (a .grad changed by someone else)
                 live.stepping.sync()
                 live._show()
         listener = after_each_cell(flush)
@@ -203,6 +203,7 @@ class BackpropStepper(GraphWidget):
         self.panel = self._panel(shown)
         self.states = states
         self._show_scalar_values()
+        stepping.show_leaf_grads()
         self._refresh_values(only_gradients=True)
 
     def _group_states(self, states: dict) -> dict:

@@ -19,6 +19,7 @@ from .cells import after_each_cell
 from .node_check import check_node
 from .colors import MODE_LABELS, size_colors
 from .frontend import bundle, standalone_html, stylesheet
+from .leaf_grads import LeafGrads
 from .ownership import counts_as_training
 from .profiling import Profile, figure_modes, figure_tables, node_figures
 from .record import Recording
@@ -267,22 +268,24 @@ class GraphWidget(anywidget.AnyWidget):
 
             self.own(engine_node.register_prehook(seen))
         self._pending = False
+        self._leaf_grads = LeafGrads(self.graph)  # a backward through another graph, zero_grad(), ... change them too
 
         def flush(*_, view=view):
             live = view()
-            if live is not None and (live._pending or live.graph.source == "scalar"):  # a Scalar calls no hook
+            if live is not None and (live._pending or live.graph.source == "scalar"  # a Scalar calls no hook
+                                     or live._leaf_grads.update()):
                 live.refresh()
         listener = after_each_cell(flush)
         if listener is not None:
             self.own(listener)
 
     def refresh(self) -> None:
-        """Re-read leaves' .grad and redraw the colours (called after each cell that ran backward)."""
-        for node in self.graph.nodes.values():
-            if node.kind in ("param", "leaf") and node.ref is not None:
-                node.grad = summarize(getattr(node.ref, "grad", None))
-            elif self.graph.source == "scalar":
+        """Re-read leaves' .grad and redraw the colours (after each cell that ran backward or changed a .grad)."""
+        if self.graph.source == "scalar":
+            for node in self.graph.nodes.values():
                 node.grad = summarize(node.ref.grad)
+        else:
+            self._leaf_grads.update()
         self._pending = False
         self._show_scalar_values()
         if self.color_mode == "kind" and any(n.grad for n in self.graph.nodes.values() if n.kind == "op"):
