@@ -1,4 +1,4 @@
-"""Lab 04 in JupyterLab: the gradient-flow charts draw, live; the slider scrubs the histogram; a click on a
+"""Lab 6 in JupyterLab: the gradient-flow charts draw, live; the slider scrubs the histogram; a click on a
 layer opens its graph coloured by the flow; the flags are shown. Screenshots in test-artifacts/browser/.
 """
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from .conftest import open_and_run, require, run_cell, screenshot
 
-LAB = "04-gradient-flow.ipynb"
+LAB = "06-the-health-of-a-deep-network.ipynb"
 
 
 def flows(page):
@@ -19,7 +19,7 @@ def render_times(page) -> list:
                 Number(w.dataset.firstRenderMs)])""")
 
 
-def test_lab04_draws_the_flow_scrubs_opens_a_layer_and_flags(page, jupyter_server):
+def test_lab06_draws_the_flow_scrubs_opens_a_layer_and_flags(page, jupyter_server):
     require("ipywidgets", "anywidget")
     server = jupyter_server("lab")
     page.on("pageerror", lambda e: print("error in the page:", e))  # a front-end failure shows in the log
@@ -39,8 +39,8 @@ def test_lab04_draws_the_flow_scrubs_opens_a_layer_and_flags(page, jupyter_serve
     assert flags.first.get_attribute("data-layer") == "0"
     assert residual.locator(".gl-flow-flag").count() == 0
     assert "no layer flagged" in residual.locator(".gl-flow-flags").text_content()
-    screenshot(sigmoid, "lab-04-sigmoid-flow")
-    screenshot(residual, "lab-04-residual-flow")
+    screenshot(sigmoid, "lab-06-sigmoid-flow")
+    screenshot(residual, "lab-06-residual-flow")
 
     # the slider scrubs the histogram back to the first kept step
     histogram = sigmoid.locator(".gl-flow-hist-box")
@@ -75,8 +75,8 @@ def test_lab04_draws_the_flow_scrubs_opens_a_layer_and_flags(page, jupyter_serve
     fills = graph.evaluate("""(el) => new Set([...el.querySelectorAll('.gl-nodes > g > rect')]
         .map((r) => r.getAttribute('fill'))).size""")
     assert fills >= 5  # ten layers (open or closed boxes), orders of magnitude apart: many colours
-    screenshot(sigmoid, "lab-04-sigmoid-layer-opened")
-    screenshot(graph, "lab-04-sigmoid-graph-in-flow-colours")
+    screenshot(sigmoid, "lab-06-sigmoid-layer-opened")
+    screenshot(graph, "lab-06-sigmoid-graph-in-flow-colours")
 
     # live: train more in a new cell; the chart redraws while it runs, throttled
     before = render_times(page)[0][2]
@@ -86,6 +86,6 @@ def test_lab04_draws_the_flow_scrubs_opens_a_layer_and_flags(page, jupyter_serve
     times = render_times(page)
     redraws = times[0][2] - before
     assert redraws >= 1
-    print(f"lab 04: one redraw of the flow chart took {times[0][0]:.1f} ms (slowest of its redraws "
+    print(f"lab 6: one redraw of the flow chart took {times[0][0]:.1f} ms (slowest of its redraws "
           f"{times[0][1]:.1f} ms, {redraws:.0f} during a 72-step cell; its first draw, while the page was built, "
           f"{times[0][3]:.1f} ms); the residual net's 18 layers: first draw {times[2][3]:.1f} ms")

@@ -1,4 +1,4 @@
-"""Lab 06 in JupyterLab: the tape's GraphView draws a box per op and leaf the kernel's tape has, with the fused
+"""Lab 12b in JupyterLab: the tape's GraphView draws a box per op and leaf the kernel's tape has, with the fused
 chain closed as one super-node that a click opens; the eager-vs-compiled DeviceTimings draws two bars per
 device. Screenshots land in test-artifacts/browser/: look at them.
 """
@@ -9,7 +9,7 @@ import json
 
 from .conftest import open_and_run, require, run_cell, screenshot
 
-LAB = "06-compile.ipynb"
+LAB = "12b-performance-compile.ipynb"
 
 KERNEL_FACTS = """import json
 fused_groups = [g for g in view.graph.groups.values() if g.label.startswith("fused")]
@@ -26,12 +26,12 @@ def drawn(view):
         closed: [...el.querySelectorAll('svg g.gl-group.gl-collapsed')].map((g) => g.dataset.id) })""")
 
 
-def test_lab06_tape_graph_opens_its_fused_node_and_times_eager_and_compiled(page, jupyter_server):
+def test_lab12b_tape_graph_opens_its_fused_node_and_times_eager_and_compiled(page, jupyter_server):
     require("ipywidgets", "anywidget")
     server = jupyter_server("lab")
     open_and_run(page, server, LAB)
     facts = json.loads(run_cell(page, KERNEL_FACTS).strip().splitlines()[-1])
-    assert facts["fused"], "lab 06 draws at least one fused chain"
+    assert facts["fused"], "lab 12b draws at least one fused chain"
 
     views = page.locator(".gradlab-graphview")
     assert views.count() == 1
@@ -40,7 +40,7 @@ def test_lab06_tape_graph_opens_its_fused_node_and_times_eager_and_compiled(page
     hidden = sum(facts["fused_ops"])
     assert before["ops"] == facts["ops"] - hidden and before["leaves"] == facts["leaves"], (before, facts)
     assert before["closed"] == facts["fused"]
-    screenshot(view, "lab-06-tape-graph")
+    screenshot(view, "lab-12b-tape-graph")
 
     fused = view.locator(f'g.gl-group.gl-collapsed[data-id="{facts["fused"][0]}"]')
     assert fused.locator(".gl-label").text_content().startswith("▸ fused: ")
@@ -52,7 +52,7 @@ def test_lab06_tape_graph_opens_its_fused_node_and_times_eager_and_compiled(page
     inspector = view.locator(".gl-inspector")
     inspector.wait_for()
     assert "tape op 0" in inspector.inner_text()
-    screenshot(view, "lab-06-tape-graph-fused-open")
+    screenshot(view, "lab-12b-tape-graph-fused-open")
 
     charts = page.locator(".gradlab-device-timings")
     assert charts.count() == 1
@@ -67,6 +67,6 @@ def test_lab06_tape_graph_opens_its_fused_node_and_times_eager_and_compiled(page
     assert bars["eager_bars"] == bars["compiled_bars"] == len(facts["devices"])
     assert "× eager" in bars["text"]
     n = len(facts["devices"])
-    screenshot(chart, "lab-06-eager-vs-compiled")  # (scrolls it into view: off-screen cells have no inner text)
+    screenshot(chart, "lab-12b-eager-vs-compiled")  # (scrolls it into view: off-screen cells have no inner text)
     status = chart.locator(".gl-status").text_content()
     assert status == f"{n} device{'s' if n != 1 else ''} timed (eager and compiled) · run 1"
