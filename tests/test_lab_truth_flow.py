@@ -67,7 +67,7 @@ def test_a_nan_figure_is_drawn_as_an_alarm_mark_at_its_step_not_left_as_a_silent
     svg = flow.to_svg()
     assert svg.count('class="gl-flow-unplaced gl-flow-nan"') == 2  # one per layer
     assert "<title>layer 0: nan at step 4 — not a number, so it has no place on the log scale</title>" in svg
-    assert ("✕ nan along the top edge: not finite from step 4, so not on the log scale — layer 0 (nan), 2 (nan)"
+    assert ("✕ nan above the plot: not finite from step 4, so not on the log scale — layer 0 (nan), 2 (nan)"
             in svg)
     assert "layer 0 not finite: nan — ‖∂L/∂W‖" in svg
 
@@ -80,8 +80,8 @@ def test_inf_is_marked_along_the_top_edge_and_zero_along_the_bottom_with_the_ste
     svg = flow_svg(history)
     assert "<title>layer fc: inf at steps 2–3 (2 kept points) — infinite, so it has no place on the log" in svg
     assert "<title>layer fc: 0 at step 4 — exactly 0, so it has no place on the log scale</title>" in svg
-    assert "▲ inf along the top edge: not finite from step 2" in svg
-    assert "a mark along the bottom edge: exactly 0, which a log scale cannot show — layer fc" in svg
+    assert "▲ inf above the plot: not finite from step 2" in svg
+    assert "a mark under the plot: exactly 0, which a log scale cannot show — layer fc" in svg
 
 
 def test_a_weight_gone_infinite_is_flagged_not_finite_though_its_gradient_is_finite():

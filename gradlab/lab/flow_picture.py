@@ -4,8 +4,7 @@ Both draw one line per layer over the training steps on a log scale, because the
 network's layers differ by orders of magnitude: that spread is exactly what a vanishing gradient is.
 The SVG is the only drawing of the chart: the widget shows it as it is and marks the layer a click
 opened (``data-layer`` on each line, key and flag says which layer it belongs to). A figure the log
-scale has no place for is still drawn: nan and inf as alarm marks along the top edge, 0 along the
-bottom; a layer replaced, added or removed during training is marked at the step it happened.
+scale has no place for is still drawn: nan and inf as alarm marks above the plot, 0 under it; a layer replaced, added or removed during training is marked at the step it happened.
 """
 
 from __future__ import annotations
@@ -18,6 +17,7 @@ from .colors import ALARM_INK, AXIS_INK, FRAME, GRID, TEXT_INK, TITLE_INK, WARNI
 
 WIDTH, LEFT, TOP, BELOW, RIGHT = 760, 56, 24, 30, 10  # the plot's margins: axis figures left, step figures below
 PLOT_H, KEY_W, KEY_ROW, KEY_ROWS_MAX, FLAG_LINE = 230, 150, 15, 24, 15
+LANE = 12  # the strip above the plot where nan and inf are marked, when there are any
 CHAR_W = 6.2  # the width of one character at the chart's 11 px, to wrap and clip text
 
 
@@ -37,13 +37,15 @@ def flow_svg(history: dict, figure: str = "grad_norm", width: int = WIDTH) -> st
     def x(step):
         return LEFT + (step - first) / span * plot_w
 
-    def y(value):
-        return TOP + (high - math.log10(value)) / (high - low) * plot_h
-
     chars = (width - LEFT - RIGHT) / CHAR_W
     unplaced = {name: _unplaced(steps, series[name]) for name in layers}
+    top = TOP + (LANE if any(run[0] in GLYPHS for runs in unplaced.values() for run in runs) else 0)
+
+    def y(value):
+        return top + (high - math.log10(value)) / (high - low) * plot_h
+
     flag_lines = _note_lines(history, unplaced, chars) + _flag_lines(history, chars)
-    height = TOP + plot_h + BELOW + FLAG_LINE * sum(len(lines) for _, lines in flag_lines) + 8
+    height = top + plot_h + BELOW + FLAG_LINE * sum(len(lines) for _, lines in flag_lines) + 8
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="gl-flow-lines" width="{width}" height="{height}" '
            f'viewBox="0 0 {width} {height}" font-family="Helvetica, Arial, sans-serif" font-size="11" '
            f'data-figure="{escape(figure)}">',
@@ -51,12 +53,12 @@ def flow_svg(history: dict, figure: str = "grad_norm", width: int = WIDTH) -> st
            f'<text x="{LEFT}" y="14" font-size="12" fill="{TITLE_INK}">{escape(symbol)} per layer over the steps '
            f'(log scale) — {escape(meaning)}</text>']
     for exponent in range(low, high + 1):
-        ty = TOP + (high - exponent) / (high - low) * plot_h
+        ty = top + (high - exponent) / (high - low) * plot_h
         out.append(f'<line x1="{LEFT}" x2="{LEFT + plot_w}" y1="{ty:.1f}" y2="{ty:.1f}" stroke="{GRID}"/>'
                    f'<text x="{LEFT - 6}" y="{ty + 4:.1f}" text-anchor="end" fill="{AXIS_INK}">1e{exponent}</text>')
-    out.append(f'<rect x="{LEFT}" y="{TOP}" width="{plot_w}" height="{plot_h}" fill="none" stroke="{FRAME}"/>'
-               f'<text x="{LEFT}" y="{TOP + plot_h + 16}" fill="{AXIS_INK}">step {first}</text>'
-               f'<text x="{LEFT + plot_w}" y="{TOP + plot_h + 16}" text-anchor="end" '
+    out.append(f'<rect x="{LEFT}" y="{top}" width="{plot_w}" height="{plot_h}" fill="none" stroke="{FRAME}"/>'
+               f'<text x="{LEFT}" y="{top + plot_h + 16}" fill="{AXIS_INK}">step {first}</text>'
+               f'<text x="{LEFT + plot_w}" y="{top + plot_h + 16}" text-anchor="end" '
                f'fill="{AXIS_INK}">step {last}</text>')
     xs = [x(step) for step in steps]
     for index, name in enumerate(layers):
@@ -67,20 +69,20 @@ def flow_svg(history: dict, figure: str = "grad_norm", width: int = WIDTH) -> st
         out.extend(_line(run, layer_color(index)) for run in _runs(xs, values, y))
         out.append("</g>")
     for index, name in enumerate(layers):  # over every line: a mark that says "no place on this scale" must show
-        out.extend(_unplaced_mark(name, run, x, TOP, TOP + plot_h, layer_color(index)) for run in unplaced[name])
+        out.extend(_unplaced_mark(name, run, x, top, top + plot_h, layer_color(index)) for run in unplaced[name])
     for change in history.get("changes", []):
         if first <= change["step"] <= last and steps:
             cx = x(change["step"] - 0.5) if change["step"] > first else x(first)
             out.append(f'<g class="gl-flow-change" data-layer="{escape(change["layer"])}"><title>'
-                       f'{escape(change["text"])}</title><line x1="{cx:.1f}" x2="{cx:.1f}" y1="{TOP}" '
-                       f'y2="{TOP + plot_h}" stroke="{AXIS_INK}" stroke-dasharray="4 3"/>'
-                       f'<text x="{cx + 3:.1f}" y="{TOP + plot_h - 4}" fill="{AXIS_INK}">{escape(change["layer"])} '
+                       f'{escape(change["text"])}</title><line x1="{cx:.1f}" x2="{cx:.1f}" y1="{top}" '
+                       f'y2="{top + plot_h}" stroke="{AXIS_INK}" stroke-dasharray="4 3"/>'
+                       f'<text x="{cx + 3:.1f}" y="{top + plot_h - 4}" fill="{AXIS_INK}">{escape(change["layer"])} '
                        f'{escape(change["change"])}</text></g>')
     out.append(_key(layers, LEFT + plot_w + 10, rows))
     if not steps:
-        out.append(f'<text x="{LEFT + 12}" y="{TOP + plot_h / 2}" fill="{AXIS_INK}">no updates yet: call '
+        out.append(f'<text x="{LEFT + 12}" y="{top + plot_h / 2}" fill="{AXIS_INK}">no updates yet: call '
                    f'flow.update() after each optimizer.step()</text>')
-    out.append(_flags(flag_lines, TOP + plot_h + BELOW + 8, width))
+    out.append(_flags(flag_lines, top + plot_h + BELOW + 8, width))
     out.append("</svg>")
     return "".join(out)
 
@@ -130,17 +132,17 @@ def _unplaced_kind(value) -> str | None:
 
 
 def _unplaced_mark(name: str, run: tuple, x, top: float, bottom: float, color: str) -> str:
-    """nan and inf along the plot's top edge in the alarm ink, 0 (and -inf) along its bottom in the layer's colour."""
+    """nan and inf in the strip above the plot in the alarm ink, 0 (and -inf) under it in the layer's colour."""
     what, start, end, points = run
-    at_top = what in ("nan", "inf")
-    py = top + 4 if at_top else bottom - 4
+    at_top = what in GLYPHS
+    py = top - LANE / 2 if at_top else bottom + 4
     ink = ALARM_INK if at_top else color
     steps = f"step {start}" if start == end else f"steps {start}–{end} ({points} kept points)"
     why = "not a number" if what == "nan" else "infinite" if "inf" in what else "exactly 0"
     tip = f"layer {name}: {what} at {steps} — {why}, so it has no place on the log scale"
     x0, x1 = x(start), x(end)
     glyph = GLYPHS.get(what, "")
-    label = (f'<text x="{x0:.1f}" y="{py + 11:.1f}" text-anchor="middle" font-size="10" fill="{ink}">{glyph}</text>'
+    label = (f'<text x="{x0 - 5:.1f}" y="{py + 3.5:.1f}" text-anchor="end" font-size="10" fill="{ink}">{glyph}</text>'
              if glyph else "")
     kind = "zero" if what == "0" else what.strip("-")
     return (f'<g class="gl-flow-unplaced gl-flow-{kind}" data-layer="{escape(name)}">'
@@ -183,11 +185,11 @@ def _note_lines(history: dict, unplaced: dict, chars: float) -> list:
         kinds = sorted({kind for found in broken.values() for kind in found}, reverse=True)
         marks = " ".join(f"{GLYPHS[kind]} {kind}" for kind in kinds)
         names = ", ".join(f"{name} ({' and '.join(found)})" for name, found in broken.items())
-        notes.append((ALARM_INK, textwrap.wrap(f"{marks} along the top edge: not finite from step {first}, so "
+        notes.append((ALARM_INK, textwrap.wrap(f"{marks} above the plot: not finite from step {first}, so "
                                                f"not on the log scale — layer {names}", int(chars))))
     zero = [name for name, runs in unplaced.items() if any(run[0] in ("0", "-inf") for run in runs)]
     if zero:
-        notes.append((AXIS_INK, textwrap.wrap(f"a mark along the bottom edge: exactly 0, which a log scale cannot show "
+        notes.append((AXIS_INK, textwrap.wrap(f"a mark under the plot: exactly 0, which a log scale cannot show "
                                           f"— layer {', '.join(zero)}", int(chars))))
     for change in history.get("changes", []):
         notes.append((TEXT_INK, textwrap.wrap(f"⇢ {change['text']}", int(chars))))
