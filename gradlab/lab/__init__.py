@@ -20,7 +20,7 @@ __all__ = ["BackpropStepper", "CaptureError", "DeviceTimings", "GradientFlow", "
 
 # name -> the module that defines it, imported when the name is first used
 _LAZY = {
-    "GraphView": "graph_view", "BackpropStepper": "backprop_stepper", "check_node": "check",
+    "GraphView": "graph_view", "BackpropStepper": "backprop_stepper", "check_node": "node_check",
     "GradientFlow": "gradient_flow", "DeviceTimings": "device_timings", "compare_devices": "timing",
     "compare_compiled": "timing",
     "profile": "profiling", "Profile": "profiling",

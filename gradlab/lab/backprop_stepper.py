@@ -16,6 +16,7 @@ import traitlets
 
 from .frontend import bundle
 from .graph_view import GraphWidget
+from .arguments import STEPPABLE, check_drawable, check_view_options, checked_names
 from .capture import capture
 from .cells import after_each_cell
 from .stepping import BackwardStepError, Stepping
@@ -42,6 +43,9 @@ class BackpropStepper(GraphWidget):
     _watches_backward = False
 
     def __init__(self, loss, *, names=None, height=460):
+        check_drawable("BackpropStepper", loss, STEPPABLE)  # what was given, checked before anything is stepped
+        check_view_options("BackpropStepper", height=height)
+        names = checked_names("BackpropStepper", loss, names)
         stepping = Stepping(loss, None)
         if names and not stepping.is_scalar and stepping.graph.source == "tensor":
             stepping.close()
@@ -57,7 +61,9 @@ class BackpropStepper(GraphWidget):
 
     def close(self) -> None:
         """Take this stepper's hooks off the graph and close the widget (what it added to .grad stays)."""
-        self.stepping.close()
+        stepping = getattr(self, "stepping", None)  # (None when its __init__ failed)
+        if stepping is not None:
+            stepping.close()
         super().close()
 
     @property
@@ -103,7 +109,7 @@ class BackpropStepper(GraphWidget):
 
     def run_to(self, node):
         """Step until ``node`` (an id, a GraphNode, an engine node, a tensor or a Scalar) has run."""
-        target = self._node_id(node)
+        target = self._node_id(node, "run_to")
         with self._acting():
             if target not in self._reached:
                 self._said = f"{self.graph.nodes[target].label} is never reached by backward: it needs no gradient"
@@ -158,7 +164,7 @@ class BackpropStepper(GraphWidget):
             live = me()
             if live is None or not live.stepping.is_open:  # the stepper is gone: stop listening
                 listener.remove()
-            elif live.stepping.told:
+            elif live.stepping.told or live.stepping.show_leaf_grads():  # (a .grad changed by someone else)
                 live.stepping.sync()
                 live._show()
         listener = after_each_cell(flush)
@@ -197,6 +203,7 @@ class BackpropStepper(GraphWidget):
         self.panel = self._panel(shown)
         self.states = states
         self._show_scalar_values()
+        stepping.show_leaf_grads()
         self._refresh_values(only_gradients=True)
 
     def _group_states(self, states: dict) -> dict:

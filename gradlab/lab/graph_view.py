@@ -13,11 +13,13 @@ import json
 import weakref
 from time import perf_counter
 
+from .arguments import check_color_mode, check_drawable, check_text, check_view_options, checked_names, node_id_in
 from .capture import CaptureError, capture
 from .cells import after_each_cell
-from .check import check_node
+from .node_check import check_node
 from .colors import MODE_LABELS, size_colors
 from .frontend import bundle, standalone_html, stylesheet
+from .leaf_grads import LeafGrads
 from .ownership import counts_as_training
 from .profiling import Profile, figure_modes, figure_tables, node_figures
 from .record import Recording
@@ -151,6 +153,7 @@ class GraphWidget(anywidget.AnyWidget):
         figure (None where unknown), coloured on the gradient mode's log scale; a closed module takes
         its largest member's. Nodes not in ``sizes`` are drawn as unknown. ``text(figure)`` writes the
         key's figures ("29 µs"; 2.9e-05 when not given)."""
+        check_color_mode(mode, sizes, title, label, missing, text)
         sizes = self._all_sizes(mode, sizes)
         self._added_modes[mode] = (sizes, title, missing, text)
         colors, legend = size_colors(sizes, self.scene.members, title, missing, text)
@@ -194,6 +197,7 @@ class GraphWidget(anywidget.AnyWidget):
 
     def toggle(self, group_id: str) -> bool:
         """Open or close a module (by its id, with or without the "g:" prefix); returns True if open."""
+        check_text(f"{type(self).__name__}.toggle", "the module's id", group_id, "'layers.0'")
         if not group_id.startswith("g:"):
             group_id = "g:" + group_id
         opened = self.scene.toggle(group_id)
@@ -202,6 +206,9 @@ class GraphWidget(anywidget.AnyWidget):
 
     def expand(self, *modules) -> None:
         """Open these modules (by path, e.g. "encoder.layers.0"), or every module when none is named."""
+        for module in modules:
+            check_text(f"{type(self).__name__}.expand", "each module's path", module,
+                       "'encoder.layers.0' (one per argument)")
         wanted = {m if m.startswith("g:") else "g:" + m for m in modules} or set(self.scene.members)
         unknown = wanted - set(self.scene.members)
         if unknown:
@@ -212,7 +219,7 @@ class GraphWidget(anywidget.AnyWidget):
 
     def reveal(self, node) -> None:
         """Select a node and open the modules around it, so that it is drawn (a click in a table)."""
-        node_id = self._node_id(node)
+        node_id = self._node_id(node, "reveal")
         wanted, group = set(), self.graph.nodes[node_id].group
         while group is not None:
             wanted.add(GROUP_PREFIX + group)
@@ -225,7 +232,7 @@ class GraphWidget(anywidget.AnyWidget):
 
     def check(self, node) -> dict:
         """"Check this node": its backward against finite differences on the inputs it got."""
-        node_id = self._node_id(node)
+        node_id = self._node_id(node, "check")
         try:
             result = check_node(self.graph, node_id)
         except CaptureError as error:
@@ -234,19 +241,13 @@ class GraphWidget(anywidget.AnyWidget):
         self.check_result = result
         return result
 
-    def _node_id(self, node) -> str:
+    def _node_id(self, node, method: str) -> str:
         """A node given as an id, a GraphNode, or the engine object it stands for."""
-        if isinstance(node, str):
-            if node not in self.graph.nodes:
-                raise KeyError(f"no node {node!r} in this graph; the ids are n0 ... n{len(self.graph.nodes) - 1}")
-            return node
-        found = self.graph.nodes.get(getattr(node, "id", None)) or self.graph.node_for(node)
-        if found is None:
-            raise KeyError(f"{type(node).__name__} is not a node of this graph")
-        return found.id
+        return node_id_in(f"{type(self).__name__}.{method}", self.graph, node, f"view.{method}('n3')")
 
     def find(self, text: str) -> list:
         """Ids of the nodes whose label, op or module contains ``text``."""
+        check_text(f"{type(self).__name__}.find", "what to find", text, "'Relu'")
         return self.graph.find(text)
 
     # --- gradients computed later by backward() ----------------------------------------------------
@@ -267,22 +268,24 @@ class GraphWidget(anywidget.AnyWidget):
 
             self.own(engine_node.register_prehook(seen))
         self._pending = False
+        self._leaf_grads = LeafGrads(self.graph)  # a backward through another graph, zero_grad(), ... change them too
 
         def flush(*_, view=view):
             live = view()
-            if live is not None and (live._pending or live.graph.source == "scalar"):  # a Scalar calls no hook
+            if live is not None and (live._pending or live.graph.source == "scalar"  # a Scalar calls no hook
+                                     or live._leaf_grads.update()):
                 live.refresh()
         listener = after_each_cell(flush)
         if listener is not None:
             self.own(listener)
 
     def refresh(self) -> None:
-        """Re-read leaves' .grad and redraw the colours (called after each cell that ran backward)."""
-        for node in self.graph.nodes.values():
-            if node.kind in ("param", "leaf") and node.ref is not None:
-                node.grad = summarize(getattr(node.ref, "grad", None))
-            elif self.graph.source == "scalar":
+        """Re-read leaves' .grad and redraw the colours (after each cell that ran backward or changed a .grad)."""
+        if self.graph.source == "scalar":
+            for node in self.graph.nodes.values():
                 node.grad = summarize(node.ref.grad)
+        else:
+            self._leaf_grads.update()
         self._pending = False
         self._show_scalar_values()
         if self.color_mode == "kind" and any(n.grad for n in self.graph.nodes.values() if n.kind == "op"):
@@ -347,6 +350,9 @@ class GraphView(GraphWidget):
     """
 
     def __init__(self, obj, *, names=None, color=None, height=460, fused=None):
+        check_drawable("GraphView", obj)  # what was given, checked before anything is drawn
+        check_view_options("GraphView", color=color, height=height)
+        names = checked_names("GraphView", obj, names)
         graph = obj.graph if isinstance(obj, Profile) else capture(obj, names, fused)
         figures = node_figures(obj, graph)
         for node_id, node_figures_ in figures.items():

@@ -21,6 +21,7 @@ from ..scalar import Scalar
 from .capture import CaptureError, capture, reachable
 from .grad_ledger import forget, ledger_for
 from .graph import Graph
+from .leaf_grads import LeafGrads
 from .ownership import lab_pass
 from .record import Recording
 from .summary import summarize
@@ -68,11 +69,12 @@ class Stepping:
         self._generator = None
         self._resume = False  # a failed step left no generator: drive a fresh one back to where the steps are
         self._ran: list = []  # the engine node of each step taken
-        self._furthest = 0  # steps taken at least once: re-taking one is a replay, which watching hooks ignore
+        self._furthest = 0  # steps tried at least once: re-taking one is a replay, which watching hooks ignore
         self._arrived: dict = {}
         self._outside: dict = {}  # (who, what) -> names of the leaves it touched, since the stepper began
         self._consumers = self._count_consumers()
         self._initial_summaries = {n.id: n.grad for n in self.graph.nodes.values()}
+        self._leaf_grads = LeafGrads(self.graph)
         self._me = weakref.ref(self)
         if self.is_scalar:
             self.leaves = target.topological_order()  # a Scalar keeps a gradient on every node
@@ -187,6 +189,10 @@ class Stepping:
         for ledger in self._ledgers:
             ledger.sync()
 
+    def show_leaf_grads(self) -> bool:
+        """Each leaf's box shows its .grad as it is now, whoever changed it; True if one had changed."""
+        return False if self.is_scalar else self._leaf_grads.update()
+
     def changed_outside(self, leaf, actor, what: str) -> None:
         """A leaf's ledger says: someone else (``actor``: None for you, else another stepper) changed its .grad."""
         self._note(actor, what, leaf)
@@ -240,6 +246,7 @@ class Stepping:
         """A step failed: take out whatever it added, say where and why, and be ready to try it again."""
         self._generator = None
         self._resume = True
+        self._furthest = max(self._furthest, index + 1)  # its hooks ran: trying it again is a replay for the watchers
         node = self._in_turn()
         if self.is_scalar:
             for scalar in self.leaves:
