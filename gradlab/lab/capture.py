@@ -39,7 +39,7 @@ def capture(obj, names: dict | None = None, fused=None) -> Graph:
     if fused is not None:
         raise CaptureError(f"gl.lab: fused= is for a tape (gl.jit.trace(model, x)), not a {type(obj).__name__}")
     if isinstance(obj, Recording):
-        return from_recording(obj, names)
+        return from_recording(obj)
     if isinstance(obj, Scalar):
         return from_scalar(obj)
     if isinstance(obj, TrackedTensor):
@@ -246,9 +246,8 @@ def _anomaly_source(node) -> tuple[str, str]:
 
 # --- (b) a recorded forward pass -----------------------------------------------------------------------
 
-def from_recording(rec, names: dict | None = None) -> Graph:
-    """Every operation ``record()`` saw, in order, grouped by the module call it ran in; ``names`` labels
-    leaf tensors no module call named (``{"W": W, "b": b}``).
+def from_recording(rec) -> Graph:
+    """Every operation ``record()`` saw, in order, grouped by the module call it ran in.
 
     An in-place write makes the tensor it wrote stand for the op that computed the new values (its
     old values stand for what made them), and each value is shown as the forward computed or used it.
@@ -262,7 +261,6 @@ def from_recording(rec, names: dict | None = None) -> Graph:
     for call in rec.calls.values():
         graph.groups[call.id] = Group(call.id, call.label, call.parent)
     producer: dict = {}  # id(tensor) -> id of the node that made the values it holds now
-    given = {id(t): name for t, name in _name_pairs(names)}  # labels for tensors no module named
     values = ValuesAsUsed()
     for write in rec.writes:  # (all known first: a later write may have kept a copy of an earlier value)
         values.wrote(write)
@@ -273,7 +271,7 @@ def from_recording(rec, names: dict | None = None) -> Graph:
         if id(x) not in producer:
             then = values.holder(x, version)  # (a copy an in-place write kept has x's grad_fn of then)
             then = then if then is not None else x
-            producer[id(x)] = _leaf_node(graph, rec, x, then, values.summary(x, version, "used"), given).id
+            producer[id(x)] = _leaf_node(graph, rec, x, then, values.summary(x, version, "used")).id
         return producer[id(x)]
 
     for position, op in enumerate(rec.ops + [None]):
@@ -314,19 +312,18 @@ def from_recording(rec, names: dict | None = None) -> Graph:
     return graph
 
 
-def _leaf_node(graph: Graph, rec, x, then, value: dict, given: dict) -> GraphNode:
+def _leaf_node(graph: Graph, rec, x, then, value: dict) -> GraphNode:
     """A tensor the recorded forward used but did not make: a parameter, a leaf, or input data. ``then``
-    is x as the forward used it (x, or the copy of it an in-place write kept: x's history has moved on);
-    ``given`` holds the labels the caller gave, used where no module named x."""
+    is x as the forward used it (x, or the copy of it an in-place write kept: x's history has moved on)."""
     named = rec.param_names.get(id(x))
     if named is not None:
         kind, label, group = "param", named[0], named[1]
     elif then.requires_grad and then.grad_fn is None:
-        kind, label, group = "leaf", given.get(id(x), "leaf"), None
+        kind, label, group = "leaf", "leaf", None
     elif then.requires_grad:
-        kind, label, group = "leaf", given.get(id(x), "computed before recording"), None
+        kind, label, group = "leaf", "computed before recording", None
     else:
-        kind, label, group = "input", given.get(id(x), "input"), None
+        kind, label, group = "input", "input", None
     refs = (x,) + ((then.grad_fn,) if then.grad_fn is not None else ())
     return graph.add(GraphNode(
         graph.new_id(), kind, "AccumulateGrad" if kind in ("param", "leaf") else "input", label, group=group,
