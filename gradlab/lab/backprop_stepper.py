@@ -192,9 +192,13 @@ class BackpropStepper(GraphWidget):
         stepping.told = False
         self.notice = " · ".join(filter(None, [self._said, *stepping.warnings()]))
         steps, before = stepping.steps, self._counted
-        same = 0  # the steps still taken as before (step back keeps the records of the steps it keeps)
-        while same < len(before) and same < len(steps) and before[same] is steps[same]:
-            same += 1
+        # the steps still taken as before: a prefix (stepping only appends, and a step back keeps the records
+        # of the steps it keeps), found by halving
+        low, high = 0, min(len(before), len(steps))
+        while low < high:
+            middle = (low + high + 1) // 2
+            low, high = (middle, high) if before[middle - 1] is steps[middle - 1] else (low, middle - 1)
+        same = low
         current = stepping.current
         changed = {node_id for node_id in (self._current, current) if node_id is not None}
         for sign, moved in ((-1, before[same:]), (1, steps[same:])):
