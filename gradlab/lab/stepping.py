@@ -190,8 +190,10 @@ class Stepping:
         if self._generator is not None:
             self._generator.close()
         self._generator = None
-        for ledger in self._ledgers:
-            ledger.take_out(self._me, from_step=count)
+        me = self._me
+        for ledger in self._ledgers:  # (go_to has just synced every ledger: only those with steps to undo)
+            if any(entry.owner is me and entry.step is not None and entry.step >= count for entry in ledger.entries):
+                ledger.take_out(me, from_step=count)
         for step in self.steps[count:]:
             if step["node"] is not None:
                 self.graph.nodes[step["node"]].grad = self._initial_summaries[step["node"]]
