@@ -82,6 +82,14 @@ function render({ model, el }) {
   }
   const onStepSoon = coalesce(onStep);
   for (const key of ["states", "group_states", "step_index", "current_id", "panel"]) model.on("change:" + key, onStepSoon);
+  // A step sends only the states it changed: they join the model's own copy (so a view opened later, or the
+  // notebook's saved widget state, has them too); every view adds the same changes, so adding twice is harmless.
+  model.on("change:state_updates", () => {
+    const updates = model.get("state_updates") || {};
+    Object.assign(model.get("states") || {}, updates.states || {});
+    Object.assign(model.get("group_states") || {}, updates.group_states || {});
+    onStepSoon();
+  });
 
   root.addEventListener("keydown", (e) => {
     const keys = { ArrowRight: "step", " ": "step", ArrowLeft: "back", End: "end", Home: "reset" };

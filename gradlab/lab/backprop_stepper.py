@@ -33,6 +33,7 @@ class BackpropStepper(GraphWidget):
 
     states = traitlets.Dict({}).tag(sync=True)  # node id -> pending / current / done / unreached
     group_states = traitlets.Dict({}).tag(sync=True)  # the same for each module, as a closed box shows it
+    state_updates = traitlets.Dict({}).tag(sync=True)  # {states, group_states}: what the last action changed
     current_id = traitlets.Unicode("").tag(sync=True)
     step_index = traitlets.Int(0).tag(sync=True)
     total_steps = traitlets.Int(0).tag(sync=True)
@@ -56,6 +57,12 @@ class BackpropStepper(GraphWidget):
         self._said = self.notice  # what the drawing had to say (modules opened collapsed), until the first action
         self.total_steps = stepping.total
         self._reached = stepping.reached_ids()
+        self._reached_in = {}  # module or run -> how many of its nodes backward reaches
+        for node_id in self._reached:
+            for group in self.scene.ancestors(node_id):
+                self._reached_in[group] = self._reached_in.get(group, 0) + 1
+        self._counted, self._done, self._done_in = [], {}, {}  # the steps counted into: node / group -> steps done
+        self._current, self._sequence = None, 0
         self._redraw_after_each_cell()
         self._show()
 
@@ -186,39 +193,75 @@ class BackpropStepper(GraphWidget):
             self._send_position()
 
     def _send_position(self) -> None:
+        """The new position: the states, details and colours of only the nodes (and modules) it changed."""
         stepping = self.stepping
         stepping.told = False
         self.notice = " · ".join(filter(None, [self._said, *stepping.warnings()]))
-        states = {node_id: "pending" if node_id in self._reached else "unreached" for node_id in self.graph.nodes}
-        for step in stepping.steps:
-            if step["node"] is not None:
-                states[step["node"]] = "done"
+        steps, before = stepping.steps, self._counted
+        # the steps still taken as before: a prefix (stepping only appends, and a step back keeps the records
+        # of the steps it keeps), found by halving
+        low, high = 0, min(len(before), len(steps))
+        while low < high:
+            middle = (low + high + 1) // 2
+            low, high = (middle, high) if before[middle - 1] is steps[middle - 1] else (low, middle - 1)
+        same = low
         current = stepping.current
-        if current is not None:
-            states[current] = "current"
-        self.group_states = self._group_states(states)
+        changed = {node_id for node_id in (self._current, current) if node_id is not None}
+        for sign, moved in ((-1, before[same:]), (1, steps[same:])):
+            for step in moved:
+                node_id = step["node"]
+                if node_id is not None:
+                    changed.add(node_id)
+                    self._done[node_id] = self._done.get(node_id, 0) + sign
+                    for group in self.scene.ancestors(node_id):
+                        self._done_in[group] = self._done_in.get(group, 0) + sign
+        self._counted, self._current = list(steps), current
         self.current_id = current or ""
-        self.step_index = len(stepping.steps)
-        shown = stepping.steps[-1] if stepping.steps and not stepping.finished and stepping.failure is None else None
+        self.step_index = len(steps)
+        shown = steps[-1] if steps and not stepping.finished and stepping.failure is None else None
         self.panel = self._panel(shown)
-        self.states = states
+        self._send_states(changed)
         self._show_scalar_values()
-        stepping.show_leaf_grads()
-        self._refresh_values(only_gradients=True)
+        leaves_changed = stepping.show_leaf_grads()
+        everything = leaves_changed or stepping.changed_by_others or self.graph.source == "scalar" or not steps
+        self._refresh_values(only_gradients=True, changed=None if everything else changed)
 
-    def _group_states(self, states: dict) -> dict:
+    def _send_states(self, changed) -> None:
+        """Every node's and module's state, sent whole once; afterwards only those that changed
+        (``state_updates``: the front end adds them to its copy; the kernel keeps ``states`` current)."""
+        if not self.states:  # the first time: everything
+            self.states = {node_id: self._state_of(node_id) for node_id in self.graph.nodes}
+            self.group_states = {group: self._group_state_of(group) for group in self.scene.members}
+            return
+        states, groups = {}, {}
+        for node_id in changed:
+            state = self._state_of(node_id)
+            if self.states.get(node_id) != state:
+                states[node_id] = self.states[node_id] = state  # in place, unsent: see state_updates
+        for group in {g for node_id in changed for g in self.scene.ancestors(node_id)}:
+            state = self._group_state_of(group)
+            if self.group_states.get(group) != state:
+                groups[group] = self.group_states[group] = state
+        if states or groups:
+            self._sequence += 1
+            self.state_updates = {"states": states, "group_states": groups, "sequence": self._sequence}
+
+    def _state_of(self, node_id: str) -> str:
+        if node_id == self._current:
+            return "current"
+        if self._done.get(node_id):
+            return "done"
+        return "pending" if node_id in self._reached else "unreached"
+
+    def _group_state_of(self, group: str) -> str:
         """A closed module shows what happens inside it: current while one of its nodes is, done
         when all its reached nodes are, unreached when backward never enters it."""
-        result = {}
-        for group, members in self.scene.members.items():
-            inside = [states[m] for m in members if states[m] != "unreached"]
-            if not inside:
-                result[group] = "unreached"
-            elif "current" in inside:
-                result[group] = "current"
-            else:
-                result[group] = "done" if all(state == "done" for state in inside) else "pending"
-        return result
+        reached = self._reached_in.get(group, 0)
+        if not reached:
+            return "unreached"
+        if self._current is not None and group in self.scene.ancestors(self._current):
+            return "current"
+        return "done" if self._done_in.get(group, 0) >= reached else "pending"
 
     def _states_drawn(self) -> dict:
         return {**self.states, **self.group_states}

@@ -23,7 +23,7 @@ from .leaf_grads import LeafGrads
 from .ownership import counts_as_training
 from .profiling import Profile, figure_modes, figure_tables, node_figures
 from .record import Recording
-from .scene import GROUP_PREFIX, Scene, sub_text
+from .scene import Scene, sub_text
 from .summary import summarize
 from .svg import key_svg, render
 
@@ -120,32 +120,53 @@ class GraphWidget(anywidget.AnyWidget):
         self.color_keys = {mode: key_svg(legend) for mode, legend in change["new"].items()}
 
     def _redraw(self) -> None:
-        """Lay out (cached per set of open modules) and draw; the front end swaps the SVG in."""
+        """Lay out (cached per set of open modules) and draw; the front end swaps the SVG in. Boxes drawn
+        for the first time get their details and colours sent with it."""
+        drawn = self.scene.drawn()
+        if drawn != self._drawn:
+            self._drawn, self._drawn_set = drawn, set(drawn)
+            self._send_details(drawn)
+            self._send_colors()
         self.svg = render(self.scene, colors=self._colors_now())
 
     def _colors_now(self) -> dict:
         colors = self.colors.get(self.color_mode) if self.colors else None
         return colors or {}
 
-    def _refresh_values(self, only_gradients: bool = False) -> None:
-        """Send the node details and colours again; after a backward step, only what it changed."""
+    def _refresh_values(self, only_gradients: bool = False, changed=None) -> None:
+        """Send the details and colours of the boxes drawn; after a backward step, only what it changed
+        (``changed``: the node ids it may have changed, when the caller knows; else every box drawn)."""
         if not only_gradients:
-            self.nodes = {node.id: node.to_json() for node in self.graph.nodes.values()}
-            self._sent = {node.id: node.grad for node in self.graph.nodes.values()}
-            colors, legends = self.scene.colors()
-            for mode, (sizes, title, missing, text) in self._added_modes.items():
-                colors[mode], legends[mode] = size_colors(sizes, self.scene.members, title, missing, text)
-            self.colors, self.legends = colors, legends  # assigned whole: a traitlet changed in place is not sent
+            self._drawn = self.scene.drawn()
+            self._drawn_set = set(self._drawn)
+            drawn = [self.graph.nodes[i] for i in self._drawn if i in self.graph.nodes]
+            self.nodes = {node.id: node.to_json() for node in drawn}
+            self._sent = {node.id: node.grad for node in drawn}
+            self._send_colors()
             return
-        changed = [n for n in self.graph.nodes.values() if n.grad != self._sent.get(n.id)]
+        ids = self._drawn if changed is None else [i for i in changed if i in self._drawn_set]
+        if self._send_details(ids):
+            colors, legends = self.scene.colors(("grad",), only=self._drawn)
+            self.colors, self.legends = {**self.colors, **colors}, {**self.legends, **legends}
+
+    def _send_details(self, ids) -> bool:
+        """Send the details of these boxes where the front end lacks them or their gradient changed."""
+        nodes, sent = self.graph.nodes, self._sent
+        changed = [nodes[i] for i in ids if i in nodes and (i not in sent or nodes[i].grad != sent[i])]
         if not changed:
-            return
-        self._sent.update((n.id, n.grad) for n in changed)
+            return False
+        sent.update((n.id, n.grad) for n in changed)
         updates = {n.id: n.to_json() for n in changed}
         self.nodes.update(updates)  # in place, unsent: a view opened later starts from the current nodes
         self.node_updates = updates
-        colors, legends = self.scene.colors(("grad",))
-        self.colors, self.legends = {**self.colors, **colors}, {**self.legends, **legends}
+        return True
+
+    def _send_colors(self) -> None:
+        """Every mode's colours of the boxes drawn, on the scale of the whole graph, and the keys."""
+        colors, legends = self.scene.colors(only=self._drawn)
+        for mode, (sizes, title, missing, text) in self._added_modes.items():
+            colors[mode], legends[mode] = size_colors(sizes, self.scene.members, title, missing, text, self._drawn)
+        self.colors, self.legends = colors, legends  # assigned whole: a traitlet changed in place is not sent
 
     def add_color_mode(self, mode: str, sizes: dict, title: str, label: str | None = None,
                        missing: str = "not known yet", text=None) -> None:
@@ -156,7 +177,7 @@ class GraphWidget(anywidget.AnyWidget):
         check_color_mode(mode, sizes, title, label, missing, text)
         sizes = self._all_sizes(mode, sizes)
         self._added_modes[mode] = (sizes, title, missing, text)
-        colors, legend = size_colors(sizes, self.scene.members, title, missing, text)
+        colors, legend = size_colors(sizes, self.scene.members, title, missing, text, self._drawn)
         with self.hold_sync():
             self.colors = {**self.colors, mode: colors}
             self.legends = {**self.legends, mode: legend}
@@ -220,11 +241,7 @@ class GraphWidget(anywidget.AnyWidget):
     def reveal(self, node) -> None:
         """Select a node and open the modules around it, so that it is drawn (a click in a table)."""
         node_id = self._node_id(node, "reveal")
-        wanted, group = set(), self.graph.nodes[node_id].group
-        while group is not None:
-            wanted.add(GROUP_PREFIX + group)
-            group = self.graph.groups[group].parent if group in self.graph.groups else None
-        wanted &= set(self.scene.members)
+        wanted = set(self.scene.ancestors(node_id)) & set(self.scene.members)
         if not wanted <= self.scene.expanded:
             self.scene.expanded = self.scene.expanded | wanted
             self._redraw()
