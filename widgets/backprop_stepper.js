@@ -55,6 +55,7 @@ function render({ model, el }) {
         const adds = row.of > 1 ? ` — contribution ${row.contribution} of ${row.of}, summed (+=)` : "";
         panel.append(h("div", { class: "gl-sent" + (row.of > 1 ? " gl-fanout" : "") },
           h("div", {}, "→ ", h("b", {}, row.to_label), adds),
+          ...(row.summed ? [h("div", { class: "gl-fact gl-summed" }, row.summed)] : []),
           summaryBlock(row.grad, "None (this input needs no gradient)")));
       }
     }

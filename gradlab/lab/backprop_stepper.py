@@ -14,12 +14,14 @@ from contextlib import contextmanager
 
 import traitlets
 
+from ..autograd.broadcasting import summed_dims
 from .frontend import bundle
 from .graph_view import GraphWidget
 from .arguments import STEPPABLE, check_drawable, check_view_options, checked_names
 from .capture import capture
 from .cells import after_each_cell
 from .stepping import BackwardStepError, Stepping
+from .summary import shape_text
 
 
 class BackpropStepper(GraphWidget):
@@ -285,11 +287,28 @@ class BackpropStepper(GraphWidget):
                     "text": "Step runs the first node: the output, which receives the gradient 1"}
         node = self.graph.nodes.get(step["node"]) if step["node"] is not None else None
         rows = []
+        arrived = step["grads_in"][0] if step["grads_in"] else None
         for sent in step["sent"]:
             to = self.graph.nodes.get(sent["to"]) if sent["to"] else None
-            rows.append({**sent, "to_label": to.label if to is not None else "(not drawn)"})
+            label = to.label if to is not None else "(not drawn)"
+            rows.append({**sent, "to_label": label, "summed": _broadcast_note(arrived, sent["grad"], label)})
         shown = node.label if node is not None else "a node computed outside the recording"
         return {"title": f"step {step['index'] + 1} of {self.stepping.total}: {shown}",
                 "node": step["node"], "op": node.op if node else "", "words": node.words if node else "",
                 "math": node.math if node else "", "grads_in": step["grads_in"], "sent": rows, "leaf": step["leaf"],
                 "warning": warning}
+
+
+def _broadcast_note(arrived: dict | None, sent: dict | None, label: str) -> str:
+    """Where an input was broadcast in the forward, its gradient is the incoming one summed back over the
+    broadcast dims: say which ("summed over dim 0: b was broadcast from (2,) to (4, 2))."""
+    if not arrived or not sent or arrived["shape"] == sent["shape"]:
+        return ""
+    out, shape = tuple(arrived["shape"]), tuple(sent["shape"])
+    dims = summed_dims(out, shape)
+    dims = [d for d in dims or () if out[d] > 1]
+    if not dims:
+        return ""
+    which = "dim" if len(dims) == 1 else "dims"
+    return (f"summed over {which} {', '.join(map(str, dims))}: {label} was broadcast from {shape_text(shape)} to "
+            f"{shape_text(out)} in the forward, so each of its elements receives the sum of the gradients it fed")

@@ -95,3 +95,9 @@ def _number(v) -> float | None:
     """A JSON-safe float: NaN and infinities become None (JSON has no spelling for them)."""
     v = float(v)
     return v if math.isfinite(v) else None
+
+
+def shape_text(shape) -> str:
+    """A shape as Python writes a tuple: (), (3,), (4, 2)."""
+    shape = tuple(shape)
+    return "(" + ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"

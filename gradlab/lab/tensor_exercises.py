@@ -12,7 +12,7 @@ import numpy as np
 
 from ..autograd.function import TrackedTensor
 from .exercises import Verdict, _not_done, _not_done_yet, check, check_function
-from .mistakes import _shape
+from .summary import shape_text
 
 
 def check_strides(name: str, mine, of) -> Verdict:
@@ -74,7 +74,7 @@ def check_broadcast_shape(name: str, mine, *shapes) -> Verdict:
     shapes = [tuple(s) for s in shapes]
     truth = _broadcast(shapes, from_right=True)
     if truth is None:
-        raise ValueError(f"check_broadcast_shape({name!r}): the shapes {', '.join(map(_shape, shapes))} do not "
+        raise ValueError(f"check_broadcast_shape({name!r}): the shapes {', '.join(map(shape_text, shapes))} do not "
                          "broadcast together; give shapes that do")
     answer = _whole_numbers(mine)
     if answer is None:
@@ -151,5 +151,5 @@ def _broadcast(shapes: list, from_right: bool) -> tuple | None:
 
 def _describe(case) -> str:
     """A case's arguments as a learner reads them: tensors by their shape, everything else as written."""
-    return " and ".join(f"a tensor of shape {_shape(tuple(a.shape))}" if isinstance(a, TrackedTensor) else repr(a)
+    return " and ".join(f"a tensor of shape {shape_text(tuple(a.shape))}" if isinstance(a, TrackedTensor) else repr(a)
                      for a in case)
