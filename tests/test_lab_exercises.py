@@ -147,3 +147,12 @@ def test_a_gradient_that_is_right_in_value_but_detached_names_the_input():
     y = gl.randn(3, dtype=gl.float64, requires_grad=True)
     verdict = lab.check_function("product", lambda a, b: a * b.detach(), lambda a, b: a * b, x, y, gradients=True)
     assert not verdict and "no gradient reaches input 1" in verdict.message
+
+
+def test_no_module_of_the_lab_shadows_a_public_name_once_imported():
+    # importing gradlab.lab.X sets the attribute X on the package, hiding a lazy name X for good
+    import pkgutil
+    modules = {m.name for m in pkgutil.iter_modules(lab.__path__)}
+    assert not modules & set(lab._LAZY), f"rename the module(s) {sorted(modules & set(lab._LAZY))}"
+    import gradlab.lab.node_check  # noqa: F401 - the module behind check_node, imported first on purpose
+    assert callable(lab.check) and lab.check("v", 1.0, 1.0).passed

@@ -5,7 +5,9 @@
 ``GradientFlow`` follows each layer's gradients over training; ``DeviceTimings`` and
 ``compare_devices`` time the same work on every device (``compare_compiled``: eager against
 ``gl.compile``); ``GraphView(tape)`` draws a ``gl.jit.trace`` tape; ``check``, ``check_gradient`` and
-``check_function`` check a learner's exercise. The widgets load ipywidgets and anywidget only when first used.
+``check_function`` check a learner's exercise, and ``check_strides``, ``check_view``,
+``check_broadcast_shape`` and ``check_function_cases`` one about tensors' layout. The widgets load
+ipywidgets and anywidget only when first used.
 """
 
 from .capture import CaptureError, capture
@@ -13,17 +15,21 @@ from .record import Recording, record
 
 __all__ = ["BackpropStepper", "CaptureError", "DeviceTimings", "GradientFlow", "GraphView", "Recording", "capture",
            "Playground",
-           "Profile", "Verdict", "check", "check_function", "check_gradient", "check_gradients", "check_node", "compare_compiled", "compare_devices", "profile", "record"]
+           "Profile", "Verdict", "check", "check_broadcast_shape", "check_function", "check_function_cases",
+           "check_gradient", "check_gradients", "check_node", "check_strides", "check_view", "compare_compiled",
+           "compare_devices", "profile", "record"]
 
 # name -> the module that defines it, imported when the name is first used
 _LAZY = {
-    "GraphView": "graph_view", "BackpropStepper": "backprop_stepper", "check_node": "check",
+    "GraphView": "graph_view", "BackpropStepper": "backprop_stepper", "check_node": "node_check",
     "GradientFlow": "gradient_flow", "DeviceTimings": "device_timings", "compare_devices": "timing",
     "compare_compiled": "timing",
     "profile": "profiling", "Profile": "profiling",
     "check": "exercises", "check_gradient": "exercises", "check_gradients": "exercises",
     "check_function": "exercises", "Verdict": "exercises",
     "Playground": "playground",
+    "check_strides": "tensor_exercises", "check_view": "tensor_exercises",
+    "check_broadcast_shape": "tensor_exercises", "check_function_cases": "tensor_exercises",
 }
 
 

@@ -25,38 +25,69 @@ def as_numpy(value) -> np.ndarray:
 
 
 def summarize(value, histogram: bool = True) -> dict | None:
-    """Shape, dtype, min/max/mean/norm, NaN/inf counts and a histogram of ``value`` (None stays None)."""
+    """Shape, dtype, min/max/mean/norm, NaN/inf counts and a histogram of ``value`` (None stays None).
+
+    It reads the values CHUNK at a time, as float64, in two passes (the figures, then the histogram
+    between min and max): a summary costs a few MiB whatever the tensor's size, never a copy of it."""
     if value is None:
         return None
     data = as_numpy(value)
     summary = {"shape": list(data.shape), "dtype": str(getattr(value, "dtype", data.dtype)).replace("gradlab.", "")}
-    if data.dtype == bool or not np.issubdtype(data.dtype, np.number):
-        data = data.astype(np.float64)
-    flat = data.astype(np.float64, copy=False).ravel()
-    finite = flat[np.isfinite(flat)]
-    summary.update(
-        numel=int(flat.size),
-        nan=int(np.isnan(flat).sum()),
-        inf=int(np.isinf(flat).sum()),
-        min=_number(finite.min()) if finite.size else None,
-        max=_number(finite.max()) if finite.size else None,
-        mean=_number(finite.mean()) if finite.size else None,
-        norm=_number(np.sqrt(np.dot(finite, finite))) if finite.size else None,
-        hist=_histogram(finite) if histogram else None,
-    )
-    if flat.size <= SHOWN_IN_FULL:
-        summary["values"] = [_number(v) for v in flat]
+    figures = _figures(data)
+    finite = figures.pop("finite")
+    summary.update(figures)
+    summary["hist"] = _histogram(data, summary["min"], summary["max"]) if histogram and finite else None
+    if data.size <= SHOWN_IN_FULL:
+        summary["values"] = [_number(v) for v in np.asarray(data, dtype=np.float64).ravel()]
     return summary
 
 
-def _histogram(finite: np.ndarray) -> dict | None:
-    if finite.size == 0:
-        return None
-    low, high = float(finite.min()), float(finite.max())
+CHUNK = 1 << 16  # values read at a time: 512 KiB as float64
+
+
+def _chunks(data: np.ndarray):
+    """The values of ``data`` in order, as float64, CHUNK at a time (numpy's buffered iterator casts each
+    chunk into a buffer of its own: bool, ints, float16 and bfloat16 alike, and strided arrays too)."""
+    if data.size == 0:
+        return
+    flags = ["external_loop", "buffered", "refs_ok"]
+    with np.nditer(data, flags=flags, op_dtypes=[np.float64], casting="unsafe", buffersize=CHUNK, order="C") as it:
+        yield from it
+
+
+def _figures(data: np.ndarray) -> dict:
+    """numel, NaN and inf counts, and min/max/mean/norm of the finite values, in one pass."""
+    nan = inf = finite = 0
+    low, high, total, squares = math.inf, -math.inf, 0.0, 0.0
+    for chunk in _chunks(data):
+        keep = np.isfinite(chunk)
+        kept = chunk if keep.all() else chunk[keep]
+        nans = int(np.count_nonzero(np.isnan(chunk)))
+        nan, inf = nan + nans, inf + chunk.size - kept.size - nans
+        if kept.size:
+            finite += kept.size
+            low, high = min(low, float(kept.min())), max(high, float(kept.max()))
+            total += float(kept.sum())
+            squares += float(np.dot(kept, kept))
+    known = finite > 0
+    return {"numel": int(data.size), "nan": nan, "inf": inf, "finite": finite,
+            "min": _number(low) if known else None, "max": _number(high) if known else None,
+            "mean": _number(total / finite) if known else None, "norm": _number(math.sqrt(squares)) if known else None}
+
+
+def _histogram(data: np.ndarray, low: float, high: float) -> dict:
+    """HISTOGRAM_BINS counts of the finite values between low and high (the top edge joins the last bin)."""
     if low == high:
         low, high = low - 0.5, high + 0.5
-    bins = ((finite - low) * (HISTOGRAM_BINS / (high - low))).astype(np.intp)
-    counts = np.bincount(np.minimum(bins, HISTOGRAM_BINS - 1), minlength=HISTOGRAM_BINS)  # the top edge joins the last bin
+    scale = HISTOGRAM_BINS / (high - low)
+    counts = np.zeros(HISTOGRAM_BINS, dtype=np.int64)
+    for chunk in _chunks(data):
+        keep = np.isfinite(chunk)
+        kept = chunk if keep.all() else chunk[keep]
+        shifted = kept - low
+        shifted *= scale
+        bins = shifted.astype(np.intp)
+        counts += np.bincount(np.minimum(bins, HISTOGRAM_BINS - 1, out=bins), minlength=HISTOGRAM_BINS)
     return {"low": low, "high": high, "counts": counts.tolist()}
 
 
@@ -64,3 +95,9 @@ def _number(v) -> float | None:
     """A JSON-safe float: NaN and infinities become None (JSON has no spelling for them)."""
     v = float(v)
     return v if math.isfinite(v) else None
+
+
+def shape_text(shape) -> str:
+    """A shape as Python writes a tuple: (), (3,), (4, 2)."""
+    shape = tuple(shape)
+    return "(" + ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
