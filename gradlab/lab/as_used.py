@@ -11,7 +11,7 @@ tell, and a leaf no operation saved says that its history is not known.
 
 from __future__ import annotations
 
-from .summary import summarize
+from .summary import summarize_later
 
 CHANGED = {  # what changed, in words (then, now: its version then and now)
     "output": "changed in place after this operation computed it (version {then} → {now})",
@@ -68,14 +68,15 @@ class ValuesAsUsed:
                 return other
         return None
 
-    def summary(self, t, version, what: str, histogram: bool = True) -> dict:
+    def summary(self, t, version, what: str, histogram: bool = True):
         """The summary of what ``t`` held at ``version``. Where it has changed since, ``changed`` says so in
         words: always for a saved tensor (backward will refuse it), else only where no copy holds the values
-        (``what`` is "output", "used" or "saved": the keys of CHANGED)."""
+        (``what`` is "output", "used" or "saved": the keys of CHANGED). A small one comes as a ``LaterSummary``:
+        the values copied now, summarised when first read (summary.py)."""
         held = self.holder(t, version)
-        summary = summarize(held if held is not None else t, histogram=histogram)
+        notes = {}
         if held is None:
-            summary["changed"] = CHANGED[what].format(then=version, now=t.version) + GONE.format(saw=SAW[what])
+            notes["changed"] = CHANGED[what].format(then=version, now=t.version) + GONE.format(saw=SAW[what])
         elif what == "saved" and held is not t:
-            summary["changed"] = CHANGED[what].format(then=version, now=t.version) + "; shown: the values it saved"
-        return summary
+            notes["changed"] = CHANGED[what].format(then=version, now=t.version) + "; shown: the values it saved"
+        return summarize_later(held if held is not None else t, histogram, notes)

@@ -19,7 +19,7 @@ from .as_used import ValuesAsUsed, leaf_now, now_marked
 from .colors import category
 from .graph import Graph, GraphNode, Group
 from .record import PACKAGE_DIR, Recording, short_filename
-from .summary import summarize
+from .summary import Later, resolved, summarize
 from .tape_graph import is_tape, tape_to_graph
 
 
@@ -93,10 +93,11 @@ def _forward_arg_names(function) -> list:
     return params[1:]  # drop ctx
 
 
-def _saved(node: Node, inputs: tuple = (), outputs: tuple = (), versions=((), ()), values=None) -> list:
+def _saved(node: Node, inputs: tuple = (), outputs: tuple = (), versions=((), ()), values=None):
     """What forward saved for backward, each named by the forward argument or output it is; from a
     recording (``versions`` of the inputs and outputs as the op ran), as saved; from a tensor, as they are now,
-    marked where changed since saved. Either way marked if changed since."""
+    marked where changed since saved. Either way marked if changed since. From a recording, a ``Later``: the
+    values are copied now and summarised when the node's details are first read."""
     saved = node.inspect_saved()
     if saved is None:
         return [{"name": "freed", "freed": True}]
@@ -122,10 +123,11 @@ def _saved(node: Node, inputs: tuple = (), outputs: tuple = (), versions=((), ()
             leaf = next((child.variable for child, _ in node.next_functions
                          if child.__class__ is AccumulateGrad and child.variable is t), None)
             name = "input" if leaf is not None else f"saved[{i}]"
-        summary = (values.summary(shown, version, "saved", histogram=False) if values is not None
-                   else now_marked(summarize(t, histogram=False), t, item.version, "saved"))
-        result.append({"name": name, **summary})
-    return result
+        if values is None:
+            result.append({"name": name, **now_marked(summarize(t, histogram=False), t, item.version, "saved")})
+        else:
+            result.append((name, values.summary(shown, version, "saved", histogram=False)))
+    return result if values is None else Later(lambda: [{"name": name, **resolved(summary)} for name, summary in result])
 
 
 def _op_label(node: Node) -> str:

@@ -164,7 +164,7 @@ def color_modes(graph, group_members: dict, modes=MODES, only=None) -> tuple[dic
     colors, legends = {}, {}
     for mode, title in (("grad", "‖∂L/∂output‖, log scale"), ("value", "‖output‖, log scale")):
         if mode in modes:
-            sizes = {n.id: (getattr(n, mode) or {}).get("norm") for n in nodes}
+            sizes = {n.id: n.norm(mode) for n in nodes}
             colors[mode], legends[mode] = size_colors(sizes, group_members, title,
                                                       "no gradient yet" if mode == "grad" else "not kept", only=only)
     if "kind" in modes:

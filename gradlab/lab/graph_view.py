@@ -16,6 +16,7 @@ from time import perf_counter
 from .arguments import check_color_mode, check_drawable, check_text, check_view_options, checked_names, node_id_in
 from .capture import CaptureError, capture
 from .cells import after_each_cell
+from .collector import collector_paused
 from .node_check import check_node
 from .colors import MODE_LABELS, size_colors
 from .frontend import bundle, standalone_html, stylesheet
@@ -370,6 +371,10 @@ class GraphView(GraphWidget):
         check_drawable("GraphView", obj)  # what was given, checked before anything is drawn
         check_view_options("GraphView", color=color, height=height)
         names = checked_names("GraphView", obj, names)
+        with collector_paused():  # (collector.py: a big graph is many objects, all kept)
+            self._draw(obj, names, color, height, fused)
+
+    def _draw(self, obj, names, color, height, fused) -> None:
         graph = obj.graph if isinstance(obj, Profile) else capture(obj, names, fused)
         figures = node_figures(obj, graph)
         for node_id, node_figures_ in figures.items():

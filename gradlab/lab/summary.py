@@ -38,8 +38,56 @@ def summarize(value, histogram: bool = True) -> dict | None:
     summary.update(figures)
     summary["hist"] = _histogram(data, summary["min"], summary["max"]) if histogram and finite else None
     if data.size <= SHOWN_IN_FULL:
-        summary["values"] = [_number(v) for v in np.asarray(data, dtype=np.float64).ravel()]
+        summary["values"] = [_number(v) for v in np.asarray(data, dtype=np.float64).ravel().tolist()]
     return summary
+
+
+KEPT_FOR_LATER = 1024  # values at most copied to be summarised later (8 KiB as float64); larger: summarised now
+
+
+class Later:
+    """Details not worked out yet: ``make()`` gives them, the first time they are read (``GraphNode`` asks).
+    A graph of 20,000 nodes draws a few hundred boxes: the rest are summarised only if someone looks."""
+
+    def __init__(self, make):
+        self.make = make
+
+
+class LaterSummary(Later):
+    """``summarize(value)`` as it would be now, worked out later: it keeps a float64 copy of the values (what
+    summarize reads anyway), so an in-place change after this moment cannot reach the summary. ``notes``
+    join it (what as_used.py says of a changed value); ``norm`` is known at once (the colours need every node's)."""
+
+    def __init__(self, data: np.ndarray, dtype: str, histogram: bool, notes: dict):
+        self.copy, self.dtype, self.histogram, self.notes = data, dtype, histogram, notes
+        self._norm = ...
+
+    @property
+    def norm(self):
+        if self._norm is ...:
+            self._norm = _figures(self.copy)["norm"]
+        return self._norm
+
+    def make(self) -> dict:
+        summary = summarize(self.copy, self.histogram)
+        summary["dtype"] = self.dtype
+        summary.update(self.notes)
+        return summary
+
+
+def summarize_later(value, histogram: bool = True, notes: dict | None = None):
+    """What ``{**summarize(value), **notes}`` gives now, as a ``LaterSummary`` (a copy of the values, summarised
+    when first read) where the value is small enough to copy; else that summary now."""
+    data = as_numpy(value)
+    if data.size > KEPT_FOR_LATER:
+        return {**summarize(value, histogram), **(notes or {})}
+    dtype = str(getattr(value, "dtype", data.dtype)).replace("gradlab.", "")
+    return LaterSummary(np.array(data, dtype=np.float64), dtype, histogram, notes or {})
+
+
+def resolved(held):
+    """``held`` itself, or what a ``Later`` in its place makes."""
+    return held.make() if isinstance(held, Later) else held
 
 
 CHUNK = 1 << 16  # values read at a time: 512 KiB as float64
@@ -60,13 +108,17 @@ def _figures(data: np.ndarray) -> dict:
     nan = inf = finite = 0
     low, high, total, squares = math.inf, -math.inf, 0.0, 0.0
     for chunk in _chunks(data):
-        keep = np.isfinite(chunk)
-        kept = chunk if keep.all() else chunk[keep]
-        nans = int(np.count_nonzero(np.isnan(chunk)))
+        least, most = float(chunk.min()), float(chunk.max())  # both finite: so is every value (NaN spreads to both)
+        if math.isfinite(least) and math.isfinite(most):
+            kept, nans = chunk, 0
+        else:
+            kept = chunk[np.isfinite(chunk)]
+            nans = int(np.count_nonzero(np.isnan(chunk)))
+            least, most = (float(kept.min()), float(kept.max())) if kept.size else (least, most)
         nan, inf = nan + nans, inf + chunk.size - kept.size - nans
         if kept.size:
             finite += kept.size
-            low, high = min(low, float(kept.min())), max(high, float(kept.max()))
+            low, high = min(low, least), max(high, most)
             total += float(kept.sum())
             squares += float(np.dot(kept, kept))
     known = finite > 0
