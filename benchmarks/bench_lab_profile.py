@@ -1,6 +1,6 @@
 """What profiling costs: ``gl.lab.profile`` against a plain forward + backward, as ratios in one run.
 
-1. Lab 02's spiral MLP (2-32-32-2, ReLU, cross-entropy), batch 32: tiny ops, where the Python
+1. Lab 5's spiral MLP (2-32-32-2, ReLU, cross-entropy), batch 32: tiny ops, where the Python
    around each op is most of the time.
 2. A digits CNN (8×8 images: Conv2d 1→8 and 8→16, 3×3 pad 1, ReLU, 2×2 max-pool after each,
    Linear to 10), batch 64.

@@ -17,7 +17,7 @@ HERE = Path(__file__).resolve().parent / "images"
 
 
 class TinyNet(nn.Module):
-    """Lab 3's network: h fans out to the second layer and to a shortcut."""
+    """Lab 2's network: h fans out to the second layer and to a shortcut."""
 
     def __init__(self):
         super().__init__()
@@ -51,7 +51,7 @@ def main() -> None:
 
 
 def vanishing_flow(depth: int = 8, steps: int = 120) -> Flow:
-    """Lab 4's first network: a deep sigmoid MLP on the spiral, whose first layers barely learn."""
+    """Lab 6's first network: a deep sigmoid MLP on the spiral, whose first layers barely learn."""
     gl.manual_seed(0)
     layers = [nn.Linear(2, 32), nn.Sigmoid()]
     for _ in range(depth - 2):
@@ -71,7 +71,7 @@ def vanishing_flow(depth: int = 8, steps: int = 120) -> Flow:
 
 
 def device_timings():
-    """Lab 5's training step on the devices installed here (the picture says which ran)."""
+    """Lab 12a's training step on the devices installed here (the picture says which ran)."""
     gl.manual_seed(0)
     model = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10))
     x, y = gl.randn(256, 64), gl.randint(0, 10, (256,))

@@ -9,7 +9,7 @@ import gradlab as gl
 import gradlab.nn.functional as F
 from gradlab import Scalar
 from gradlab.lab import CaptureError, capture
-from gradlab.lab.check import check_node
+from gradlab.lab.node_check import check_node
 from gradlab.scalar import ScalarFunction
 
 

@@ -284,3 +284,12 @@ def test_a_recording_labels_the_leaves_you_name_so_that_coloured_nodes_can_be_to
     W, x = view.graph.node_for(net["W"]), view.graph.node_for(net["x"])
     assert (W.label, W.kind, x.label, x.kind) == ("W", "param", "x", "input")
     assert view.graph.node_for(net["b"]).label == "b"
+
+
+def test_no_module_of_the_lab_shadows_a_public_name_once_imported():
+    # importing gradlab.lab.X sets the attribute X on the package, hiding a lazy name X for good
+    import pkgutil
+    modules = {m.name for m in pkgutil.iter_modules(lab.__path__)}
+    assert not modules & set(lab._LAZY), f"rename the module(s) {sorted(modules & set(lab._LAZY))}"
+    import gradlab.lab.node_check  # noqa: F401 - the module behind check_node, imported first on purpose
+    assert callable(lab.check) and lab.check("v", 1.0, 1.0).passed

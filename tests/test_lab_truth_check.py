@@ -11,7 +11,7 @@ import gradlab as gl
 import gradlab.nn.functional as F
 from gradlab import Scalar
 from gradlab.lab import capture
-from gradlab.lab.check import check_node
+from gradlab.lab.node_check import check_node
 
 
 def check_op(op, fn, values, **kw):

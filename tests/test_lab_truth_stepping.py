@@ -492,3 +492,20 @@ def test_a_closed_stepper_widget_leaves_no_hook_on_the_graph():
     stepper.run_to_end()
     stepper.close()
     assert accumulator_hooks(loss) == 0
+
+
+def test_the_panel_says_where_a_broadcast_inputs_gradient_was_summed():
+    # b (2,) is added to a (4, 2) batch: Add passes back the (4, 2) gradient to the matmul and its
+    # column sums to b; the panel says so, and says nothing for the input of the same shape
+    x = gl.randn(4, 3)
+    W = gl.randn(3, 2, requires_grad=True)
+    b = gl.randn(2, requires_grad=True)
+    with gl.lab.record() as rec:
+        loss = ((x @ W + b) ** 2).mean()
+    stepper = stepper_widget(rec)
+    while not stepper.panel.get("title", "").endswith(": Add"):
+        assert stepper.step() is not None, "backward ended before Add ran"
+    rows = {tuple(row["grad"]["shape"]): row for row in stepper.panel["sent"]}
+    assert rows[(2,)]["summed"] == ("summed over dim 0: leaf was broadcast from (2,) to (4, 2) in the forward, so "
+                                    "each of its elements receives the sum of the gradients it fed")
+    assert rows[(4, 2)]["summed"] == ""

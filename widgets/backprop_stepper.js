@@ -55,6 +55,7 @@ function render({ model, el }) {
         const adds = row.of > 1 ? ` — contribution ${row.contribution} of ${row.of}, summed (+=)` : "";
         panel.append(h("div", { class: "gl-sent" + (row.of > 1 ? " gl-fanout" : "") },
           h("div", {}, "→ ", h("b", {}, row.to_label), adds),
+          ...(row.summed ? [h("div", { class: "gl-fact gl-summed" }, row.summed)] : []),
           summaryBlock(row.grad, "None (this input needs no gradient)")));
       }
     }
@@ -82,6 +83,14 @@ function render({ model, el }) {
   }
   const onStepSoon = coalesce(onStep);
   for (const key of ["states", "group_states", "step_index", "current_id", "panel"]) model.on("change:" + key, onStepSoon);
+  // A step sends only the states it changed: they join the model's own copy (so a view opened later, or the
+  // notebook's saved widget state, has them too); every view adds the same changes, so adding twice is harmless.
+  model.on("change:state_updates", () => {
+    const updates = model.get("state_updates") || {};
+    Object.assign(model.get("states") || {}, updates.states || {});
+    Object.assign(model.get("group_states") || {}, updates.group_states || {});
+    onStepSoon();
+  });
 
   root.addEventListener("keydown", (e) => {
     const keys = { ArrowRight: "step", " ": "step", ArrowLeft: "back", End: "end", Home: "reset" };

@@ -68,8 +68,10 @@ function render({ model, el }) {
     const index = Number(slider.value);
     const hist = ((histograms.layers || {})[layerSelect.value] || [])[index];
     stepLabel.textContent = steps.length ? `step ${steps[index]} (${index + 1} of ${steps.length} kept)` : "no steps yet";
-    histBox.replaceChildren(hist ? histogram(hist, 300, 110)
-      : h("div", { class: "gl-hint" }, "no gradient at this step"));
+    // a gradient with nan or inf values comes with Python's note on them (all of them: no bars to draw)
+    const bars = hist && hist.counts.length ? histogram(hist, 300, 110) : null;
+    histBox.replaceChildren(...[bars || (hist ? null : h("div", { class: "gl-hint" }, "no gradient at this step")),
+      hist && hist.note ? h("div", { class: "gl-hint gl-flow-hist-note" }, hist.note) : null].filter(Boolean));
     histBox.dataset.step = steps.length ? String(steps[index]) : "";
   }
 

@@ -9,6 +9,8 @@ export function summaryBlock(summary, emptyText) {
   const rows = [];
   // changed in place since the forward: what changed, and whether the numbers below are still the forward's
   if (summary.changed) rows.push(h("div", { class: "gl-warn gl-changed" }, summary.changed));
+  // it changed in place at some time, but nothing noted whether before or after the forward used it
+  if (summary.not_known) rows.push(h("div", { class: "gl-hint gl-not-known" }, summary.not_known));
   if (summary.values) {
     rows.push(h("div", { class: "gl-values" }, "[" + summary.values.map(num).join(", ") + "]"));
   }

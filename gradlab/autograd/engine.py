@@ -103,35 +103,140 @@ def _check_inputs(inputs, for_what: str) -> tuple:
 
 
 def backward_steps(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
-    """Run backward from ``tensors`` one node at a time, yielding a BackwardStep after each.
+    """Run backward from ``tensors`` one node at a time: a ``BackwardRun`` that yields a BackwardStep after each.
 
     Gradients accumulate into the ``.grad`` of leaves (only into ``inputs`` when given, which
     may also be non-leaf tensors), exactly as ``Tensor.backward`` does: that method runs this
-    same generator to the end, only without building the step records.
+    same engine to the end, only without building the step records.
     """
-    return _backward(tensors, grad_tensors, retain_graph, create_graph, inputs, steps=True)
+    return BackwardRun(*_backward(tensors, grad_tensors, retain_graph, create_graph, inputs, steps=True))
+
+
+class BackwardRun:
+    """The steps of one backward pass, one per ``next()``; ``checkpoint()`` notes where it stands.
+
+    A checkpoint holds the engine's bookkeeping between two steps — which nodes wait for how many
+    gradients, and the gradients waiting for them (references, not copies: from a checkpoint on,
+    the engine adds no gradient into a waiting one in place). ``checkpoint.resume()`` is a new run
+    that carries on from there as this one did, step for step and bit for bit, as often as asked.
+    It does not rewind the leaves' ``.grad``: what the steps after it added is the caller's to take
+    out. Resuming runs the nodes after the checkpoint again, so it needs ``retain_graph=True``.
+    """
+
+    __slots__ = ("_steps", "_state", "_taken")
+
+    def __init__(self, steps, state, taken: int = 0):
+        self._steps = steps  # the engine's generator (_run), which keeps its bookkeeping in ``state``
+        self._state = state
+        self._taken = taken  # steps yielded so far, counting those before a resumed checkpoint
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> BackwardStep:
+        step = next(self._steps)
+        self._taken += 1
+        return step
+
+    def close(self) -> None:
+        self._steps.close()
+
+    @property
+    def steps_taken(self) -> int:
+        return self._taken
+
+    def checkpoint(self) -> "BackwardCheckpoint":
+        """Where the run stands now, between two steps: resume it later, as many times as needed."""
+        state = self._state
+        if state.finished:
+            raise RuntimeError("BackwardRun.checkpoint: the run has finished; take checkpoints between its steps")
+        state.owned.clear()  # no waiting gradient is added into in place from here on: the checkpoint holds them
+        waiting = {node: list(buffer) for node, buffer in state.buffers.items()}
+        counts = {node: state.deps[node] for node in waiting}
+        return BackwardCheckpoint(self._taken, state, waiting, counts, list(state.ready), dict(state.captured or {}))
+
+
+class BackwardCheckpoint:
+    """A backward run between two steps (``BackwardRun.checkpoint()``): ``index`` steps had run."""
+
+    __slots__ = ("index", "_origin", "_waiting", "_counts", "_ready", "_captured")
+
+    def __init__(self, index, origin, waiting, counts, ready, captured):
+        self.index = index
+        self._origin, self._waiting, self._counts, self._ready, self._captured = origin, waiting, counts, ready, captured
+
+    def resume(self) -> BackwardRun:
+        """A new run from this checkpoint: its first step is step ``index`` of the original run."""
+        origin = self._origin
+        deps = dict(origin.initial_deps)
+        deps.update(self._counts)
+        captured = dict(self._captured) if origin.captured is not None else None
+        run = origin.run
+        if captured is not None:
+            run = _Pass(run.keep_graph, run.create_graph, run.accumulate, run.steps, run.targets, captured)
+            run.needed = origin.run.needed
+        state = _RunState(run, deps, {node: list(b) for node, b in self._waiting.items()}, list(self._ready),
+                          self.index, origin.initial_deps)
+        state.non_leaves = origin.non_leaves
+        steps = _run(run, state)
+        if origin.non_leaves:  # backward(inputs=[non-leaf]): their .grad is set once the run ends
+            steps = _then_accumulate(steps, origin.non_leaves, captured, run.create_graph)
+        return BackwardRun(steps, state, self.index)
+
+
+class _RunState:
+    """The engine's bookkeeping of one run, kept where a checkpoint can read it (the lab's runs only)."""
+
+    __slots__ = ("run", "deps", "buffers", "owned", "ready", "captured", "index", "initial_deps", "finished",
+                 "non_leaves")
+
+    def __init__(self, run, deps, buffers, ready, index=0, initial_deps=None):
+        self.run, self.deps, self.buffers, self.owned, self.ready = run, deps, buffers, {}, ready
+        self.captured, self.index, self.initial_deps = run.captured, index, initial_deps
+        self.finished, self.non_leaves = False, None
+
+
+def _start(edges, root_grads, run: _Pass) -> _RunState:
+    """A run's bookkeeping before its first step: dependency counts, the roots' gradients, the ready nodes."""
+    roots = {node for node, _ in edges}
+    deps = _dependencies(roots)
+    if run.targets is not None:
+        run.needed = _needed(roots, run.targets)
+    buffers: dict = {}
+    for (node, nr), g in zip(edges, root_grads):
+        _add_to_buffer(buffers, node, nr, g, run.create_graph)
+    ready = [(-node._seq, node) for node in buffers if not deps[node]]  # sequence numbers are unique
+    heapq.heapify(ready)
+    # a stepped run (the lab) keeps the counts as they started, for its checkpoints to resume from
+    return _RunState(run, deps, buffers, ready, 0, dict(deps) if run.steps else None)
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None) -> None:
     """``gradlab.autograd.backward``: backward from one or several outputs, all the way through."""
-    for _ in _backward(tensors, grad_tensors, retain_graph, create_graph, inputs, steps=False):
+    for _ in _backward(tensors, grad_tensors, retain_graph, create_graph, inputs, steps=False)[0]:
         pass
 
 
 def _backward(tensors, grad_tensors, retain_graph, create_graph, inputs, steps):
+    """(the engine's generator, its bookkeeping) for backward from ``tensors``."""
     edges, grads = _roots(tensors, grad_tensors, "backward")
     keep = create_graph if retain_graph is None else retain_graph
     if inputs is None:
-        return _run(edges, grads, _Pass(keep, create_graph, accumulate=True, steps=steps))
+        state = _start(edges, grads, _Pass(keep, create_graph, accumulate=True, steps=steps))
+        return _run(state.run, state), state
     inputs = _check_inputs(inputs, "backward")
     if not inputs:
         raise RuntimeError("backward: the `inputs` argument cannot be empty; pass the tensors to accumulate into, or None")
     non_leaves = {_edge(t): t for t in inputs if t.grad_fn is not None}
     captured = dict.fromkeys(non_leaves)
     targets = {_edge(t)[0] for t in inputs}
-    run = _run(edges, grads, _Pass(keep, create_graph, accumulate=True, steps=steps, targets=targets,
-                                   captured=captured or None))
-    return _then_accumulate(run, non_leaves, captured, create_graph) if non_leaves else run
+    state = _start(edges, grads, _Pass(keep, create_graph, accumulate=True, steps=steps, targets=targets,
+                                       captured=captured or None))
+    run = _run(state.run, state)
+    if not non_leaves:
+        return run, state
+    state.non_leaves = non_leaves
+    return _then_accumulate(run, non_leaves, captured, create_graph), state
 
 
 def _then_accumulate(steps, non_leaves, captured, create_graph):
@@ -154,8 +259,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     input_edges = [_edge(t) for t in inputs]
     captured = dict.fromkeys(input_edges)
     targets = {node for node, _ in input_edges}
-    for _ in _run(edges, grads, _Pass(keep, create_graph, accumulate=False, steps=False, targets=targets,
-                                      captured=captured)):
+    run = _Pass(keep, create_graph, accumulate=False, steps=False, targets=targets, captured=captured)
+    for _ in _run(run, _start(edges, grads, run)):
         pass
     results = []
     for i, (t, key) in enumerate(zip(inputs, input_edges)):
@@ -204,30 +309,24 @@ def _needed(root_nodes, targets) -> set:
     return {node for node, flag in on_path.items() if flag}
 
 
-def _run(edges, root_grads, run: _Pass):
+def _run(run: _Pass, state: _RunState):
     """The engine: Kahn's algorithm over the graph, newest node first among the ready ones.
 
     Each turn runs one ready node and passes its gradients on to the nodes it leads to; with
     ``run.steps`` it yields a BackwardStep after each (the caller's grad mode is back on while it
     holds one). Backward formulas run with this thread's recording off unless ``create_graph``.
+    ``state`` (from ``_start``, or a checkpoint) holds the counts, buffers and ready nodes it works on.
     """
-    roots = {node for node, _ in edges}
-    deps = _dependencies(roots)
-    if run.targets is not None:
-        run.needed = _needed(roots, run.targets)
-    buffers: dict = {}
+    deps, buffers, ready, index = state.deps, state.buffers, state.ready, state.index
     # A gradient arriving where one already waits is added to it. The first sum is a new tensor; later ones
     # are added into it in place (as PyTorch's InputBuffer does), which is safe while it waits in the buffer:
-    # no step, hook or other node has seen it yet. ``owned`` holds, per node, the one such sum of its buffer.
-    owned: dict = {}
-    for (node, nr), g in zip(edges, root_grads):
-        _add_to_buffer(buffers, node, nr, g, run.create_graph)
-    ready = [(-node._seq, node) for node in buffers if not deps[node]]  # sequence numbers are unique
-    heapq.heapify(ready)
+    # no step, hook or other node has seen it yet. ``owned`` holds, per node, the one such sum of its buffer
+    # (a checkpoint empties it: it keeps the waiting gradients as they are).
+    owned = state.owned
     mode = thread_mode()
     user_mode = mode.enabled
     set_enabled(mode, run.create_graph)  # backward formulas are recorded only to differentiate them again
-    heappop, heappush, steps, index = heapq.heappop, heapq.heappush, run.steps, 0
+    heappop, heappush, steps = heapq.heappop, heapq.heappush, run.steps
     needed, create_graph = run.needed, run.create_graph
     plain, keep_graph = run.targets is None, run.keep_graph  # plain: no targets to capture or prune for
     try:
@@ -281,6 +380,7 @@ def _run(edges, root_grads, run: _Pass):
                 user_mode = mode.enabled
                 set_enabled(mode, run.create_graph)
                 index += 1
+        state.finished = True
     finally:
         set_enabled(mode, user_mode)
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import itertools
 import sys
 import weakref
-from typing import Any, NamedTuple
 
 from ..dtypes import FLOATING_NATIVES
 from . import observers
@@ -87,16 +86,39 @@ _sequence = itertools.count()  # every node's number is unique: the engine order
 _LEAF_SEQUENCE = 1 << 62
 
 
-class SavedValue(NamedTuple):
-    """One tensor forward saved, as ``Node.inspect_saved()`` shows it.
+class SavedValue:
+    """One tensor forward saved, as ``Node.inspect_saved()`` shows it: ``tensor``, ``output``, ``version``.
 
     ``output`` is the index of the node's own output this tensor is, or None (an input, or a tensor
     forward made for backward). A saved output is kept without its history, since a node holding its
-    own output would be a cycle; ``saved_tensors`` gives the history back for backward.
+    own output would be a cycle; ``saved_tensors`` gives the history back for backward. It unpacks as
+    ``tensor, output``.
     """
 
-    tensor: Any
-    output: int | None
+    __slots__ = ("tensor", "output", "_version_saved")
+
+    def __init__(self, tensor, output: int | None, version: int = 0):
+        self.tensor, self.output, self._version_saved = tensor, output, version
+
+    @property
+    def version(self) -> int:
+        """The tensor's ``version`` when forward saved it. Where ``tensor.version`` has moved on since, it
+        was changed in place after forward used it, and backward will refuse it."""
+        return self._version_saved
+
+    def __iter__(self):
+        return iter((self.tensor, self.output))
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, tuple):  # as the pair it unpacks to
+            return (self.tensor, self.output) == other
+        return (isinstance(other, SavedValue) and self.tensor is other.tensor and self.output == other.output
+                and self.version == other.version)
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return f"SavedValue(tensor={self.tensor!r}, output={self.output!r}, version={self.version})"
 
 
 class Node:
@@ -189,14 +211,15 @@ class Node:
         return self._saved is _FREED
 
     def inspect_saved(self):
-        """What forward saved, to look at (the lab draws it): one ``SavedValue(tensor, output)`` per value
+        """What forward saved, to look at (the lab draws it): one ``SavedValue(tensor, output, version)`` per value
         given to ``save_for_backward`` (tensor None where None was given), or None once freed. Unlike
         ``saved_tensors`` it checks no versions and raises nothing."""
         saved = self._saved
         if saved is _FREED:
             return None
-        outputs = dict(self._saved_outputs)
-        return tuple(SavedValue(t, outputs.get(i)) for i, t in enumerate(saved))
+        outputs, versions = dict(self._saved_outputs), self._saved_versions
+        return tuple(SavedValue(t, outputs.get(i), versions[i] if i < len(versions) else 0)
+                     for i, t in enumerate(saved))
 
     @property
     def output_shapes(self) -> tuple:

@@ -5,26 +5,34 @@
 ``GradientFlow`` follows each layer's gradients over training; ``DeviceTimings`` and
 ``compare_devices`` time the same work on every device (``compare_compiled``: eager against
 ``gl.compile``); ``GraphView(tape)`` draws a ``gl.jit.trace`` tape; ``check``, ``check_gradient`` and
-``check_function`` check a learner's exercise (``check_numerically`` against finite differences,
-``check_this_node`` a Function's backward; ``Verdicts.show_on(view)`` colours a graph by their errors). The widgets load ipywidgets and anywidget only when first used.
+``check_function`` check a learner's exercise, and ``check_strides``, ``check_view``,
+``check_broadcast_shape`` and ``check_function_cases`` one about tensors' layout; ``check_numerically``
+checks a gradient against finite differences, ``check_this_node`` a Function's backward, and
+``Verdicts.show_on(view)`` colours a graph by each checked gradient's error. The widgets load
+ipywidgets and anywidget only when first used.
 """
 
 from .capture import CaptureError, capture
 from .record import Recording, record
 
 __all__ = ["BackpropStepper", "CaptureError", "DeviceTimings", "GradientFlow", "GraphView", "Recording", "capture",
-           "Profile", "Verdict", "Verdicts", "check", "check_function", "check_gradient", "check_gradients",
-           "check_node", "check_numerically", "check_this_node", "cs231n_band", "compare_compiled", "compare_devices", "profile", "record"]
+           "Playground",
+           "Profile", "Verdict", "Verdicts", "check", "check_broadcast_shape", "check_function", "check_function_cases",
+           "check_gradient", "check_gradients", "check_node", "check_numerically", "check_strides", "check_this_node",
+           "check_view", "compare_compiled", "compare_devices", "cs231n_band", "profile", "record"]
 
 # name -> the module that defines it, imported when the name is first used
 _LAZY = {
-    "GraphView": "graph_view", "BackpropStepper": "backprop_stepper", "check_node": "check",
+    "GraphView": "graph_view", "BackpropStepper": "backprop_stepper", "check_node": "node_check",
     "GradientFlow": "gradient_flow", "DeviceTimings": "device_timings", "compare_devices": "timing",
     "compare_compiled": "timing",
     "profile": "profiling", "Profile": "profiling",
     "check": "exercises", "check_gradient": "exercises", "check_gradients": "exercises",
     "check_function": "exercises", "Verdict": "exercises", "Verdicts": "exercises",
     "check_numerically": "exercises", "check_this_node": "exercises", "cs231n_band": "exercises",
+    "Playground": "playground",
+    "check_strides": "tensor_exercises", "check_view": "tensor_exercises",
+    "check_broadcast_shape": "tensor_exercises", "check_function_cases": "tensor_exercises",
 }
 
 

@@ -14,11 +14,14 @@ from contextlib import contextmanager
 
 import traitlets
 
+from ..autograd.broadcasting import summed_dims
 from .frontend import bundle
 from .graph_view import GraphWidget
+from .arguments import STEPPABLE, check_drawable, check_view_options, checked_names
 from .capture import capture
 from .cells import after_each_cell
 from .stepping import BackwardStepError, Stepping
+from .summary import shape_text
 
 
 class BackpropStepper(GraphWidget):
@@ -32,6 +35,7 @@ class BackpropStepper(GraphWidget):
 
     states = traitlets.Dict({}).tag(sync=True)  # node id -> pending / current / done / unreached
     group_states = traitlets.Dict({}).tag(sync=True)  # the same for each module, as a closed box shows it
+    state_updates = traitlets.Dict({}).tag(sync=True)  # {states, group_states}: what the last action changed
     current_id = traitlets.Unicode("").tag(sync=True)
     step_index = traitlets.Int(0).tag(sync=True)
     total_steps = traitlets.Int(0).tag(sync=True)
@@ -42,6 +46,9 @@ class BackpropStepper(GraphWidget):
     _watches_backward = False
 
     def __init__(self, loss, *, names=None, height=460):
+        check_drawable("BackpropStepper", loss, STEPPABLE)  # what was given, checked before anything is stepped
+        check_view_options("BackpropStepper", height=height)
+        names = checked_names("BackpropStepper", loss, names)
         stepping = Stepping(loss, None)
         if names and not stepping.is_scalar and stepping.graph.source == "tensor":
             stepping.close()
@@ -52,12 +59,20 @@ class BackpropStepper(GraphWidget):
         self._said = self.notice  # what the drawing had to say (modules opened collapsed), until the first action
         self.total_steps = stepping.total
         self._reached = stepping.reached_ids()
+        self._reached_in = {}  # module or run -> how many of its nodes backward reaches
+        for node_id in self._reached:
+            for group in self.scene.ancestors(node_id):
+                self._reached_in[group] = self._reached_in.get(group, 0) + 1
+        self._counted, self._done, self._done_in = [], {}, {}  # the steps counted into: node / group -> steps done
+        self._current, self._sequence = None, 0
         self._redraw_after_each_cell()
         self._show()
 
     def close(self) -> None:
         """Take this stepper's hooks off the graph and close the widget (what it added to .grad stays)."""
-        self.stepping.close()
+        stepping = getattr(self, "stepping", None)  # (None when its __init__ failed)
+        if stepping is not None:
+            stepping.close()
         super().close()
 
     @property
@@ -103,7 +118,7 @@ class BackpropStepper(GraphWidget):
 
     def run_to(self, node):
         """Step until ``node`` (an id, a GraphNode, an engine node, a tensor or a Scalar) has run."""
-        target = self._node_id(node)
+        target = self._node_id(node, "run_to")
         with self._acting():
             if target not in self._reached:
                 self._said = f"{self.graph.nodes[target].label} is never reached by backward: it needs no gradient"
@@ -158,7 +173,7 @@ class BackpropStepper(GraphWidget):
             live = me()
             if live is None or not live.stepping.is_open:  # the stepper is gone: stop listening
                 listener.remove()
-            elif live.stepping.told:
+            elif live.stepping.told or live.stepping.show_leaf_grads():  # (a .grad changed by someone else)
                 live.stepping.sync()
                 live._show()
         listener = after_each_cell(flush)
@@ -180,38 +195,75 @@ class BackpropStepper(GraphWidget):
             self._send_position()
 
     def _send_position(self) -> None:
+        """The new position: the states, details and colours of only the nodes (and modules) it changed."""
         stepping = self.stepping
         stepping.told = False
         self.notice = " · ".join(filter(None, [self._said, *stepping.warnings()]))
-        states = {node_id: "pending" if node_id in self._reached else "unreached" for node_id in self.graph.nodes}
-        for step in stepping.steps:
-            if step["node"] is not None:
-                states[step["node"]] = "done"
+        steps, before = stepping.steps, self._counted
+        # the steps still taken as before: a prefix (stepping only appends, and a step back keeps the records
+        # of the steps it keeps), found by halving
+        low, high = 0, min(len(before), len(steps))
+        while low < high:
+            middle = (low + high + 1) // 2
+            low, high = (middle, high) if before[middle - 1] is steps[middle - 1] else (low, middle - 1)
+        same = low
         current = stepping.current
-        if current is not None:
-            states[current] = "current"
-        self.group_states = self._group_states(states)
+        changed = {node_id for node_id in (self._current, current) if node_id is not None}
+        for sign, moved in ((-1, before[same:]), (1, steps[same:])):
+            for step in moved:
+                node_id = step["node"]
+                if node_id is not None:
+                    changed.add(node_id)
+                    self._done[node_id] = self._done.get(node_id, 0) + sign
+                    for group in self.scene.ancestors(node_id):
+                        self._done_in[group] = self._done_in.get(group, 0) + sign
+        self._counted, self._current = list(steps), current
         self.current_id = current or ""
-        self.step_index = len(stepping.steps)
-        shown = stepping.steps[-1] if stepping.steps and not stepping.finished and stepping.failure is None else None
+        self.step_index = len(steps)
+        shown = steps[-1] if steps and not stepping.finished and stepping.failure is None else None
         self.panel = self._panel(shown)
-        self.states = states
+        self._send_states(changed)
         self._show_scalar_values()
-        self._refresh_values(only_gradients=True)
+        leaves_changed = stepping.show_leaf_grads()
+        everything = leaves_changed or stepping.changed_by_others or self.graph.source == "scalar" or not steps
+        self._refresh_values(only_gradients=True, changed=None if everything else changed)
 
-    def _group_states(self, states: dict) -> dict:
+    def _send_states(self, changed) -> None:
+        """Every node's and module's state, sent whole once; afterwards only those that changed
+        (``state_updates``: the front end adds them to its copy; the kernel keeps ``states`` current)."""
+        if not self.states:  # the first time: everything
+            self.states = {node_id: self._state_of(node_id) for node_id in self.graph.nodes}
+            self.group_states = {group: self._group_state_of(group) for group in self.scene.members}
+            return
+        states, groups = {}, {}
+        for node_id in changed:
+            state = self._state_of(node_id)
+            if self.states.get(node_id) != state:
+                states[node_id] = self.states[node_id] = state  # in place, unsent: see state_updates
+        for group in {g for node_id in changed for g in self.scene.ancestors(node_id)}:
+            state = self._group_state_of(group)
+            if self.group_states.get(group) != state:
+                groups[group] = self.group_states[group] = state
+        if states or groups:
+            self._sequence += 1
+            self.state_updates = {"states": states, "group_states": groups, "sequence": self._sequence}
+
+    def _state_of(self, node_id: str) -> str:
+        if node_id == self._current:
+            return "current"
+        if self._done.get(node_id):
+            return "done"
+        return "pending" if node_id in self._reached else "unreached"
+
+    def _group_state_of(self, group: str) -> str:
         """A closed module shows what happens inside it: current while one of its nodes is, done
         when all its reached nodes are, unreached when backward never enters it."""
-        result = {}
-        for group, members in self.scene.members.items():
-            inside = [states[m] for m in members if states[m] != "unreached"]
-            if not inside:
-                result[group] = "unreached"
-            elif "current" in inside:
-                result[group] = "current"
-            else:
-                result[group] = "done" if all(state == "done" for state in inside) else "pending"
-        return result
+        reached = self._reached_in.get(group, 0)
+        if not reached:
+            return "unreached"
+        if self._current is not None and group in self.scene.ancestors(self._current):
+            return "current"
+        return "done" if self._done_in.get(group, 0) >= reached else "pending"
 
     def _states_drawn(self) -> dict:
         return {**self.states, **self.group_states}
@@ -235,11 +287,28 @@ class BackpropStepper(GraphWidget):
                     "text": "Step runs the first node: the output, which receives the gradient 1"}
         node = self.graph.nodes.get(step["node"]) if step["node"] is not None else None
         rows = []
+        arrived = step["grads_in"][0] if step["grads_in"] else None
         for sent in step["sent"]:
             to = self.graph.nodes.get(sent["to"]) if sent["to"] else None
-            rows.append({**sent, "to_label": to.label if to is not None else "(not drawn)"})
+            label = to.label if to is not None else "(not drawn)"
+            rows.append({**sent, "to_label": label, "summed": _broadcast_note(arrived, sent["grad"], label)})
         shown = node.label if node is not None else "a node computed outside the recording"
         return {"title": f"step {step['index'] + 1} of {self.stepping.total}: {shown}",
                 "node": step["node"], "op": node.op if node else "", "words": node.words if node else "",
                 "math": node.math if node else "", "grads_in": step["grads_in"], "sent": rows, "leaf": step["leaf"],
                 "warning": warning}
+
+
+def _broadcast_note(arrived: dict | None, sent: dict | None, label: str) -> str:
+    """Where an input was broadcast in the forward, its gradient is the incoming one summed back over the
+    broadcast dims: say which ("summed over dim 0: b was broadcast from (2,) to (4, 2))."""
+    if not arrived or not sent or arrived["shape"] == sent["shape"]:
+        return ""
+    out, shape = tuple(arrived["shape"]), tuple(sent["shape"])
+    dims = summed_dims(out, shape)
+    dims = [d for d in dims or () if out[d] > 1]
+    if not dims:
+        return ""
+    which = "dim" if len(dims) == 1 else "dims"
+    return (f"summed over {which} {', '.join(map(str, dims))}: {label} was broadcast from {shape_text(shape)} to "
+            f"{shape_text(out)} in the forward, so each of its elements receives the sum of the gradients it fed")

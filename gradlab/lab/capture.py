@@ -15,11 +15,11 @@ import inspect
 
 from ..autograd.function import AccumulateGrad, Function, Node, TrackedTensor
 from ..scalar import Scalar, ScalarFunction
-from .as_used import ValuesAsUsed
+from .as_used import ValuesAsUsed, leaf_now, now_marked
 from .colors import category
 from .graph import Graph, GraphNode, Group
 from .record import PACKAGE_DIR, Recording, short_filename
-from .summary import summarize
+from .summary import Later, resolved, summarize
 from .tape_graph import is_tape, tape_to_graph
 
 
@@ -93,16 +93,19 @@ def _forward_arg_names(function) -> list:
     return params[1:]  # drop ctx
 
 
-def _saved(node: Node, inputs: tuple = (), outputs: tuple = (), versions=((), ()), values=None) -> list:
+def _saved(node: Node, inputs: tuple = (), outputs: tuple = (), versions=((), ()), values=None):
     """What forward saved for backward, each named by the forward argument or output it is; from a
-    recording (``versions`` of the inputs and outputs as the op ran), as saved, and marked if changed since."""
+    recording (``versions`` of the inputs and outputs as the op ran), as saved; from a tensor, as they are now,
+    marked where changed since saved. Either way marked if changed since. From a recording, a ``Later``: the
+    values are copied now and summarised when the node's details are first read."""
     saved = node.inspect_saved()
     if saved is None:
         return [{"name": "freed", "freed": True}]
     names = _forward_arg_names(node.function) if node.function is not None else []
     n_outputs = len(node.output_shapes) or 1
     result = []
-    for i, (t, output) in enumerate(saved):
+    for i, item in enumerate(saved):
+        t, output = item.tensor, item.output
         if t is None:
             continue
         name = None
@@ -120,10 +123,11 @@ def _saved(node: Node, inputs: tuple = (), outputs: tuple = (), versions=((), ()
             leaf = next((child.variable for child, _ in node.next_functions
                          if child.__class__ is AccumulateGrad and child.variable is t), None)
             name = "input" if leaf is not None else f"saved[{i}]"
-        summary = (values.summary(shown, version, "saved", histogram=False) if values is not None
-                   else summarize(t, histogram=False))
-        result.append({"name": name, **summary})
-    return result
+        if values is None:
+            result.append({"name": name, **now_marked(summarize(t, histogram=False), t, item.version, "saved")})
+        else:
+            result.append((name, values.summary(shown, version, "saved", histogram=False)))
+    return result if values is None else Later(lambda: [{"name": name, **resolved(summary)} for name, summary in result])
 
 
 def _op_label(node: Node) -> str:
@@ -164,6 +168,7 @@ def from_tensor(root, names: dict | None = None) -> Graph:
                 first_use[child] = min(first_use.get(child, node.sequence_nr), node.sequence_nr)
     order = sorted(nodes, key=lambda n: first_use.get(n, n.sequence_nr) - (0.5 if n in first_use else 0))
     graph = Graph(source="tensor")
+    used, freed = _versions_used(nodes)
     for node in order:
         nid = graph.new_id()
         if node.__class__ is AccumulateGrad:
@@ -171,7 +176,8 @@ def from_tensor(root, names: dict | None = None) -> Graph:
             name = names.get(id(leaf))
             graph.add(GraphNode(
                 nid, "param" if name else "leaf", "AccumulateGrad", name or "leaf", **_tensor_facts(leaf),
-                value=summarize(leaf), grad=summarize(leaf.grad), words=LEAF_WORDS, math=LEAF_MATH, ref=leaf,
+                value=leaf_now(summarize(leaf), leaf, used.get(id(leaf), []), freed), grad=summarize(leaf.grad),
+                words=LEAF_WORDS, math=LEAF_MATH, ref=leaf,
             ), node, leaf)
             continue
         words, math = rule_of(node.function)
@@ -195,6 +201,19 @@ def from_tensor(root, names: dict | None = None) -> Graph:
     graph.outputs.append(out.id)
     graph.freed = any(node.freed for node in order)
     return graph
+
+
+def _versions_used(nodes) -> tuple[dict, bool]:
+    """id(tensor) -> the versions it had when each operation saved it; and whether backward freed some of
+    what was saved (and so the versions too)."""
+    used, freed = {}, False
+    for node in nodes:
+        saved = node.inspect_saved()
+        freed = freed or saved is None
+        for item in saved or ():
+            if item.tensor is not None:
+                used.setdefault(id(item.tensor), []).append(item.version)
+    return used, freed
 
 
 def _name_pairs(names):

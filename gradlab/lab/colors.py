@@ -41,6 +41,18 @@ GRID, FRAME, AXIS_INK, TEXT_INK, TITLE_INK = "#eef0f3", "#d1d5db", "#6b7280", "#
 WARNING_INK, ALARM_INK = "#92400e", "#b91c1c"
 PASS_INK = "#15803d"  # a checked exercise that passed
 
+# The playground's two classes (TensorFlow Playground's orange for label 0, blue for label 1), and the pale
+# middle its boundary fades through where the model is unsure (p = 0.5). Weights: blue > 0, orange < 0.
+CLASS_COLORS, UNSURE = ("#f59322", "#0877bd"), "#f4f4f4"
+
+
+def class_tint(p: float) -> str:
+    """The boundary's colour where the model says P(label 1) = p: orange at 0, pale at 0.5, blue at 1
+    (three quarters of the way to the class colour, so the points drawn on top in full colour stand out)."""
+    side = _rgb(CLASS_COLORS[1] if p >= 0.5 else CLASS_COLORS[0])
+    f = 0.75 * min(1.0, abs(p - 0.5) * 2)
+    return "#" + "".join(f"{round(u + (c - u) * f):02x}" for u, c in zip(_rgb(UNSURE), side))
+
 _CATEGORY_OF_MODULE = {
     "arithmetic": "arithmetic", "elementwise": "elementwise", "activations": "elementwise",
     "activation": "elementwise", "reductions": "reduction", "shape": "shape", "indexing": "shape",
@@ -90,14 +102,16 @@ def _rgb(hex_color: str) -> tuple:
     return tuple(int(hex_color[i:i + 2], 16) for i in (1, 3, 5))
 
 
-def log_colors(sizes: dict, title: str, text=None, limits=None) -> tuple[dict, dict]:
+def log_colors(sizes: dict, title: str, text=None, only=None, limits=None) -> tuple[dict, dict]:
     """Colour each id by log10 of its size; returns (colours, legend). None -> MISSING, 0 -> ZERO.
 
-    ``text(size)`` writes the key's figures (``1.0e-04`` when not given). ``limits=(low, high)`` fixes the
+    ``text(size)`` writes the key's figures (``1.0e-04`` when not given); ``only`` (ids) colours just
+    those, on the scale of every size (what a big graph's drawing shows). ``limits=(low, high)`` fixes the
     scale's ends, so that a colour means the same size in every picture; sizes outside take the end's colour."""
     text = text or _scientific
     logs = {k: math.log10(v) for k, v in sizes.items() if v is not None and v > 0}
-    colors = {k: (MISSING if v is None else ZERO) for k, v in sizes.items() if k not in logs}
+    shown = sizes if only is None else {k: sizes[k] for k in only if k in sizes}
+    colors = {k: (MISSING if v is None else ZERO) for k, v in shown.items() if k not in logs}
     if limits is not None:
         low, high = math.log10(limits[0]), math.log10(limits[1])
         logs = {k: min(high, max(low, v)) for k, v in logs.items()}
@@ -106,8 +120,10 @@ def log_colors(sizes: dict, title: str, text=None, limits=None) -> tuple[dict, d
     else:
         low, high = min(logs.values()), max(logs.values())
     span = high - low
-    for k, v in logs.items():
-        colors[k] = scale_color((v - low) / span if span > 0 else 1.0)
+    for k in shown:
+        v = logs.get(k)
+        if v is not None:
+            colors[k] = scale_color((v - low) / span if span > 0 else 1.0)
     stops = [[text(10 ** (low + span * i / 4)), scale_color(i / 4)] for i in range(5)] if span > 0 else \
         [[text(10 ** high), scale_color(1.0)]]
     return colors, {"title": title, "stops": stops, "missing": MISSING, "zero": ZERO}
@@ -130,32 +146,37 @@ MODE_LABELS = {"grad": "gradient", "value": "value", "kind": "kind of op"}  # wh
 
 
 def size_colors(sizes: dict, group_members: dict, title: str, missing: str = "not known yet",
-                text=None, limits=None) -> tuple[dict, dict]:
+                text=None, only=None, limits=None) -> tuple[dict, dict]:
     """{id: [fill, ink]} by log10 of each id's size (a group takes its largest member's), and the legend.
 
-    ``missing`` is what the key calls a node with no figure (None); ``text`` writes its figures; ``limits``
+    ``missing`` is what the key calls a node with no figure (None); ``text`` writes its figures;
+    ``only`` (ids) colours just those (a group's largest member lies within the nodes' scale); ``limits``
     fixes the scale's ends (``log_colors``)."""
     sizes = dict(sizes)
     for group, members in group_members.items():
+        if only is not None and group not in only:
+            continue
         known = [sizes[m] for m in members if sizes.get(m) is not None]
         sizes[group] = max(known) if known else None
-    fills, legend = log_colors(sizes, title, text, limits)
+    fills, legend = log_colors(sizes, title, text, only, limits)
     legend["missing_text"] = missing
     return {k: [fill, ink(fill)] for k, fill in fills.items()}, legend
 
 
-def color_modes(graph, group_members: dict, modes=MODES) -> tuple[dict, dict]:
-    """{mode: {id: [fill, ink]}} for nodes and groups, and {mode: legend}; a group takes its largest member."""
+def color_modes(graph, group_members: dict, modes=MODES, only=None) -> tuple[dict, dict]:
+    """{mode: {id: [fill, ink]}} for nodes and groups (or ``only`` those ids), and {mode: legend}; a group
+    takes its largest member."""
     nodes = graph.nodes.values()
     colors, legends = {}, {}
     for mode, title in (("grad", "‖∂L/∂output‖, log scale"), ("value", "‖output‖, log scale")):
         if mode in modes:
-            sizes = {n.id: (getattr(n, mode) or {}).get("norm") for n in nodes}
+            sizes = {n.id: n.norm(mode) for n in nodes}
             colors[mode], legends[mode] = size_colors(sizes, group_members, title,
-                                                      "no gradient yet" if mode == "grad" else "not kept")
+                                                      "no gradient yet" if mode == "grad" else "not kept", only=only)
     if "kind" in modes:
-        fills = {n.id: kind_color(n) for n in nodes}
-        fills.update({group: KIND_COLORS["group"] for group in group_members})
+        shown = nodes if only is None else [graph.nodes[k] for k in only if k in graph.nodes]
+        fills = {n.id: kind_color(n) for n in shown}
+        fills.update({group: KIND_COLORS["group"] for group in group_members if only is None or group in only})
         colors["kind"] = {k: [fill, ink(fill)] for k, fill in fills.items()}
         used = sorted({n.kind if n.kind != "op" else n.category for n in nodes})
         legends["kind"] = {"title": "kind of operation", "items": [[name, KIND_COLORS[name]] for name in used]}

@@ -3,7 +3,8 @@
 Both draw one line per layer over the training steps on a log scale, because the figures of a deep
 network's layers differ by orders of magnitude: that spread is exactly what a vanishing gradient is.
 The SVG is the only drawing of the chart: the widget shows it as it is and marks the layer a click
-opened (``data-layer`` on each line, key and flag says which layer it belongs to).
+opened (``data-layer`` on each line, key and flag says which layer it belongs to). A figure the log
+scale has no place for is still drawn: nan and inf as alarm marks above the plot, 0 under it; a layer replaced, added or removed during training is marked at the step it happened.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from .colors import ALARM_INK, AXIS_INK, FRAME, GRID, TEXT_INK, TITLE_INK, WARNI
 
 WIDTH, LEFT, TOP, BELOW, RIGHT = 760, 56, 24, 30, 10  # the plot's margins: axis figures left, step figures below
 PLOT_H, KEY_W, KEY_ROW, KEY_ROWS_MAX, FLAG_LINE = 230, 150, 15, 24, 15
+LANE = 12  # the strip above the plot where nan and inf are marked, when there are any
 CHAR_W = 6.2  # the width of one character at the chart's 11 px, to wrap and clip text
 
 
@@ -35,11 +37,15 @@ def flow_svg(history: dict, figure: str = "grad_norm", width: int = WIDTH) -> st
     def x(step):
         return LEFT + (step - first) / span * plot_w
 
-    def y(value):
-        return TOP + (high - math.log10(value)) / (high - low) * plot_h
+    chars = (width - LEFT - RIGHT) / CHAR_W
+    unplaced = {name: _unplaced(steps, series[name]) for name in layers}
+    top = TOP + (LANE if any(run[0] in GLYPHS for runs in unplaced.values() for run in runs) else 0)
 
-    flag_lines = _flag_lines(history, (width - LEFT - RIGHT) / CHAR_W)
-    height = TOP + plot_h + BELOW + FLAG_LINE * sum(len(lines) for _, lines in flag_lines) + 8
+    def y(value):
+        return top + (high - math.log10(value)) / (high - low) * plot_h
+
+    flag_lines = _note_lines(history, unplaced, chars) + _flag_lines(history, chars)
+    height = top + plot_h + BELOW + FLAG_LINE * sum(len(lines) for _, lines in flag_lines) + 8
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="gl-flow-lines" width="{width}" height="{height}" '
            f'viewBox="0 0 {width} {height}" font-family="Helvetica, Arial, sans-serif" font-size="11" '
            f'data-figure="{escape(figure)}">',
@@ -47,12 +53,12 @@ def flow_svg(history: dict, figure: str = "grad_norm", width: int = WIDTH) -> st
            f'<text x="{LEFT}" y="14" font-size="12" fill="{TITLE_INK}">{escape(symbol)} per layer over the steps '
            f'(log scale) — {escape(meaning)}</text>']
     for exponent in range(low, high + 1):
-        ty = TOP + (high - exponent) / (high - low) * plot_h
+        ty = top + (high - exponent) / (high - low) * plot_h
         out.append(f'<line x1="{LEFT}" x2="{LEFT + plot_w}" y1="{ty:.1f}" y2="{ty:.1f}" stroke="{GRID}"/>'
                    f'<text x="{LEFT - 6}" y="{ty + 4:.1f}" text-anchor="end" fill="{AXIS_INK}">1e{exponent}</text>')
-    out.append(f'<rect x="{LEFT}" y="{TOP}" width="{plot_w}" height="{plot_h}" fill="none" stroke="{FRAME}"/>'
-               f'<text x="{LEFT}" y="{TOP + plot_h + 16}" fill="{AXIS_INK}">step {first}</text>'
-               f'<text x="{LEFT + plot_w}" y="{TOP + plot_h + 16}" text-anchor="end" '
+    out.append(f'<rect x="{LEFT}" y="{top}" width="{plot_w}" height="{plot_h}" fill="none" stroke="{FRAME}"/>'
+               f'<text x="{LEFT}" y="{top + plot_h + 16}" fill="{AXIS_INK}">step {first}</text>'
+               f'<text x="{LEFT + plot_w}" y="{top + plot_h + 16}" text-anchor="end" '
                f'fill="{AXIS_INK}">step {last}</text>')
     xs = [x(step) for step in steps]
     for index, name in enumerate(layers):
@@ -62,11 +68,21 @@ def flow_svg(history: dict, figure: str = "grad_norm", width: int = WIDTH) -> st
         out.append(f'<g class="gl-flow-layer" data-layer="{escape(name)}"><title>{escape(tip)}</title>')
         out.extend(_line(run, layer_color(index)) for run in _runs(xs, values, y))
         out.append("</g>")
+    for index, name in enumerate(layers):  # over every line: a mark that says "no place on this scale" must show
+        out.extend(_unplaced_mark(name, run, x, top, top + plot_h, layer_color(index)) for run in unplaced[name])
+    for change in history.get("changes", []):
+        if first <= change["step"] <= last and steps:
+            cx = x(change["step"] - 0.5) if change["step"] > first else x(first)
+            out.append(f'<g class="gl-flow-change" data-layer="{escape(change["layer"])}"><title>'
+                       f'{escape(change["text"])}</title><line x1="{cx:.1f}" x2="{cx:.1f}" y1="{top}" '
+                       f'y2="{top + plot_h}" stroke="{AXIS_INK}" stroke-dasharray="4 3"/>'
+                       f'<text x="{cx + 3:.1f}" y="{top + plot_h - 4}" fill="{AXIS_INK}">{escape(change["layer"])} '
+                       f'{escape(change["change"])}</text></g>')
     out.append(_key(layers, LEFT + plot_w + 10, rows))
     if not steps:
-        out.append(f'<text x="{LEFT + 12}" y="{TOP + plot_h / 2}" fill="{AXIS_INK}">no updates yet: call '
+        out.append(f'<text x="{LEFT + 12}" y="{top + plot_h / 2}" fill="{AXIS_INK}">no updates yet: call '
                    f'flow.update() after each optimizer.step()</text>')
-    out.append(_flags(flag_lines, TOP + plot_h + BELOW + 8, width))
+    out.append(_flags(flag_lines, top + plot_h + BELOW + 8, width))
     out.append("</svg>")
     return "".join(out)
 
@@ -81,6 +97,57 @@ def _runs(xs: list, values: list, y) -> list:
             runs.append(run)
             run = []
     return runs + [run] if run else runs
+
+
+NON_FINITE = ("nan", "inf", "-inf")  # how history() spells the figures JSON has no number for
+GLYPHS = {"nan": "✕", "inf": "▲"}  # under the alarm mark along the top edge
+
+
+def _unplaced(steps: list, values: list) -> list:
+    """The runs of consecutive kept points where a figure is nan, ±inf or 0: [(what, first, last step, points)]."""
+    runs, previous = [], None  # previous: the index of the last such point
+    for index, (step, value) in enumerate(zip(steps, values)):
+        what = _unplaced_kind(value)
+        if what is None:
+            continue
+        if runs and runs[-1][0] == what and previous == index - 1:
+            runs[-1] = (what, runs[-1][1], step, runs[-1][3] + 1)
+        else:
+            runs.append((what, step, step, 1))
+        previous = index
+    return runs
+
+
+def _unplaced_kind(value) -> str | None:
+    if isinstance(value, str):
+        return value if value in NON_FINITE else None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if math.isnan(value):
+            return "nan"
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        if value == 0:
+            return "0"
+    return None
+
+
+def _unplaced_mark(name: str, run: tuple, x, top: float, bottom: float, color: str) -> str:
+    """nan and inf in the strip above the plot in the alarm ink, 0 (and -inf) under it in the layer's colour."""
+    what, start, end, points = run
+    at_top = what in GLYPHS
+    py = top - LANE / 2 if at_top else bottom + 4
+    ink = ALARM_INK if at_top else color
+    steps = f"step {start}" if start == end else f"steps {start}–{end} ({points} kept points)"
+    why = "not a number" if what == "nan" else "infinite" if "inf" in what else "exactly 0"
+    tip = f"layer {name}: {what} at {steps} — {why}, so it has no place on the log scale"
+    x0, x1 = x(start), x(end)
+    glyph = GLYPHS.get(what, "")
+    label = (f'<text x="{x0 - 5:.1f}" y="{py + 3.5:.1f}" text-anchor="end" font-size="10" fill="{ink}">{glyph}</text>'
+             if glyph else "")
+    kind = "zero" if what == "0" else what.strip("-")
+    return (f'<g class="gl-flow-unplaced gl-flow-{kind}" data-layer="{escape(name)}">'
+            f'<title>{escape(tip)}</title><line x1="{x0:.1f}" x2="{x1:.1f}" y1="{py:.1f}" y2="{py:.1f}" stroke="{ink}" '
+            f'stroke-width="4" stroke-linecap="round"/>{label}</g>')
 
 
 def _line(run: list, color: str) -> str:
@@ -106,6 +173,29 @@ def _key(layers: list, left: float, rows: int) -> str:
     return "".join(parts)
 
 
+def _note_lines(history: dict, unplaced: dict, chars: float) -> list:
+    """The lines under the plot that say what the plot cannot, each as (ink, its wrapped lines): figures with
+    no place on it, layers replaced, added or removed."""
+    notes = []
+    broken = {name: sorted({run[0] for run in runs if run[0] in ("nan", "inf")}, reverse=True)
+              for name, runs in unplaced.items()}
+    broken = {name: kinds for name, kinds in broken.items() if kinds}
+    if broken:
+        first = min(run[1] for runs in unplaced.values() for run in runs if run[0] in ("nan", "inf"))
+        kinds = sorted({kind for found in broken.values() for kind in found}, reverse=True)
+        marks = " ".join(f"{GLYPHS[kind]} {kind}" for kind in kinds)
+        names = ", ".join(f"{name} ({' and '.join(found)})" for name, found in broken.items())
+        notes.append((ALARM_INK, textwrap.wrap(f"{marks} above the plot: not finite from step {first}, so "
+                                               f"not on the log scale — layer {names}", int(chars))))
+    zero = [name for name, runs in unplaced.items() if any(run[0] in ("0", "-inf") for run in runs)]
+    if zero:
+        notes.append((AXIS_INK, textwrap.wrap(f"a mark under the plot: exactly 0, which a log scale cannot show "
+                                          f"— layer {', '.join(zero)}", int(chars))))
+    for change in history.get("changes", []):
+        notes.append((TEXT_INK, textwrap.wrap(f"⇢ {change['text']}", int(chars))))
+    return notes
+
+
 def _flag_lines(history: dict, chars: float) -> list:
     """Each flag (or the one line that says none is flagged) as (flag or None, its wrapped lines)."""
     flags = history.get("flags", [])
@@ -124,10 +214,12 @@ def _flags(flag_lines: list, top: float, width: int) -> str:
     for flag, lines in flag_lines:
         spans = "".join(f'<tspan x="{LEFT}" y="{y + FLAG_LINE * i + 4:.0f}">{escape(line)}</tspan>'
                         for i, line in enumerate(lines))
-        if flag is None:
+        if isinstance(flag, str):  # a note about the plot, in its ink
+            parts.append(f'<text class="gl-flow-note" fill="{flag}">{spans}</text>')
+        elif flag is None:
             parts.append(f'<text class="gl-flow-none" fill="{AXIS_INK}">{spans}</text>')
         else:
-            ink = ALARM_INK if flag["kind"] == "exploding" else WARNING_INK
+            ink = ALARM_INK if flag["kind"] in ALARMS else WARNING_INK
             parts.append(f'<g class="gl-flow-flag gl-flow-{flag["kind"]}" data-layer="{escape(flag["layer"])}">'
                          f'<rect class="gl-flow-hit" x="{LEFT - 4}" y="{y - 8}" width="{width - LEFT - RIGHT + 4}" '
                          f'height="{FLAG_LINE * len(lines)}" rx="3" fill="#fff" fill-opacity="0"/>'
@@ -137,13 +229,17 @@ def _flags(flag_lines: list, top: float, width: int) -> str:
     return "".join(parts)
 
 
+ALARMS = ("exploding", "not_finite")  # flags drawn in the alarm ink; vanishing and no_gradient in the warning ink
+
+
 def _figure_text(value) -> str:
     return value if isinstance(value, str) else "—" if value is None else f"{value:.3g}"
 
 
 def flag_text(flag: dict) -> str:
     """'layer 0 vanishing: 3.1e-07 — rule ...' — what the widget and pictures say."""
-    return f"layer {flag['layer']} {flag['kind']}: {_figure_text(flag['figure'])} — {flag['rule']}"
+    figure = "" if flag["figure"] is None else f": {_figure_text(flag['figure'])}"
+    return f"layer {flag['layer']} {flag['kind'].replace('_', ' ')}{figure} — {flag['rule']}"
 
 
 def flow_figure(history: dict, figure: str = "grad_norm"):

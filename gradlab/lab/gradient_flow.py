@@ -61,7 +61,7 @@ class GradientFlow:
     """
 
     def __init__(self, model, *, interval: float = 0.2, **options):
-        if not isinstance(interval, (int, float)) or interval < 0:
+        if isinstance(interval, bool) or not isinstance(interval, (int, float)) or not interval >= 0:
             raise FlowError(f"GradientFlow(model, interval=...): interval is seconds ≥ 0, got {interval!r}")
         self.figures = Flow(model, **options)
         self.interval = float(interval)
@@ -71,6 +71,7 @@ class GradientFlow:
         self._push_cost = 0.0
         self._pending = False
         self._pushes = 0
+        self._changes_shown = 0
         self.widget = ipywidgets.VBox([self.chart])
         self.widget.add_class("gradlab-gradient-flow")
         self.chart.on_msg(self._on_front_end_message)
@@ -97,7 +98,7 @@ class GradientFlow:
         self._push()
 
     def flags(self) -> list:
-        """The layers flagged vanishing or exploding: layer, kind, figure, threshold and the rule."""
+        """The layers flagged not_finite, exploding, no_gradient or vanishing: layer, kind, figure, threshold, rule."""
         return self.figures.flags()
 
     def history(self) -> dict:
@@ -159,6 +160,9 @@ class GradientFlow:
             self.chart.suggested_layer = flags[0]["layer"] if flags else history["layers"][0]
             count = history["count"]
             self.chart.status = f"{count} update{'' if count == 1 else 's'} · {len(history['steps'])} kept"
+            if len(history["changes"]) > self._changes_shown:  # the model changed under the flow: say so at the top
+                self._changes_shown = len(history["changes"])
+                self.chart.notice = history["changes"][-1]["text"]
         self._pushed_at = time.monotonic()
         self._push_cost = self._pushed_at - started
         self._pending = not every_figure  # the end of the cell draws the figures this push left
@@ -191,6 +195,9 @@ class GradientFlow:
         ``step`` (the slider's step, else the latest), with ``layer`` opened and selected; shown below."""
         figure = figure or self.chart.figure
         self.figures.layer(layer)  # a clear error for a name that is not a layer
+        if step is not None and (isinstance(step, bool) or not isinstance(step, int)):
+            raise TypeError(f"GradientFlow.open(layer, step=...): step is an update count (an int), or None for "
+                            f"the slider's step; got {step!r}")
         if figure not in FIGURES:
             raise FlowError(f"GradientFlow.open(): no figure {figure!r}; the figures are {', '.join(FIGURES)}")
         if self.figures.last_input is None or not self.figures.steps:

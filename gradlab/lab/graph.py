@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .summary import Later, LaterSummary
+
 # What a node is, for drawing and colouring:
 #   "op"     an operation (a Function's node, or a Scalar made by an operation)
 #   "param"  a leaf that requires grad, named by its module path ("fc1.weight")
@@ -44,6 +46,12 @@ class GraphNode:
     profile: dict | None = None  # forward/backward seconds and saved bytes, when profiled (lab/profiling.py)
     ref: Any = None  # the engine object (Node, leaf tensor or Scalar); not serialised
 
+    def norm(self, what: str):
+        """The norm of the node's "value" or "grad" (what colours read), without summarising the rest of a
+        value that is still to be worked out."""
+        held = self.__dict__.get("_value") if what == "value" else getattr(self, what)
+        return held.norm if isinstance(held, LaterSummary) else (held or {}).get("norm")
+
     def to_json(self) -> dict:
         return {
             "id": self.id, "kind": self.kind, "op": self.op, "label": self.label, "group": self.group,
@@ -52,6 +60,26 @@ class GraphNode:
             "saved": self.saved, "words": self.words, "math": self.math, "requires_grad": self.requires_grad, "category": self.category,
             "profile": self.profile,
         }
+
+
+def _worked_out_when_read(name: str) -> property:
+    """A field that may hold a ``Later`` (summary.py): reading it makes what the Later stands for, once."""
+    slot = "_" + name
+
+    def read(node):
+        held = node.__dict__[slot]
+        if isinstance(held, Later):
+            held = node.__dict__[slot] = held.make()
+        return held
+
+    def write(node, value):
+        node.__dict__[slot] = value
+
+    return property(read, write)
+
+
+GraphNode.value = _worked_out_when_read("value")  # (after @dataclass: its __init__ sets them through these)
+GraphNode.saved = _worked_out_when_read("saved")
 
 
 @dataclass

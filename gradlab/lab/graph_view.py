@@ -13,15 +13,18 @@ import json
 import weakref
 from time import perf_counter
 
+from .arguments import check_color_mode, check_drawable, check_text, check_view_options, checked_names, node_id_in
 from .capture import CaptureError, capture
 from .cells import after_each_cell
-from .check import check_node
+from .collector import collector_paused
+from .node_check import check_node
 from .colors import MODE_LABELS, size_colors
 from .frontend import bundle, standalone_html, stylesheet
+from .leaf_grads import LeafGrads
 from .ownership import counts_as_training
 from .profiling import Profile, figure_modes, figure_tables, node_figures
 from .record import Recording
-from .scene import GROUP_PREFIX, Scene, sub_text
+from .scene import Scene, sub_text
 from .summary import summarize
 from .svg import key_svg, render
 
@@ -118,32 +121,54 @@ class GraphWidget(anywidget.AnyWidget):
         self.color_keys = {mode: key_svg(legend) for mode, legend in change["new"].items()}
 
     def _redraw(self) -> None:
-        """Lay out (cached per set of open modules) and draw; the front end swaps the SVG in."""
+        """Lay out (cached per set of open modules) and draw; the front end swaps the SVG in. Boxes drawn
+        for the first time get their details and colours sent with it."""
+        drawn = self.scene.drawn()
+        if drawn != self._drawn:
+            self._drawn, self._drawn_set = drawn, set(drawn)
+            self._send_details(drawn)
+            self._send_colors()
         self.svg = render(self.scene, colors=self._colors_now())
 
     def _colors_now(self) -> dict:
         colors = self.colors.get(self.color_mode) if self.colors else None
         return colors or {}
 
-    def _refresh_values(self, only_gradients: bool = False) -> None:
-        """Send the node details and colours again; after a backward step, only what it changed."""
+    def _refresh_values(self, only_gradients: bool = False, changed=None) -> None:
+        """Send the details and colours of the boxes drawn; after a backward step, only what it changed
+        (``changed``: the node ids it may have changed, when the caller knows; else every box drawn)."""
         if not only_gradients:
-            self.nodes = {node.id: node.to_json() for node in self.graph.nodes.values()}
-            self._sent = {node.id: node.grad for node in self.graph.nodes.values()}
-            colors, legends = self.scene.colors()
-            for mode, (sizes, title, missing, text, limits) in self._added_modes.items():
-                colors[mode], legends[mode] = size_colors(sizes, self.scene.members, title, missing, text, limits)
-            self.colors, self.legends = colors, legends  # assigned whole: a traitlet changed in place is not sent
+            self._drawn = self.scene.drawn()
+            self._drawn_set = set(self._drawn)
+            drawn = [self.graph.nodes[i] for i in self._drawn if i in self.graph.nodes]
+            self.nodes = {node.id: node.to_json() for node in drawn}
+            self._sent = {node.id: node.grad for node in drawn}
+            self._send_colors()
             return
-        changed = [n for n in self.graph.nodes.values() if n.grad != self._sent.get(n.id)]
+        ids = self._drawn if changed is None else [i for i in changed if i in self._drawn_set]
+        if self._send_details(ids):
+            colors, legends = self.scene.colors(("grad",), only=self._drawn)
+            self.colors, self.legends = {**self.colors, **colors}, {**self.legends, **legends}
+
+    def _send_details(self, ids) -> bool:
+        """Send the details of these boxes where the front end lacks them or their gradient changed."""
+        nodes, sent = self.graph.nodes, self._sent
+        changed = [nodes[i] for i in ids if i in nodes and (i not in sent or nodes[i].grad != sent[i])]
         if not changed:
-            return
-        self._sent.update((n.id, n.grad) for n in changed)
+            return False
+        sent.update((n.id, n.grad) for n in changed)
         updates = {n.id: n.to_json() for n in changed}
         self.nodes.update(updates)  # in place, unsent: a view opened later starts from the current nodes
         self.node_updates = updates
-        colors, legends = self.scene.colors(("grad",))
-        self.colors, self.legends = {**self.colors, **colors}, {**self.legends, **legends}
+        return True
+
+    def _send_colors(self) -> None:
+        """Every mode's colours of the boxes drawn, on the scale of the whole graph, and the keys."""
+        colors, legends = self.scene.colors(only=self._drawn)
+        for mode, (sizes, title, missing, text, limits) in self._added_modes.items():
+            colors[mode], legends[mode] = size_colors(sizes, self.scene.members, title, missing, text, self._drawn,
+                                                      limits)
+        self.colors, self.legends = colors, legends  # assigned whole: a traitlet changed in place is not sent
 
     def add_color_mode(self, mode: str, sizes: dict, title: str, label: str | None = None,
                        missing: str = "not known yet", text=None, limits=None) -> None:
@@ -151,9 +176,10 @@ class GraphWidget(anywidget.AnyWidget):
         figure (None where unknown), coloured on the gradient mode's log scale; a closed module takes
         its largest member's. Nodes not in ``sizes`` are drawn as unknown. ``text(figure)`` writes the
         key's figures ("29 µs"; 2.9e-05 when not given); ``limits=(low, high)`` fixes the scale's ends."""
+        check_color_mode(mode, sizes, title, label, missing, text)
         sizes = self._all_sizes(mode, sizes)
         self._added_modes[mode] = (sizes, title, missing, text, limits)
-        colors, legend = size_colors(sizes, self.scene.members, title, missing, text, limits)
+        colors, legend = size_colors(sizes, self.scene.members, title, missing, text, self._drawn, limits)
         with self.hold_sync():
             self.colors = {**self.colors, mode: colors}
             self.legends = {**self.legends, mode: legend}
@@ -194,6 +220,7 @@ class GraphWidget(anywidget.AnyWidget):
 
     def toggle(self, group_id: str) -> bool:
         """Open or close a module (by its id, with or without the "g:" prefix); returns True if open."""
+        check_text(f"{type(self).__name__}.toggle", "the module's id", group_id, "'layers.0'")
         if not group_id.startswith("g:"):
             group_id = "g:" + group_id
         opened = self.scene.toggle(group_id)
@@ -202,6 +229,9 @@ class GraphWidget(anywidget.AnyWidget):
 
     def expand(self, *modules) -> None:
         """Open these modules (by path, e.g. "encoder.layers.0"), or every module when none is named."""
+        for module in modules:
+            check_text(f"{type(self).__name__}.expand", "each module's path", module,
+                       "'encoder.layers.0' (one per argument)")
         wanted = {m if m.startswith("g:") else "g:" + m for m in modules} or set(self.scene.members)
         unknown = wanted - set(self.scene.members)
         if unknown:
@@ -212,12 +242,8 @@ class GraphWidget(anywidget.AnyWidget):
 
     def reveal(self, node) -> None:
         """Select a node and open the modules around it, so that it is drawn (a click in a table)."""
-        node_id = self._node_id(node)
-        wanted, group = set(), self.graph.nodes[node_id].group
-        while group is not None:
-            wanted.add(GROUP_PREFIX + group)
-            group = self.graph.groups[group].parent if group in self.graph.groups else None
-        wanted &= set(self.scene.members)
+        node_id = self._node_id(node, "reveal")
+        wanted = set(self.scene.ancestors(node_id)) & set(self.scene.members)
         if not wanted <= self.scene.expanded:
             self.scene.expanded = self.scene.expanded | wanted
             self._redraw()
@@ -225,7 +251,7 @@ class GraphWidget(anywidget.AnyWidget):
 
     def check(self, node) -> dict:
         """"Check this node": its backward against finite differences on the inputs it got."""
-        node_id = self._node_id(node)
+        node_id = self._node_id(node, "check")
         try:
             result = check_node(self.graph, node_id)
         except CaptureError as error:
@@ -234,19 +260,13 @@ class GraphWidget(anywidget.AnyWidget):
         self.check_result = result
         return result
 
-    def _node_id(self, node) -> str:
+    def _node_id(self, node, method: str) -> str:
         """A node given as an id, a GraphNode, or the engine object it stands for."""
-        if isinstance(node, str):
-            if node not in self.graph.nodes:
-                raise KeyError(f"no node {node!r} in this graph; the ids are n0 ... n{len(self.graph.nodes) - 1}")
-            return node
-        found = self.graph.nodes.get(getattr(node, "id", None)) or self.graph.node_for(node)
-        if found is None:
-            raise KeyError(f"{type(node).__name__} is not a node of this graph")
-        return found.id
+        return node_id_in(f"{type(self).__name__}.{method}", self.graph, node, f"view.{method}('n3')")
 
     def find(self, text: str) -> list:
         """Ids of the nodes whose label, op or module contains ``text``."""
+        check_text(f"{type(self).__name__}.find", "what to find", text, "'Relu'")
         return self.graph.find(text)
 
     # --- gradients computed later by backward() ----------------------------------------------------
@@ -267,22 +287,24 @@ class GraphWidget(anywidget.AnyWidget):
 
             self.own(engine_node.register_prehook(seen))
         self._pending = False
+        self._leaf_grads = LeafGrads(self.graph)  # a backward through another graph, zero_grad(), ... change them too
 
         def flush(*_, view=view):
             live = view()
-            if live is not None and (live._pending or live.graph.source == "scalar"):  # a Scalar calls no hook
+            if live is not None and (live._pending or live.graph.source == "scalar"  # a Scalar calls no hook
+                                     or live._leaf_grads.update()):
                 live.refresh()
         listener = after_each_cell(flush)
         if listener is not None:
             self.own(listener)
 
     def refresh(self) -> None:
-        """Re-read leaves' .grad and redraw the colours (called after each cell that ran backward)."""
-        for node in self.graph.nodes.values():
-            if node.kind in ("param", "leaf") and node.ref is not None:
-                node.grad = summarize(getattr(node.ref, "grad", None))
-            elif self.graph.source == "scalar":
+        """Re-read leaves' .grad and redraw the colours (after each cell that ran backward or changed a .grad)."""
+        if self.graph.source == "scalar":
+            for node in self.graph.nodes.values():
                 node.grad = summarize(node.ref.grad)
+        else:
+            self._leaf_grads.update()
         self._pending = False
         self._show_scalar_values()
         if self.color_mode == "kind" and any(n.grad for n in self.graph.nodes.values() if n.kind == "op"):
@@ -347,6 +369,13 @@ class GraphView(GraphWidget):
     """
 
     def __init__(self, obj, *, names=None, color=None, height=460, fused=None):
+        check_drawable("GraphView", obj)  # what was given, checked before anything is drawn
+        check_view_options("GraphView", color=color, height=height)
+        names = checked_names("GraphView", obj, names)
+        with collector_paused():  # (collector.py: a big graph is many objects, all kept)
+            self._draw(obj, names, color, height, fused)
+
+    def _draw(self, obj, names, color, height, fused) -> None:
         graph = obj.graph if isinstance(obj, Profile) else capture(obj, names, fused)
         figures = node_figures(obj, graph)
         for node_id, node_figures_ in figures.items():

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..autograd.broadcasting import summed_dims
+from .summary import shape_text
+
 CLOSE = 1e-6  # how near a pattern must fit (relative) before the hint names it
 
 
 def shape_hint(mine: tuple, expected: tuple) -> str:
     """Why ``mine`` may have the wrong shape, always naming the shape expected."""
-    want = f"the answer has shape {_shape(expected)}, yours has {_shape(mine)}"
+    want = f"the answer has shape {shape_text(expected)}, yours has {shape_text(mine)}"
     if len(mine) == len(expected) >= 2 and sorted(mine) == sorted(expected):
         return f"{want}: its dimensions in another order — check the order of a matmul's factors or a missing .T"
     summed = _broadcast_dims(expected, mine)
@@ -79,13 +82,5 @@ def _constant_factor(mine: np.ndarray, expected: np.ndarray) -> float | None:
 
 def _broadcast_dims(small: tuple, big: tuple) -> tuple | None:
     """The dimensions of ``big`` a tensor of shape ``small`` was broadcast over to become ``big`` (None if it cannot)."""
-    if len(small) > len(big) or tuple(small) == tuple(big):
-        return None
-    padded = (1,) * (len(big) - len(small)) + tuple(small)
-    if any(s not in (1, b) for s, b in zip(padded, big)):
-        return None
-    return tuple(i for i, (s, b) in enumerate(zip(padded, big)) if s == 1 and b != 1) or None
-
-
-def _shape(shape: tuple) -> str:
-    return "()" if not shape else "(" + ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
+    dims = summed_dims(tuple(big), tuple(small)) if tuple(small) != tuple(big) else None
+    return tuple(d for d in dims if big[d] != 1) or None if dims is not None else None

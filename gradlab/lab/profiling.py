@@ -35,11 +35,15 @@ def profile(fn, *args, repeats: int = 1, keep_grads: bool = False) -> "Profile":
     (``keep_grads=True`` keeps the gradients this backward computed instead). With ``repeats`` > 1,
     ``fn`` runs that many times (its side effects too) and each figure is the median.
     """
-    if not callable(fn):
-        raise TypeError(f"gl.lab.profile: the first argument is the function to profile, got a {type(fn).__name__}; "
+    if not callable(fn) or isinstance(fn, type):
+        got = f"the class {fn.__name__}" if isinstance(fn, type) else f"a {type(fn).__name__}"
+        raise TypeError(f"gl.lab.profile: the first argument is the function to profile, got {got}; "
                         "write gl.lab.profile(lambda: loss_fn(model(x), y))")
     if not isinstance(repeats, int) or isinstance(repeats, bool) or repeats < 1:
         raise ValueError(f"gl.lab.profile: repeats is how many times to run fn (1 or more), got {repeats!r}")
+    if not isinstance(keep_grads, bool):
+        raise TypeError(f"gl.lab.profile: keep_grads is True or False (keep the gradients this backward computes), "
+                        f"got {keep_grads!r}")
     runs = [_run_once(fn, args, keep_grads=keep_grads and i == repeats - 1) for i in range(repeats)]
     first = runs[0]
     for i, run in enumerate(runs[1:], start=2):
@@ -113,9 +117,19 @@ def _check_output(out, rec: Recording) -> None:
         raise CaptureError(
             f"gl.lab.profile: fn returned a tensor with no graph ({len(rec)} operations recorded, none leading to it): "
             "nothing in it requires grad. Profile a computation on parameters or tensors with requires_grad=True")
+    if not any(r.node is out.grad_fn for r in rec.op_records()):
+        raise CaptureError(
+            f"gl.lab.profile: fn returned a tensor computed before profile ran it ({_ran(len(rec))}), so there is "
+            "nothing to time; put the forward inside fn: gl.lab.profile(lambda: loss_fn(model(x), y))")
     if out.numel() != 1:
         raise CaptureError(f"gl.lab.profile: backward starts from one number, but fn returned a tensor of shape "
                            f"{list(out.shape)}; return a scalar such as the loss, or out.sum()")
+
+
+def _ran(count: int) -> str:
+    if not count:
+        return "no operation ran inside fn"
+    return f"{count} operation{'' if count == 1 else 's'} ran inside fn, none of them made it"
 
 
 # --- memory: what forward saved for backward ---------------------------------------------------------
@@ -243,6 +257,7 @@ class Profile:
 
     def top(self, n: int = 10, by: str = "time") -> list:
         """The ``n`` nodes that took longest (forward + backward), or by "forward", "backward", "memory"."""
+        _check_count("top", n)
         return top_rows(self.rows(), n, by)
 
     @property
@@ -273,6 +288,7 @@ class Profile:
 
     def table(self, n: int = 10, by: str = "time") -> str:
         """The top ``n`` nodes as a plain-text table, with the totals under it."""
+        _check_count("table", n)
         title, columns, rows = table_cells(self.top(n, by), by)
         widths = [max(len(c), *(len(row[1][i]) for row in rows)) if rows else len(c) for i, c in enumerate(columns)]
         line = lambda cells: "  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
@@ -292,6 +308,13 @@ class Profile:
                 f"backward {seconds_text(t['backward_s'])} (wall {seconds_text(t['backward_wall_s'])}), saved for backward "
                 f"{bytes_text(t['saved_bytes'])} ({bytes_text(t['saved_for_backward_bytes'])} held only for backward)"
                 f"{repeats}")
+
+
+def _check_count(method: str, n) -> None:
+    """A count of rows is a whole number ≥ 0: a negative one would slice from the end (all rows but one)."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise ValueError(f"profile.{method}(n): n is how many nodes to list, a whole number ≥ 0 (the n slowest, or "
+                         f"biggest with by='memory'); got {n!r}. For every node: profile.rows()")
 
 
 def figure_rows(figures: dict, graph) -> list:

@@ -249,6 +249,9 @@ class record:
     """
 
     def __init__(self, synchronize: bool = False):
+        if not isinstance(synchronize, bool):
+            raise TypeError(f"gl.lab.record(synchronize=...) takes True or False (wait for the device after each "
+                            f"operation, to time it); got {type(synchronize).__name__} {synchronize!r}")
         self.recording = Recording(synchronize)
 
     def __enter__(self) -> Recording:

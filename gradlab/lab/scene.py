@@ -3,6 +3,9 @@
 Layout is computed once per choice of open groups and cached (``layout.GraphLayout`` also caches
 each group's own layout), so stepping, colouring and selecting only restyle what is drawn. A
 graph too big to read opens with its modules collapsed, as many opened as fit in ``MAX_VISIBLE``.
+A level with more than ``MAX_VISIBLE`` items (a long chain with no modules, a module of thousands
+of ops) is cut, in forward order, into runs of ``RUN`` items: groups of the drawing only,
+"1–100 of 20,002", that open on a click like a module (runs of runs when there are still too many).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from .graph import Graph
 from .layout import GraphLayout
 
 MAX_VISIBLE = 300  # boxes drawn at first; bigger graphs open collapsed by module
+RUN = 100  # items per run of a level too long to draw whole
 MAX_WIDTH = 3200  # px: modules open a level at a time until the drawing would be wider than this
 GROUP_PREFIX = "g:"  # group ids in the drawing, apart from node ids
 CHAR_W, SUB_CHAR_W, PAD_X, NODE_H, MIN_W, MAX_CHARS = 7.4, 6.4, 18, 38, 54, 30
@@ -47,25 +51,66 @@ class Scene:
 
     def __init__(self, graph: Graph):
         self.graph = graph
-        self.members = {GROUP_PREFIX + g: [] for g in graph.groups}  # group -> every node id below it
-        for node in graph.nodes.values():
-            group = node.group
+        self.parent = {n.id: GROUP_PREFIX + n.group if n.group else None for n in graph.nodes.values()}
+        self.parent.update({GROUP_PREFIX + g.id: GROUP_PREFIX + g.parent if g.parent else None
+                            for g in graph.groups.values()})
+        self.run_labels: dict = {}  # run id -> "1–100 of 20,002": the groups the drawing adds to long levels
+        self._cut_long_levels()
+        self.members = {g: [] for g in self.parent if g.startswith(GROUP_PREFIX) and g not in graph.nodes}
+        for node in graph.nodes.values():  # group -> every node id below it
+            group = self.parent[node.id]
             while group is not None:
-                self.members[GROUP_PREFIX + group].append(node.id)
-                group = graph.groups[group].parent if group in graph.groups else None
+                self.members[group].append(node.id)
+                group = self.parent.get(group)
         self.members = {g: m for g, m in self.members.items() if m}
         sizes = {n.id: self.box_size(clip(n.label), sub_text(n)) for n in graph.nodes.values()}
-        group_sizes = {GROUP_PREFIX + g.id: self.box_size(clip(g.label) + " ▸", self.group_sub(GROUP_PREFIX + g.id))
-                       for g in graph.groups.values()}
+        group_sizes = {gid: self.box_size(clip(self.group_label(gid)) + " ▸", self.group_sub(gid))
+                       for gid in self.members}
         self.layout = GraphLayout(
-            sizes, graph.edges, {n.id: GROUP_PREFIX + n.group if n.group else None for n in graph.nodes.values()},
-            {GROUP_PREFIX + g.id: GROUP_PREFIX + g.parent if g.parent else None for g in graph.groups.values()},
+            sizes, graph.edges, {n.id: self.parent[n.id] for n in graph.nodes.values()},
+            {gid: self.parent.get(gid) for gid in self.members},
             group_sizes=group_sizes, title_height=22.0, padding=10.0)
         self.expanded = self.default_expanded()
         closed = frozenset(GROUP_PREFIX + g.id for g in graph.groups.values() if g.closed)
         self.opened_collapsed = self.expanded | closed != frozenset(self.members)
         self.expanded -= closed
         self._placements = {}
+
+    def _cut_long_levels(self) -> None:
+        """Cut each level of more than MAX_VISIBLE items into runs of RUN consecutive items (forward order)."""
+        order = {node_id: i for i, node_id in enumerate(self.graph.nodes)}
+        first: dict = {}
+        for node_id in self.graph.nodes:
+            item = node_id
+            while item is not None and item not in first:
+                first[item] = order[node_id]
+                item = self.parent.get(item)
+        levels: dict = {}
+        for item in sorted(first, key=first.get):
+            levels.setdefault(self.parent.get(item), []).append(item)
+        for level, items in levels.items():
+            spans, names = [(i, i + 1) for i in range(len(items))], items  # the range of the level each item holds
+            prefix = GROUP_PREFIX + (level[len(GROUP_PREFIX):] if level else "")
+            while len(spans) > MAX_VISIBLE:
+                runs, run_spans = [], []
+                for inner, held in zip(_chunks(spans, RUN), _chunks(names, RUN)):
+                    span = (inner[0][0], inner[-1][1])
+                    run = f"{prefix}[{span[0]}:{span[1]}]"
+                    self.parent[run] = level
+                    self.run_labels[run] = f"{span[0] + 1:,}–{span[1]:,} of {len(items):,}"
+                    for name in held:
+                        self.parent[name] = run
+                    runs.append(run)
+                    run_spans.append(span)
+                spans, names = run_spans, runs
+
+    def ancestors(self, item: str) -> list:
+        """The groups around a node or group, innermost first (modules and runs)."""
+        found, group = [], self.parent.get(item)
+        while group is not None:
+            found.append(group)
+            group = self.parent.get(group)
+        return found
 
     @staticmethod
     def box_size(label: str, sub: str) -> tuple:
@@ -126,8 +171,17 @@ class Scene:
         self.expanded = self.expanded | {group_id} if opened else self.expanded - {group_id}
         return opened
 
-    def colors(self, modes=MODES):
-        return color_modes(self.graph, self.members, modes)
+    def drawn(self) -> list:
+        """The ids drawn now (nodes, closed groups, open groups' frames): what the front end is sent of a graph."""
+        return list(self.placement().boxes)
+
+    def colors(self, modes=MODES, only=None):
+        return color_modes(self.graph, self.members, modes, only)
 
     def group_label(self, group_id: str) -> str:
-        return self.graph.groups[group_id[len(GROUP_PREFIX):]].label
+        run = self.run_labels.get(group_id)
+        return run if run is not None else self.graph.groups[group_id[len(GROUP_PREFIX):]].label
+
+
+def _chunks(items: list, size: int) -> list:
+    return [items[i:i + size] for i in range(0, len(items), size)]

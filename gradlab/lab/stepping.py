@@ -3,8 +3,10 @@
 ``Stepping`` drives the engine's own generator (``gl.autograd.backward_steps``, or
 ``Scalar.backward_steps``) and turns each step into what the lab shows: which node ran, the
 gradient that reached it, what it passed to each input and where that adds up. Going back takes
-this stepper's additions out of every ``.grad`` and drives a fresh generator forward again: the
-engine is deterministic, so the gradients are restored exactly.
+this stepper's additions out of every ``.grad`` from the last checkpoint of the run before the
+target on (the engine's ``BackwardRun.checkpoint()``, one every ``spacing`` steps) and resumes the
+run from there: the engine is deterministic, so the gradients are restored exactly, and a step
+back costs at most ``spacing`` steps of the engine, however deep the stepper is.
 
 It never claims more than it knows. Each leaf's ledger (``grad_ledger``) tells it when someone
 else changed a ``.grad`` it adds into (your own ``loss.backward()``, a second stepper, a
@@ -21,6 +23,7 @@ from ..scalar import Scalar
 from .capture import CaptureError, capture, reachable
 from .grad_ledger import forget, ledger_for
 from .graph import Graph
+from .leaf_grads import LeafGrads
 from .ownership import lab_pass
 from .record import Recording
 from .summary import summarize
@@ -68,11 +71,14 @@ class Stepping:
         self._generator = None
         self._resume = False  # a failed step left no generator: drive a fresh one back to where the steps are
         self._ran: list = []  # the engine node of each step taken
-        self._furthest = 0  # steps taken at least once: re-taking one is a replay, which watching hooks ignore
-        self._arrived: dict = {}
+        self._furthest = 0  # steps tried at least once: re-taking one is a replay, which watching hooks ignore
+        self._arrived: dict = {}  # node id -> gradients it has received so far in this run (until it runs)
+        self._checkpoints: dict = {}  # steps taken -> (the engine's checkpoint there, _arrived there)
+        self.spacing = max(32, self.total // 64)  # steps between checkpoints: at most ~64 of them are kept
         self._outside: dict = {}  # (who, what) -> names of the leaves it touched, since the stepper began
         self._consumers = self._count_consumers()
         self._initial_summaries = {n.id: n.grad for n in self.graph.nodes.values()}
+        self._leaf_grads = LeafGrads(self.graph)
         self._me = weakref.ref(self)
         if self.is_scalar:
             self.leaves = target.topological_order()  # a Scalar keeps a gradient on every node
@@ -118,6 +124,8 @@ class Stepping:
         self._ran.append(raw.node)
         if self.is_scalar:
             self._left = {node: node.grad for node in self.leaves}
+        elif len(self.steps) % self.spacing == 0 and len(self.steps) not in self._checkpoints:
+            self._checkpoints[len(self.steps)] = (self._generator.checkpoint(), dict(self._arrived))
         return step
 
     def reset(self) -> None:
@@ -128,6 +136,7 @@ class Stepping:
         self._check_open()
         self.sync()
         self._rewind()
+        self._checkpoints = {}  # a new walk: from the gradients and hooks as they are now
         if self._outside:  # the leaves do not hold what they held when the stepper began: show what they hold
             for node in self.graph.nodes.values():
                 if node.kind in ("param", "leaf") and node.ref is not None:
@@ -150,13 +159,48 @@ class Stepping:
         return True
 
     def go_to(self, count: int) -> None:
-        """Be just after step ``count``: rewind, then drive a fresh generator that many steps."""
+        """Be just after step ``count``: back to the last checkpoint at or before it (or to the start),
+        then on: the steps already described are replayed without describing them again."""
         self._check_open()
         self.sync()
-        self._rewind()
-        for _ in range(count):
+        known = self.steps
+        marks = [at for at in self._checkpoints if at <= min(count, len(known))]
+        if not marks:
+            self._rewind()
+            for _ in range(count):
+                if self.step() is None:
+                    break
+            return
+        at = max(marks)
+        checkpoint, arrived = self._checkpoints[at]
+        self._back_to(at)
+        self._generator, self._arrived = checkpoint.resume(), dict(arrived)
+        for index in range(at, min(count, len(known))):  # the same steps again: their records stand
+            raw = self._next(index)
+            step = known[index]
+            self.steps.append(step)
+            self._ran.append(raw.node)
+            self._arrived.pop(step["node"], None)
+            for row in step["sent"]:
+                self._arrived[row["to"]] = row["contribution"]
+        for _ in range(count - len(self.steps)):
             if self.step() is None:
                 break
+
+    def _back_to(self, count: int) -> None:
+        """Undo every step from step ``count`` on: their additions leave .grad, their nodes look as before."""
+        if self._generator is not None:
+            self._generator.close()
+        self._generator = None
+        me = self._me
+        for ledger in self._ledgers:  # (go_to has just synced every ledger: only those with steps to undo)
+            if any(entry.owner is me and entry.step is not None and entry.step >= count for entry in ledger.entries):
+                ledger.take_out(me, from_step=count)
+        for step in self.steps[count:]:
+            if step["node"] is not None:
+                self.graph.nodes[step["node"]].grad = self._initial_summaries[step["node"]]
+        self.steps, self._ran = self.steps[:count], self._ran[:count]
+        self.finished, self._resume, self.failure = False, False, None
 
     def close(self) -> None:
         """Stop: no hook of this stepper stays on the graph; what it added to .grad stays, as yours."""
@@ -186,6 +230,10 @@ class Stepping:
             return
         for ledger in self._ledgers:
             ledger.sync()
+
+    def show_leaf_grads(self) -> bool:
+        """Each leaf's box shows its .grad as it is now, whoever changed it; True if one had changed."""
+        return False if self.is_scalar else self._leaf_grads.update()
 
     def changed_outside(self, leaf, actor, what: str) -> None:
         """A leaf's ledger says: someone else (``actor``: None for you, else another stepper) changed its .grad."""
@@ -240,6 +288,7 @@ class Stepping:
         """A step failed: take out whatever it added, say where and why, and be ready to try it again."""
         self._generator = None
         self._resume = True
+        self._furthest = max(self._furthest, index + 1)  # its hooks ran: trying it again is a replay for the watchers
         node = self._in_turn()
         if self.is_scalar:
             for scalar in self.leaves:
@@ -336,6 +385,7 @@ class Stepping:
                     for (child, _), g in zip(raw.node.next_functions, raw.grads_out)]
             leaf = raw.leaf
         arrived = self._arrived  # node id -> gradients it has received so far in this run
+        arrived.pop(node_id, None)  # it has run: nothing arrives at it again (a checkpoint copies only the rest)
         sent_rows = []
         for to, g in sent:
             if to is None and g is None:

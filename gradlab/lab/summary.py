@@ -25,38 +25,121 @@ def as_numpy(value) -> np.ndarray:
 
 
 def summarize(value, histogram: bool = True) -> dict | None:
-    """Shape, dtype, min/max/mean/norm, NaN/inf counts and a histogram of ``value`` (None stays None)."""
+    """Shape, dtype, min/max/mean/norm, NaN/inf counts and a histogram of ``value`` (None stays None).
+
+    It reads the values CHUNK at a time, as float64, in two passes (the figures, then the histogram
+    between min and max): a summary costs a few MiB whatever the tensor's size, never a copy of it."""
     if value is None:
         return None
     data = as_numpy(value)
     summary = {"shape": list(data.shape), "dtype": str(getattr(value, "dtype", data.dtype)).replace("gradlab.", "")}
-    if data.dtype == bool or not np.issubdtype(data.dtype, np.number):
-        data = data.astype(np.float64)
-    flat = data.astype(np.float64, copy=False).ravel()
-    finite = flat[np.isfinite(flat)]
-    summary.update(
-        numel=int(flat.size),
-        nan=int(np.isnan(flat).sum()),
-        inf=int(np.isinf(flat).sum()),
-        min=_number(finite.min()) if finite.size else None,
-        max=_number(finite.max()) if finite.size else None,
-        mean=_number(finite.mean()) if finite.size else None,
-        norm=_number(np.sqrt(np.dot(finite, finite))) if finite.size else None,
-        hist=_histogram(finite) if histogram else None,
-    )
-    if flat.size <= SHOWN_IN_FULL:
-        summary["values"] = [_number(v) for v in flat]
+    figures = _figures(data)
+    finite = figures.pop("finite")
+    summary.update(figures)
+    summary["hist"] = _histogram(data, summary["min"], summary["max"]) if histogram and finite else None
+    if data.size <= SHOWN_IN_FULL:
+        summary["values"] = [_number(v) for v in np.asarray(data, dtype=np.float64).ravel().tolist()]
     return summary
 
 
-def _histogram(finite: np.ndarray) -> dict | None:
-    if finite.size == 0:
-        return None
-    low, high = float(finite.min()), float(finite.max())
+KEPT_FOR_LATER = 1024  # values at most copied to be summarised later (8 KiB as float64); larger: summarised now
+
+
+class Later:
+    """Details not worked out yet: ``make()`` gives them, the first time they are read (``GraphNode`` asks).
+    A graph of 20,000 nodes draws a few hundred boxes: the rest are summarised only if someone looks."""
+
+    def __init__(self, make):
+        self.make = make
+
+
+class LaterSummary(Later):
+    """``summarize(value)`` as it would be now, worked out later: it keeps a float64 copy of the values (what
+    summarize reads anyway), so an in-place change after this moment cannot reach the summary. ``notes``
+    join it (what as_used.py says of a changed value); ``norm`` is known at once (the colours need every node's)."""
+
+    def __init__(self, data: np.ndarray, dtype: str, histogram: bool, notes: dict):
+        self.copy, self.dtype, self.histogram, self.notes = data, dtype, histogram, notes
+        self._norm = ...
+
+    @property
+    def norm(self):
+        if self._norm is ...:
+            self._norm = _figures(self.copy)["norm"]
+        return self._norm
+
+    def make(self) -> dict:
+        summary = summarize(self.copy, self.histogram)
+        summary["dtype"] = self.dtype
+        summary.update(self.notes)
+        return summary
+
+
+def summarize_later(value, histogram: bool = True, notes: dict | None = None):
+    """What ``{**summarize(value), **notes}`` gives now, as a ``LaterSummary`` (a copy of the values, summarised
+    when first read) where the value is small enough to copy; else that summary now."""
+    data = as_numpy(value)
+    if data.size > KEPT_FOR_LATER:
+        return {**summarize(value, histogram), **(notes or {})}
+    dtype = str(getattr(value, "dtype", data.dtype)).replace("gradlab.", "")
+    return LaterSummary(np.array(data, dtype=np.float64), dtype, histogram, notes or {})
+
+
+def resolved(held):
+    """``held`` itself, or what a ``Later`` in its place makes."""
+    return held.make() if isinstance(held, Later) else held
+
+
+CHUNK = 1 << 16  # values read at a time: 512 KiB as float64
+
+
+def _chunks(data: np.ndarray):
+    """The values of ``data`` in order, as float64, CHUNK at a time (numpy's buffered iterator casts each
+    chunk into a buffer of its own: bool, ints, float16 and bfloat16 alike, and strided arrays too)."""
+    if data.size == 0:
+        return
+    flags = ["external_loop", "buffered", "refs_ok"]
+    with np.nditer(data, flags=flags, op_dtypes=[np.float64], casting="unsafe", buffersize=CHUNK, order="C") as it:
+        yield from it
+
+
+def _figures(data: np.ndarray) -> dict:
+    """numel, NaN and inf counts, and min/max/mean/norm of the finite values, in one pass."""
+    nan = inf = finite = 0
+    low, high, total, squares = math.inf, -math.inf, 0.0, 0.0
+    for chunk in _chunks(data):
+        least, most = float(chunk.min()), float(chunk.max())  # both finite: so is every value (NaN spreads to both)
+        if math.isfinite(least) and math.isfinite(most):
+            kept, nans = chunk, 0
+        else:
+            kept = chunk[np.isfinite(chunk)]
+            nans = int(np.count_nonzero(np.isnan(chunk)))
+            least, most = (float(kept.min()), float(kept.max())) if kept.size else (least, most)
+        nan, inf = nan + nans, inf + chunk.size - kept.size - nans
+        if kept.size:
+            finite += kept.size
+            low, high = min(low, least), max(high, most)
+            total += float(kept.sum())
+            squares += float(np.dot(kept, kept))
+    known = finite > 0
+    return {"numel": int(data.size), "nan": nan, "inf": inf, "finite": finite,
+            "min": _number(low) if known else None, "max": _number(high) if known else None,
+            "mean": _number(total / finite) if known else None, "norm": _number(math.sqrt(squares)) if known else None}
+
+
+def _histogram(data: np.ndarray, low: float, high: float) -> dict:
+    """HISTOGRAM_BINS counts of the finite values between low and high (the top edge joins the last bin)."""
     if low == high:
         low, high = low - 0.5, high + 0.5
-    bins = ((finite - low) * (HISTOGRAM_BINS / (high - low))).astype(np.intp)
-    counts = np.bincount(np.minimum(bins, HISTOGRAM_BINS - 1), minlength=HISTOGRAM_BINS)  # the top edge joins the last bin
+    scale = HISTOGRAM_BINS / (high - low)
+    counts = np.zeros(HISTOGRAM_BINS, dtype=np.int64)
+    for chunk in _chunks(data):
+        keep = np.isfinite(chunk)
+        kept = chunk if keep.all() else chunk[keep]
+        shifted = kept - low
+        shifted *= scale
+        bins = shifted.astype(np.intp)
+        counts += np.bincount(np.minimum(bins, HISTOGRAM_BINS - 1, out=bins), minlength=HISTOGRAM_BINS)
     return {"low": low, "high": high, "counts": counts.tolist()}
 
 
@@ -64,3 +147,9 @@ def _number(v) -> float | None:
     """A JSON-safe float: NaN and infinities become None (JSON has no spelling for them)."""
     v = float(v)
     return v if math.isfinite(v) else None
+
+
+def shape_text(shape) -> str:
+    """A shape as Python writes a tuple: (), (3,), (4, 2)."""
+    shape = tuple(shape)
+    return "(" + ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"

@@ -99,11 +99,7 @@ def render(scene: Scene, placement=None, colors: dict | None = None, texts: dict
 
 
 def _depth(scene: Scene, gid: str) -> int:
-    depth, group = 0, scene.graph.groups.get(gid[len(GROUP_PREFIX):])
-    while group is not None and group.parent:
-        depth += 1
-        group = scene.graph.groups.get(group.parent)
-    return depth
+    return len(scene.ancestors(gid))
 
 
 def _box(classes, item, b, label, sub, color, tip, radius) -> str:

@@ -182,6 +182,7 @@ def compare_devices(fn, *args, devices=None, repeats: int = 25, warmup: int = 2,
     _check_count("repeats", repeats, 1)
     _check_count("warmup", warmup, 0)
     _check_budget(budget_s)
+    _check_on_update("compare_devices", on_update)
     table = DeviceTimes(_rows_for(devices), describe_call(fn, args, repeats))
     if on_update is not None:
         on_update(table)
@@ -210,6 +211,11 @@ def compare_compiled(model, loss_fn, *inputs, optimizer=None, segments=1, device
     if not callable(model):
         raise TypeError(f"compare_compiled: the first argument must be the model (a Module or function), got "
                         f"{describe(model)}")
+    for name, value, example in (("the first argument (the model)", model, "nn.Linear(3, 1)"),
+                                 ("loss_fn", loss_fn, "nn.MSELoss()")):
+        if isinstance(value, type):
+            raise TypeError(f"compare_compiled: {name} is the class {value.__name__}, not one of its objects; make "
+                            f"one first: {value.__name__}(...), e.g. {example}")
     if loss_fn is not None and not callable(loss_fn):
         raise TypeError(f"compare_compiled: loss_fn must be callable as loss_fn(output, target) (or None to time "
                         f"a forward), got {describe(loss_fn)}")
@@ -223,6 +229,7 @@ def compare_compiled(model, loss_fn, *inputs, optimizer=None, segments=1, device
     _check_count("repeats", repeats, 1)
     _check_count("warmup", warmup, 0)
     _check_budget(budget_s)
+    _check_on_update("compare_compiled", on_update)
     rows = []
     for row in _rows_for(devices):
         if not row.available:
@@ -312,6 +319,12 @@ def _check_budget(budget_s):
     if budget_s is not None and not (isinstance(budget_s, (int, float)) and budget_s > 0):
         raise ValueError(f"compare_devices: budget_s must be a positive number of seconds (or None for no "
                          f"budget), got {budget_s!r}")
+
+
+def _check_on_update(call, on_update):
+    if on_update is not None and not callable(on_update):
+        raise TypeError(f"{call}: on_update is a function it calls with the table as each device finishes "
+                        f"(on_update(table)), or None; got {describe(on_update)}")
 
 
 def _check_count(name, value, least):

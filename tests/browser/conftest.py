@@ -175,15 +175,19 @@ def path_without_dot(path: str, shadow_root: Path) -> str:
     return os.pathsep.join(result)
 
 
-def silence_news() -> None:
-    """Turn off JupyterLab's news and update pop-up, merging into any overrides.json already there."""
+def lab_settings() -> None:
+    """JupyterLab's settings for a test, merged into any overrides.json already there: no news or update
+    pop-up, and every cell kept in the page (the default windowed list drops cells scrolled out of view,
+    so a widget further down could be missing from the page when a test counts or clicks it)."""
     overrides = Path(sys.prefix) / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
     settings = json.loads(overrides.read_text()) if overrides.exists() else {}
-    plugin = settings.setdefault("@jupyterlab/apputils-extension:notification", {})
-    wanted = {"fetchNews": "false", "checkForUpdates": False}
-    if all(plugin.get(key) == value for key, value in wanted.items()):
+    wanted = {"@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False},
+              "@jupyterlab/notebook-extension:tracker": {"windowingMode": "none"}}
+    if all(settings.get(plugin, {}).get(key) == value for plugin, values in wanted.items()
+           for key, value in values.items()):
         return
-    plugin.update(wanted)
+    for plugin, values in wanted.items():
+        settings.setdefault(plugin, {}).update(values)
     overrides.parent.mkdir(parents=True, exist_ok=True)
     overrides.write_text(json.dumps(settings, indent=2) + "\n")
 
@@ -204,7 +208,7 @@ def start_server(kind: str, base: Path) -> JupyterServer:
     assert shutil.which("dot", path=env["PATH"]) is None, "the server's PATH must not reach Graphviz's dot"
     for key in ("JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR", "IPYTHONDIR"):
         Path(env[key]).mkdir(parents=True, exist_ok=True)
-    silence_news()
+    lab_settings()
 
     port, token = free_port(), secrets.token_hex(16)
     app = "LabApp" if kind == "lab" else "JupyterNotebookApp"

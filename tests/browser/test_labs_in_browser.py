@@ -17,13 +17,13 @@ from .conftest import open_and_run, require, screenshot
 EXPECTED = {
     # tanh(x1*w1 + x2*w2 + b) on Scalars: 5 leaves + 2 mul + 2 add + tanh; then the stepper on the same
     # graph; then the tensor neuron: Mul, Sum, Add, Tanh and the leaves w, bias (x needs no gradient)
-    "01-autograd-on-one-number.ipynb": [10, 10, 6],
-    # Linear, ReLU, Linear, ReLU, Linear, then cross-entropy as PyTorch records it (LogSoftmax, NllLoss);
-    # 3 weights + 3 biases; inputs and targets; then the same graph again, profiled ("where the time goes")
-    "02-train-a-network.ipynb": [15, 15],
+    "01-derivatives-and-your-first-graph.ipynb": [10, 10, 6],
     # Linear, Tanh, Linear, Sum, Add, Sub, Pow, Mean + 4 parameters + x and target (view, then stepper);
     # then Linear, Cube, Sum + 2 parameters + x
-    "03-backward-step-by-step.ipynb": [14, 14, 6],
+    "02-backprop-as-an-algorithm.ipynb": [14, 14, 6],
+    # Linear, ReLU, Linear, ReLU, Linear, then cross-entropy as PyTorch records it (LogSoftmax, NllLoss);
+    # 3 weights + 3 biases; inputs and targets; then the same graph again, profiled ("where the time goes")
+    "05-modules-losses-and-optimizers.ipynb": [15, 15],
 }
 
 
@@ -61,9 +61,9 @@ def test_lab_draws_its_graphs(page, server, lab):
 
 
 def test_stepper_steps_back_and_inspects(page, server):
-    """Lab 03: Step moves the highlight, back returns it, a click opens the inspector, keys step."""
+    """Lab 2: Step moves the highlight, back returns it, a click opens the inspector, keys step."""
     require("ipywidgets", "anywidget")
-    open_and_run(page, server, "03-backward-step-by-step.ipynb")
+    open_and_run(page, server, "02-backprop-as-an-algorithm.ipynb")
     stepper = page.locator(".gradlab-stepper")
     assert stepper.count() == 1
     stepper.scroll_into_view_if_needed()
@@ -105,7 +105,7 @@ def test_stepper_steps_back_and_inspects(page, server):
         const g = document.querySelector('.gradlab-stepper g.gl-state-current');
         return g && g.dataset.id === id; }""", arg=tanh.get_attribute("data-id"))
     assert "Tanh" in stepper.locator(".gl-panel-title").inner_text()
-    screenshot(stepper, f"{server.kind}-03-stepper-at-tanh")
+    screenshot(stepper, f"{server.kind}-02-stepper-at-tanh")
 
     stepper.locator("button.gl-run-end").click()
     page.wait_for_function("() => document.querySelectorAll('.gradlab-stepper g.gl-state-done').length === 12")
@@ -113,9 +113,9 @@ def test_stepper_steps_back_and_inspects(page, server):
 
 
 def test_check_this_node_and_modules(page, server):
-    """Lab 03's Cube (fixed by the end of the lab) passes "check this node"; lab 02's modules close and open."""
+    """Lab 2's Cube (fixed by the end of the lab) passes "check this node"; lab 5's modules close and open."""
     require("ipywidgets", "anywidget")
-    open_and_run(page, server, "03-backward-step-by-step.ipynb")
+    open_and_run(page, server, "02-backprop-as-an-algorithm.ipynb")
     view = page.locator(".gradlab-graphview").nth(1)
     view.scroll_into_view_if_needed()
     view.locator(".gl-nodes g.gl-node").filter(has_text="Cube").click()
@@ -123,9 +123,9 @@ def test_check_this_node_and_modules(page, server):
     result = view.locator(".gl-check-result.gl-ok")
     result.wait_for()
     assert "agrees with finite differences" in result.inner_text()
-    screenshot(view, f"{server.kind}-03-check-this-node")
+    screenshot(view, f"{server.kind}-02-check-this-node")
 
-    open_and_run(page, server, "02-train-a-network.ipynb")
+    open_and_run(page, server, "05-modules-losses-and-optimizers.ipynb")
     view = page.locator(".gradlab-graphview").first  # (the second is the profile's)
     view.scroll_into_view_if_needed()
     before = view.locator(".gl-nodes g.gl-node").count()
@@ -134,7 +134,7 @@ def test_check_this_node_and_modules(page, server):
     view.locator('g.gl-group.gl-collapsed[data-id="g:0"]').wait_for()
     close_ms = (time.perf_counter() - started) * 1e3
     assert view.locator(".gl-nodes g.gl-node").count() == before - 3  # 0.weight, 0.bias and the Linear
-    screenshot(view, f"{server.kind}-02-module-closed")
+    screenshot(view, f"{server.kind}-05-module-closed")
     view.locator('g.gl-group.gl-collapsed[data-id="g:0"]').click()
     view.locator('g.gl-group.gl-expanded[data-id="g:0"]').wait_for()
     assert view.locator(".gl-nodes g.gl-node").count() == before

@@ -1,4 +1,4 @@
-"""The profile on the graph in a real browser (JupyterLab): lab 02's "where the time goes".
+"""The profile on the graph in a real browser (JupyterLab): lab 5's "where the time goes".
 
 The profiled graph is coloured by time with its key, the side panel lists the top 10 nodes, a click on
 a row selects that node (opening its module if it was closed) and the inspector shows its times; the
@@ -11,13 +11,13 @@ import pytest
 
 from .conftest import open_and_run, require, screenshot
 
-LAB = "02-train-a-network.ipynb"
+LAB = "05-modules-losses-and-optimizers.ipynb"
 TOP_OF_SCALE = "#fde725"
 
 
 @pytest.fixture(scope="module")
 def lab_page(browser, jupyter_server):
-    """Lab 02 run once for the tests below, which follow one another on it as a learner would."""
+    """Lab 5 run once for the tests below, which follow one another on it as a learner would."""
     require("ipywidgets", "anywidget")
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     context.set_default_timeout(30_000)
@@ -54,7 +54,7 @@ def test_the_profile_colours_by_time_and_lists_the_top_ten(page, profiled_view):
     assert rows.count() == 10
     slowest = rows.first.get_attribute("data-id")
     assert view.locator(f'.gl-nodes g[data-id="{slowest}"] rect').get_attribute("fill") == TOP_OF_SCALE
-    screenshot(view, "lab-02-profile-by-time")
+    screenshot(view, "lab-05-profile-by-time")
 
 
 def test_a_row_click_selects_the_node_and_the_inspector_shows_its_times(page, profiled_view):
@@ -69,7 +69,7 @@ def test_a_row_click_selects_the_node_and_the_inspector_shows_its_times(page, pr
     assert "forward" in times and "backward" in times
     assert forward in times and backward in times  # the same figures as the row (both from the node's JSON)
     assert "saved for backward" in view.locator(".gl-inspector .gl-profile-memory").inner_text()
-    screenshot(view, "lab-02-profile-row-selected")
+    screenshot(view, "lab-05-profile-row-selected")
 
 
 def test_a_row_opens_a_closed_module_and_memory_mode_swaps_the_table(page, profiled_view):
@@ -93,4 +93,4 @@ def test_a_row_opens_a_closed_module_and_memory_mode_swaps_the_table(page, profi
     header = view.locator(".gl-top-table thead th").all_inner_texts()
     assert header == ["node", "module", "saved", "only for backward"]
     assert rows_of(view).count() == 7  # the seven operations (cross-entropy is LogSoftmax, NllLoss); leaves save nothing
-    screenshot(view, "lab-02-profile-by-memory")
+    screenshot(view, "lab-05-profile-by-memory")

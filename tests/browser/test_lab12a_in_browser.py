@@ -1,4 +1,4 @@
-"""Lab 05 in JupyterLab: each DeviceTimings chart draws a row per device, unavailable rows say why, and
+"""Lab 12a in JupyterLab: each DeviceTimings chart draws a row per device, unavailable rows say why, and
 "run again" re-times from the front end. Screenshots land in test-artifacts/browser/: look at them.
 """
 
@@ -9,7 +9,7 @@ import time
 
 from .conftest import open_and_run, require, run_cell, screenshot
 
-LAB = "05-devices.ipynb"
+LAB = "12a-performance-devices.ipynb"
 
 
 def kernel_rows(page, name):
@@ -25,14 +25,14 @@ def drawn_rows(widget):
         text: g.textContent, bars: g.querySelectorAll('rect.gl-dt-bar').length }))""")
 
 
-def test_lab05_draws_every_device_and_runs_again(page, jupyter_server):
+def test_lab12a_draws_every_device_and_runs_again(page, jupyter_server):
     require("ipywidgets", "anywidget")
     server = jupyter_server("lab")
     open_and_run(page, server, LAB)
     charts = page.locator(".gradlab-device-timings")
     assert charts.count() == 2  # the model forward and the training step
     for i in range(2):
-        screenshot(charts.nth(i), f"lab-05-devices-widget{i}")
+        screenshot(charts.nth(i), f"lab-12a-devices-widget{i}")
 
     step = charts.nth(1)
     expected = kernel_rows(page, "step_timings")
@@ -59,4 +59,4 @@ def test_lab05_draws_every_device_and_runs_again(page, jupyter_server):
     assert "run 2" in step.locator(".gl-status").inner_text()
     assert [r["device"] for r in drawn_rows(step)] == [r["device"] for r in expected]
     assert run_cell(page, "print(step_timings.runs)").strip() == "2"
-    screenshot(step, "lab-05-devices-run-again")
+    screenshot(step, "lab-12a-devices-run-again")

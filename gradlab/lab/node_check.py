@@ -26,6 +26,7 @@ from ..autograd.grad_mode import enable_grad, no_grad
 from ..dtypes import float64
 from ..generator import default_generator
 from ..scalar import Scalar, ScalarContext
+from .arguments import described, graph_of, node_id_in
 from .capture import CaptureError, _forward_arg_names
 from .summary import as_numpy
 
@@ -35,20 +36,22 @@ KINK = 1e-3  # one-sided slopes further apart than this (relative) mark a kink, 
 MOST_ELEMENTS_LOCATED = 2048  # the elements probed one at a time to find where a kink is
 
 
-def check_node(graph, node_id: str, seed: int = 0) -> dict:
-    """Compare one node's vector-Jacobian product with central finite differences.
+def check_node(graph, node_id: str | None = None, seed: int = 0) -> dict:
+    """Compare one node's vector-Jacobian product with central finite differences: ``check_node(view, "n3")``
+    (``graph``: a GraphView, a stepper or a captured Graph; the node: its id or its GraphNode).
 
     Returns {"ok", "inputs": [{"name", "analytic", "numeric", "error"}], "tolerance", "message"},
     and "kinks" (the elements found on a kink: input, index, value, left, right, engine) when
     there are any, "random": True when the forward draws random numbers.
     """
-    node = graph.nodes.get(node_id)
-    if node is None:
-        raise KeyError(f"check_node: no node {node_id!r} in this graph")
+    graph = graph_of("check_node", graph)
+    node = graph.nodes[node_id_in("check_node", graph, node_id, "check_node(view, 'n3') or view.check('n3')")]
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise TypeError(f"check_node: seed= takes a whole number (the random directions' seed); got {described(seed)}")
     if node.kind != "op":
         what = {"param": "a parameter", "leaf": "a leaf tensor", "input": "data (an input)"}.get(node.kind, node.kind)
         return _result(True, [], f"{node.label} is {what}: it has no backward of its own to check")
-    call = graph.calls.get(node_id)
+    call = graph.calls.get(node.id)
     if call is None and graph.source == "tape":
         raise CaptureError("check_node: a tape keeps no tensor values, so there are no inputs to check this op on. "
                            "Record the forward to check its nodes: with gl.lab.record() as rec: out = model(x); "
