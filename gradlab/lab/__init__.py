@@ -16,7 +16,7 @@ from .capture import CaptureError, capture
 from .record import Recording, record
 
 __all__ = ["BackpropStepper", "CaptureError", "DeviceTimings", "GradientFlow", "GraphView", "Recording", "capture",
-           "Playground",
+           "Playground", "ActivationStats", "update_ratios", "check_init_std", "check_dead_fraction", "check_update_ratio", "check_learning_rate",
            "Profile", "Verdict", "Verdicts", "check", "check_broadcast_shape", "check_function", "check_function_cases",
            "check_gradient", "check_gradients", "check_node", "check_numerically", "check_strides", "check_this_node",
            "check_view", "compare_compiled", "compare_devices", "cs231n_band", "profile", "record"]
@@ -31,6 +31,7 @@ _LAZY = {
     "check_function": "exercises", "Verdict": "exercises", "Verdicts": "exercises",
     "check_numerically": "exercises", "check_this_node": "exercises", "cs231n_band": "exercises",
     "Playground": "playground",
+    "ActivationStats": "activation_stats", "update_ratios": "ratio_picture", **dict.fromkeys(("check_init_std", "check_dead_fraction", "check_update_ratio", "check_learning_rate"), "health_exercises"),
     "check_strides": "tensor_exercises", "check_view": "tensor_exercises",
     "check_broadcast_shape": "tensor_exercises", "check_function_cases": "tensor_exercises",
 }
