@@ -16,6 +16,7 @@ from .summary import as_numpy
 
 STD_BAND = 0.1  # an init std within 10 % of the one that keeps the variance passes (the measurement's noise: ~2 %)
 CLOSE = 0.06  # how near a factor must be to a known slip's before the hint names it
+FRACTION_TOLERANCE = 1e-6  # a float32 mean of booleans; two fractions of a batch's units differ by far more
 RATIO_TOLERANCE = 1e-2  # relative: an update ratio is an order of magnitude, and ‖W_after‖ vs ‖W_before‖ is ~1e-3
 
 
@@ -96,7 +97,7 @@ def check_dead_fraction(name: str, mine, activation) -> Verdict:
     zero = h <= 0
     truth = float(zero.all(axis=0).mean())
     dead = int(zero.all(axis=0).sum())
-    if abs(value - truth) <= 1e-9:
+    if abs(value - truth) <= FRACTION_TOLERANCE:
         return Verdict(name, "pass", f"exact: {dead} of {h.shape[1]} units are 0 for all {h.shape[0]} examples", 0.0)
     readings = [
         (float(zero.mean()), "that is the fraction of outputs that are 0, each example counted: a unit is dead "
@@ -108,7 +109,7 @@ def check_dead_fraction(name: str, mine, activation) -> Verdict:
         (1 - truth, "that is the fraction of units that are alive"),
     ]
     for wrong, hint in readings:
-        if abs(value - wrong) <= 1e-9:
+        if abs(value - wrong) <= FRACTION_TOLERANCE:
             return Verdict(name, "fail", hint, abs(value - truth))
     return Verdict(name, "fail", f"{value:g} is not the fraction of units (columns) that are 0 for every example "
                                  f"(rows) of the batch", abs(value - truth))
@@ -156,6 +157,8 @@ def typical_update_ratio(flow) -> float:
     history = flow.history()
     per_layer = []
     for values in history["series"]["update_ratio"].values():
+        if any(isinstance(v, str) for v in values):  # history() spells nan and inf as strings: training blew up
+            return math.nan
         recent = [v for v in values[len(values) // 2:] if isinstance(v, (int, float)) and v > 0]
         if recent:
             per_layer.append(float(np.median(recent)))
