@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import math
+import re
 import struct
 import zlib
 from html import escape
@@ -35,7 +36,8 @@ class Picture(str):
     """SVG text that a notebook shows as the picture (inline HTML in JupyterLab, an image on GitHub)."""
 
     def _repr_mimebundle_(self, **kwargs):
-        return {"text/plain": f"<{self.split(' ', 2)[1] if ' ' in self else 'svg'} picture, {len(self)} characters>",
+        kind = re.search(r'class="gl-act (gl-act-[\w-]+)"', self)
+        return {"text/plain": f"<SVG picture {kind.group(1) if kind else ''}: {len(self)} characters>",
                 "image/svg+xml": str(self), "text/html": f'<div class="gl-activation-stats">{self}</div>'}, {}
 
 
