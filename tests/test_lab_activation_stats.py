@@ -66,6 +66,28 @@ def test_the_figures_are_those_computed_by_hand_from_the_outputs():
     assert np.array_equal(stats.output("3").numpy(), relu)
 
 
+def test_the_gradient_reaching_each_output_is_the_one_backward_sent_there():
+    net = known_net()
+    stats = gl.lab.ActivationStats(net)
+    outputs = {}
+    handles = [net[i].register_forward_hook(lambda m, a, out, i=i: outputs.update({str(i): out})) for i in (1, 3, 5)]
+    x = gl.randn(32, 3)
+    out = net(x)
+    for t in outputs.values():
+        t.retain_grad()
+    assert all(r["grad_std"] is None for r in stats.latest().values())  # not before backward
+    with pytest.raises(ActivationStatsError, match="no backward has reached the watched layers yet"):
+        stats.gradient_histograms()
+    (out ** 2).sum().backward()
+    for handle in handles:
+        handle.remove()
+    for name, t in outputs.items():
+        assert stats.latest("grad_std")[name] == pytest.approx(t.grad.numpy().astype(np.float64).std(), rel=1e-12)
+    assert "; gradient std" in stats.table()
+    picture = stats.gradient_histograms()
+    assert picture.count('class="gl-act-hist"') == 3 and "1 Tanh · std" in picture
+
+
 def test_a_constructed_dead_relu_unit_is_counted_dead_and_a_sometimes_zero_one_is_not():
     layer, relu = nn.Linear(2, 4), nn.ReLU()
     net = nn.Sequential(layer, relu)
@@ -159,7 +181,7 @@ def test_bad_input_is_named():
     with pytest.raises(ActivationStatsError, match="no training forward has reached that layer yet"):
         stats.output("1")
     net(gl.randn(4, 3))
-    with pytest.raises(ActivationStatsError, match="no statistic 'variance'; they are mean, std, saturated, dead"):
+    with pytest.raises(ActivationStatsError, match="no statistic 'variance'; they are mean, std, saturated, dead, grad_std"):
         stats.history("variance")
     with pytest.raises(ActivationStatsError, match="no layer '0' is watched; the layers are '1', '3', '5'"):
         stats.histogram("0")

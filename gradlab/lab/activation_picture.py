@@ -58,9 +58,11 @@ def nice_ticks(low: float, high: float, count: int = 5) -> list:
     """Round numbers (1, 2 or 5 times a power of ten apart) between low and high, about ``count`` of them."""
     raw = (high - low) / max(count - 1, 1)
     power = 10 ** math.floor(math.log10(raw)) if raw > 0 else 1.0
-    step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
-    first = math.ceil(low / step - 1e-9)
-    return [round(k * step, 12) for k in range(first, math.floor(high / step + 1e-9) + 1)]
+    for step in (10 * power, 5 * power, 2 * power, power, power / 2):  # the widest step that gives enough ticks
+        first, last = math.ceil(low / step - 1e-9), math.floor(high / step + 1e-9)
+        if last - first + 1 >= max(3, count - 2):
+            break
+    return [round(k * step, 12) for k in range(first, last + 1)]
 
 
 def _percent(value) -> str:
@@ -129,6 +131,44 @@ def _histograms(stats, index: int, top: float, standalone: bool) -> list:
     if standalone:
         out.append("</svg>")
     return out
+
+
+def gradient_histograms_svg(stats) -> Picture:
+    """Each layer's histogram of the gradient that reached its outputs at the last backward, overlaid on one
+    symmetric range (four times the largest layer's std: a wider tail counts in the end bins)."""
+    from .activation_stats import histogram_counts
+    plot_w = WIDTH - LEFT - KEY_W - RIGHT
+    grads = [(i, layer, layer.last_grad) for i, layer in enumerate(stats.watched) if layer.last_grad is not None]
+    spread = max((float(g.std()) for _, _, g in grads), default=0.0)
+    half = 4 * spread or max((float(np.abs(g).max()) for _, _, g in grads), default=0.0) or 1.0
+    width = 2 * half / stats.bins
+    centres = -half + width * (np.arange(stats.bins) + 0.5)
+    curves = [(i, layer, histogram_counts(g, -half, half, stats.bins) / max(g.size, 1) / width)
+              for i, layer, g in grads]
+    peak = max(float(d.max()) for _, _, d in curves) or 1.0
+    plot_h = max(PLOT_H, len(stats.watched) * KEY_ROW + 8)
+    out = _open("gradient-histograms", WIDTH, TOP + plot_h + 26)
+    out.append(_text(LEFT, 16, "gradient reaching each layer's outputs at the last backward: histogram (density)",
+                     "gl-act-title", size=12))
+
+    def px(v):
+        return LEFT + (v + half) / (2 * half) * plot_w
+
+    for tick in nice_ticks(-half, half, 5):
+        out.append(f'<line class="gl-act-grid" x1="{px(tick):.1f}" x2="{px(tick):.1f}" y1="{TOP}" y2="{TOP + plot_h}"/>')
+        out.append(_text(px(tick), TOP + plot_h + 14, f"{tick:g}", "gl-act-axis", "middle"))
+    out.append(f'<rect class="gl-act-frame" x="{LEFT}" y="{TOP}" width="{plot_w}" height="{plot_h}"/>')
+    for i, layer, density in curves:
+        points = " ".join(f"{px(c):.1f},{TOP + plot_h - d / peak * (plot_h - 6):.1f}" for c, d in zip(centres, density))
+        out.append(f'<polyline class="gl-act-hist" data-layer="{escape(layer.name)}" fill="none" '
+                   f'stroke="{layer_color(i)}" stroke-width="1.6" points="{points}"/>')
+        ky = TOP + 4 + KEY_ROW * i
+        kx = LEFT + plot_w + 12
+        out.append(f'<g class="gl-act-key" data-layer="{escape(layer.name)}"><line x1="{kx}" x2="{kx + 14}" '
+                   f'y1="{ky + 6}" y2="{ky + 6}" stroke="{layer_color(i)}" stroke-width="2"/>'
+                   f'{_text(kx + 18, ky + 10, f"{layer.name} {type(layer.module).__name__} · std {layer.last_grad.std():.1e}", size=10)}</g>')
+    out.append("</svg>")
+    return Picture("".join(out))
 
 
 # --- fast.ai's colourful dimension -----------------------------------------------------------------------------

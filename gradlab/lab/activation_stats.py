@@ -25,6 +25,7 @@ STATS = {
     "saturated": "fraction of outputs where the activation's slope is (almost) 0: |tanh| > 0.97, "
                  "sigmoid within 0.015 of 0 or 1, ReLU = 0",
     "dead": "fraction of units whose slope is (almost) 0 for every example of the batch: no gradient passes them",
+    "grad_std": "standard deviation of the gradient that reached the outputs in backward (None before one)",
 }
 
 
@@ -67,7 +68,7 @@ def figures_of(values: np.ndarray, kind: str) -> dict:
     flat = flat_mask(values, kind)
     return {"mean": float(values.mean()), "std": float(values.std()),
             "saturated": None if flat is None else float(flat.mean()),
-            "dead": None if flat is None else dead_fraction(flat)}
+            "dead": None if flat is None else dead_fraction(flat), "grad_std": None}
 
 
 def histogram_counts(values: np.ndarray, low: float, high: float, bins: int) -> np.ndarray:
@@ -82,13 +83,13 @@ def histogram_counts(values: np.ndarray, low: float, high: float, bins: int) -> 
 class _Watched:
     """One watched module: its name, kind, histogram range, hook handle and what it recorded."""
 
-    __slots__ = ("name", "module", "kind", "low", "high", "handle", "records", "hists", "last")
+    __slots__ = ("name", "module", "kind", "low", "high", "handle", "records", "hists", "last", "last_grad")
 
     def __init__(self, name, module, limit):
         self.name, self.module, self.kind = name, module, kind_of(module)
         self.low, self.high = {"tanh": (-1.0, 1.0), "sigmoid": (0.0, 1.0), "relu": (0.0, limit)}.get(
             self.kind, (-limit, limit))
-        self.handle, self.records, self.hists, self.last = None, [], [], None
+        self.handle, self.records, self.hists, self.last, self.last_grad = None, [], [], None, None
 
 
 class ActivationStats:
@@ -143,9 +144,21 @@ class ActivationStats:
             self._fill(layer)
             if len(layer.records) == len(self.steps):  # called twice in one forward: the last call is kept
                 layer.records.pop(), layer.hists.pop()
-            layer.records.append(figures_of(values, layer.kind))
+            record = figures_of(values, layer.kind)
+            layer.records.append(record)
             layer.hists.append(counts)
+            if out.requires_grad:  # backward's side: the gradient that reaches this output, when it comes
+                out.register_hook(self._grad_hook(layer, record))
         return hook
+
+    @staticmethod
+    def _grad_hook(layer: _Watched, record: dict):
+        def on_grad(grad):
+            if counts_as_training():  # not a stepper's replay
+                g = as_numpy(grad)
+                record["grad_std"] = float(g.std(dtype=np.float64))
+                layer.last_grad = g.copy()  # the engine may reuse its array; the picture needs this step's
+        return on_grad
 
     def _new_step(self) -> None:
         self.count += 1
@@ -233,6 +246,8 @@ class ActivationStats:
             if r["saturated"] is not None:
                 word = "zero" if layer.kind == "relu" else "saturated"
                 line += f", {word} {r['saturated']:.1%}, dead units {r['dead']:.1%}"
+            if r.get("grad_std") is not None:
+                line += f"; gradient std {r['grad_std']:.1e}"
             lines.append(line)
         return "\n".join(lines)
 
@@ -263,6 +278,15 @@ class ActivationStats:
         from .activation_picture import histograms_svg
         self._recorded("histograms")
         return histograms_svg(self, self._index(step))
+
+    def gradient_histograms(self):
+        """Karpathy's second picture: each layer's histogram of the gradient that reached its outputs, at the
+        last backward, overlaid on one symmetric range."""
+        from .activation_picture import gradient_histograms_svg
+        if all(layer.last_grad is None for layer in self.watched):
+            raise ActivationStatsError("ActivationStats.gradient_histograms(): no backward has reached the watched "
+                                       "layers yet; run loss.backward() after a training forward first")
+        return gradient_histograms_svg(self)
 
     def color_dim(self):
         """fast.ai's "colourful dimension": per layer, its histogram at every step as one column of colour."""

@@ -40,14 +40,16 @@ def test_lab06_solution_draws_its_statistics_flows_and_playground(page, jupyter_
     assert page.locator(".gl-verdict-pass").count() == 4 and page.locator(".gl-verdict-fail").count() == 0
 
     # the activation pictures, in the lab's order, drawn inline (so their parts can be counted)
-    assert kinds(page) == ["gl-act-histograms", "gl-act-histograms", "gl-act-color-dim", "gl-act-dead",
+    assert kinds(page) == ["gl-act-histograms", "gl-act-histograms", "gl-act-gradient-histograms", "gl-act-color-dim",
+                           "gl-act-dead",
                            "gl-act-update-ratios", "gl-act-color-dim", "gl-act-update-ratios", "gl-act-update-ratios",
                            "gl-act-std"]
-    saturated, healthy, hot, hot_dead, sigmoid_ratios, relu_strips, relu_ratios, calm_ratios, stream = \
-        (pictures(page).nth(i) for i in range(9))
+    saturated, healthy, gradients, hot, hot_dead, sigmoid_ratios, relu_strips, relu_ratios, calm_ratios, stream = \
+        (pictures(page).nth(i) for i in range(10))
     assert saturated.locator("polyline.gl-act-hist").count() == 5  # five tanh layers
     assert "sat 76%" in saturated.locator(".gl-act-key").last.text_content()
     assert saturated.get_attribute("data-step") == "1" and healthy.get_attribute("data-step") == "2"
+    assert gradients.locator("polyline.gl-act-hist").count() == 5
     assert hot.locator(".gl-act-strip").count() == 5 and relu_strips.locator(".gl-act-strip").count() == 9
     assert hot.locator(".gl-act-strip image").first.evaluate("(img) => img.getBBox().width") > 500
     assert hot_dead.locator(".gl-act-line polyline").count() == 5
@@ -56,6 +58,7 @@ def test_lab06_solution_draws_its_statistics_flows_and_playground(page, jupyter_
     assert stream.locator(".gl-act-line").count() == 8  # the residual stream after each of the eight blocks
     screenshot(saturated, "lab-06-tanh-saturated-histograms")
     screenshot(healthy, "lab-06-tanh-healthy-histograms")
+    screenshot(gradients, "lab-06-tanh-gradient-histograms")
     screenshot(hot, "lab-06-dead-relus-colour-dimension")
     screenshot(hot_dead, "lab-06-dead-relus-over-steps")
     screenshot(sigmoid_ratios, "lab-06-sigmoid-update-ratios")
@@ -124,5 +127,5 @@ def test_lab06_unsolved_runs_and_says_not_done_for_each_exercise(page, jupyter_s
     server = jupyter_server("lab")
     open_and_run(page, server, LAB)
     assert page.locator(".gl-verdict-not-done").count() == 4 and page.locator(".gl-verdict-fail").count() == 0
-    assert pictures(page).count() == 9 and flows(page).count() == 3
+    assert pictures(page).count() == 10 and flows(page).count() == 3
     screenshot(page.locator(".gl-verdict-not-done").first, "lab-06-unsolved-check")
