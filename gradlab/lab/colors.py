@@ -41,6 +41,22 @@ GRID, FRAME, AXIS_INK, TEXT_INK, TITLE_INK = "#eef0f3", "#d1d5db", "#6b7280", "#
 WARNING_INK, ALARM_INK = "#92400e", "#b91c1c"
 PASS_INK = "#15803d"  # a checked exercise that passed
 
+# The class each ink's SVG piece carries, so that a widget's stylesheet (widgets/theme.css) can redraw it in the
+# learner's JupyterLab theme; the saved picture keeps the ink itself, on its own white plate (class gl-bg).
+INK_CLASSES = {TITLE_INK: "gl-ink-title", TEXT_INK: "gl-ink-text", AXIS_INK: "gl-ink-axis",
+               WARNING_INK: "gl-ink-warn", ALARM_INK: "gl-ink-alarm", PASS_INK: "gl-ink-pass"}
+
+
+def ink_class(ink: str) -> str:
+    """The class of a piece drawn in ``ink`` (one of the inks above); '' for a data colour."""
+    return INK_CLASSES.get(ink, "")
+
+
+def series_class(index: int) -> str:
+    """``gl-series-N``: the class of layer ``index``'s line and key, by which a dark theme lightens the two
+    layer colours too dark to see on a dark page (3, purple, and 8, grey; same hues)."""
+    return f"gl-series-{index % len(LAYER_COLORS)}"
+
 # The playground's two classes (TensorFlow Playground's orange for label 0, blue for label 1), and the pale
 # middle its boundary fades through where the model is unsure (p = 0.5). Weights: blue > 0, orange < 0.
 CLASS_COLORS, UNSURE = ("#f59322", "#0877bd"), "#f4f4f4"
