@@ -234,3 +234,10 @@ def test_theme_css_restyles_every_class_the_pictures_carry():
     css = re.sub(r"/\*.*?\*/", "", stylesheets()["theme.css"], flags=re.S)
     for name in ["gl-bg", *INK_CLASSES.values(), "gl-ink-line", "gl-grid", "gl-frame", "gl-series-3", "gl-series-8"]:
         assert re.search(rf"\.gradlab-widget [^{{]*\.{name}\b[^{{]*\{{", css), f".{name} has no rule in theme.css"
+
+
+def test_a_nodes_ink_reads_on_every_fill_the_graph_can_give_it():
+    from gradlab.lab.colors import KIND_COLORS, MISSING, ZERO, ink, scale_color
+    fills = [scale_color(i / 1000) for i in range(1001)] + [*KIND_COLORS.values(), MISSING, ZERO]
+    weak = sorted({(round(contrast(ink(f), f), 2), f, ink(f)) for f in fills if contrast(ink(f), f) < TEXT_CONTRAST})
+    assert not weak, f"{len(weak)} fills whose ink is under {TEXT_CONTRAST}:1, e.g. {weak[:5]}"

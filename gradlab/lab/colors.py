@@ -153,9 +153,22 @@ MODES = ("grad", "value", "kind")
 
 
 def ink(fill: str) -> str:
-    """Dark text on light fills, white text on dark ones (by the fill's relative luminance)."""
-    r, g, b = (c / 255 for c in _rgb(fill))
-    return "#111827" if 0.2126 * r + 0.7152 * g + 0.0722 * b > 0.45 else "#ffffff"
+    """Dark text on light fills, white text on dark ones: whichever contrasts more with the fill (WCAG's ratio
+    of relative luminances). On the few mid fills where neither reaches 4.5:1 (text's least), black does."""
+    best = max(("#111827", "#ffffff"), key=lambda text: contrast(text, fill))
+    return best if contrast(best, fill) >= 4.5 else "#000000"
+
+
+def luminance(color: str) -> float:
+    """WCAG's relative luminance of a #rrggbb colour: 0 for black, 1 for white."""
+    r, g, b = (c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in (v / 255 for v in _rgb(color)))
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def contrast(a: str, b: str) -> float:
+    """WCAG's contrast ratio of two colours, 1 (the same) to 21 (black on white)."""
+    high, low = sorted((luminance(a), luminance(b)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
 
 
 MODE_LABELS = {"grad": "gradient", "value": "value", "kind": "kind of op"}  # what the colour menu says
