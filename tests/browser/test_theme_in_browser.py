@@ -32,10 +32,10 @@ CELLS = [
 WIDGETS = {  # name -> (selector, which of them)
     "graph": (".gradlab-graphview", 0),
     "stepper": (".gradlab-stepper", 0),
-    "flow": (".gradlab-flow", 0),
+    "flow": (".gradlab-gradient-flow", 0),  # its chart and, once a layer is clicked, that layer's graph
     "timings": (".gradlab-device-timings", 0),
-    "playground": (".gradlab-playground", 0),
-    "profile": (".gradlab-graphview", 1),
+    "playground": (".gradlab-playground-box", 0),
+    "profile": (".gradlab-graphview:has(.gl-top-table)", 0),
 }
 THEMES = {"light": ("JupyterLab Light", "true"), "dark": ("JupyterLab Dark", "false")}
 LEAST = 4.5  # WCAG AA for text
@@ -123,6 +123,21 @@ def lab_page(browser, jupyter_server):
     for _ in range(3):  # a current node, done ones and the sent-gradient panel
         stepper.locator("button.gl-step").click()
         page.wait_for_timeout(300)
+    graph = page.locator(".gradlab-graphview").first  # the inspector, with its facts, rule, maths and histogram
+    graph.locator(".gl-nodes > g[data-id]").nth(2).click()
+    graph.locator(".gl-inspector .gl-inspector-title").wait_for()
+    flow = page.locator(".gradlab-gradient-flow")  # a layer opened: its key entry marked, its graph drawn
+    flow.locator('.gl-flow-key[data-layer="4"]').click()
+    flow.locator(".gradlab-graphview svg.gl-graph").wait_for()
+    playground = page.locator(".gradlab-playground-box")
+    for _ in range(4):  # lines in both charts
+        playground.locator("button.gl-pg-step").click()
+        page.wait_for_timeout(300)
+    page.wait_for_function("(el) => +el.dataset.step >= 4", arg=playground.locator(".gradlab-playground").element_handle())
+    profile = page.locator(WIDGETS["profile"][0])  # a row chosen: the inspector's times
+    profile.locator(".gl-top-table tbody tr").first.click()
+    profile.locator(".gl-inspector .gl-profile-times").wait_for()
+    page.mouse.move(0, 0)  # no hover left on anything
     yield page
     switch_theme(page, "light")  # JupyterLab keeps the theme in its settings: leave it as found
     context.close()
@@ -150,7 +165,7 @@ def test_every_widgets_text_is_readable_in_the_theme(lab_page, theme):
 def test_the_dark_theme_repaints_the_widget_and_leaves_the_saved_picture_light(lab_page):
     page = lab_page
     switch_theme(page, "dark")
-    flow = page.locator(".gradlab-flow").first
+    flow = page.locator(".gradlab-gradient-flow .gradlab-flow").first
     box = flow.evaluate("(el) => getComputedStyle(el).backgroundColor")
     plate = flow.locator("svg .gl-bg").first.evaluate("(el) => getComputedStyle(el).fill")
     assert box == "rgb(33, 33, 33)" and plate == "none"  # JupyterLab Dark's --jp-layout-color1; the plate lets it show
