@@ -77,7 +77,7 @@ class OptimizerRace:
         """The live widget, plus its picture as static SVG for GitHub, nbviewer and nbconvert."""
         bundle_ = self.panel._repr_mimebundle_(**kwargs)
         data, metadata = bundle_ if isinstance(bundle_, tuple) else (bundle_, {})
-        return {**data, "image/svg+xml": self._picture}, metadata
+        return {**data, "image/svg+xml": self._picture, "text/plain": repr(self)}, metadata
 
     def __repr__(self):
         ends = ", ".join(f"{r.name} {r.losses[-1]:.3g}" for r in self.runs)
