@@ -97,6 +97,13 @@ def test_the_picture_holds_the_surface_the_paths_the_key_and_one_chart_row_per_r
     assert svg.count("<rect") > 4 * 64  # the bands: at least a rectangle per row of cells, in four runs' worth
 
 
+def test_each_picture_clips_its_paths_by_a_clip_path_of_its_own(race):
+    # two races on one page: with one id, the second picture's paths were cut by the first one's map
+    pictures = (race.to_svg(), race.to_svg(step=3))
+    ids = [svg.split('<clipPath id="')[1].split('"')[0] for svg in pictures]
+    assert ids[0] != ids[1] and all(f'clip-path="url(#{i})"' in svg for i, svg in zip(ids, pictures))
+
+
 def test_the_bands_hold_equally_many_cells():
     losses = grid_losses(SURFACES["ravine"], 64)
     edges = np.quantile(losses, np.linspace(0, 1, BANDS + 1))

@@ -11,6 +11,7 @@ gives it every step's marker position, in the picture's own coordinates.
 
 from __future__ import annotations
 
+import itertools
 import math
 from html import escape
 
@@ -25,6 +26,7 @@ CHART_W, CHART_H, CHART_GAP, ROW_H = 170, 62, 46, 112
 # the chart columns: (title, the state keys shown there, first found); the gradient and the step are every run's
 COLUMNS = (("gradient ∂L/∂p", None), ("first moment", ("momentum_buffer", "exp_avg")),
            ("second moment", ("square_avg", "exp_avg_sq")), ("step taken Δp", None))
+_ids = itertools.count()  # a page shows several pictures: each clip path needs an id of its own
 PALE = 0.45  # how far each band's colour is mixed towards white, so that the paths stand out on it
 
 
@@ -42,6 +44,7 @@ def race_svg(surface, runs: list, step: int | None = None) -> tuple[str, list]:
     steps = max((run.steps for run in runs), default=0)
     step = steps if step is None else max(0, min(step, steps))
     frames = [[[round(v, 1) for v in _clamped(at(p), left, top, map_h)] for p in run.positions] for run in runs]
+    clip = f"gl-race-clip-{next(_ids)}"
     charts_top = top + map_h + 44
     width = max(left + MAP_W + LEGEND_W, left + len(COLUMNS) * (CHART_W + CHART_GAP))
     height = charts_top + ROW_H * len(runs) + 6
@@ -53,8 +56,8 @@ def race_svg(surface, runs: list, step: int | None = None) -> tuple[str, list]:
            f'{escape(surface.name)}: the loss in bands of equal area (dark = low), and each optimizer\'s path</text>',
            _surface(surface, left, top, map_h, len(runs)),
            _axes(surface, left, top, map_h),
-           f'<clipPath id="gl-race-clip"><rect x="{left}" y="{top}" width="{MAP_W}" height="{map_h}"/></clipPath>',
-           '<g class="gl-race-paths" clip-path="url(#gl-race-clip)">']
+           f'<clipPath id="{clip}"><rect x="{left}" y="{top}" width="{MAP_W}" height="{map_h}"/></clipPath>',
+           f'<g class="gl-race-paths" clip-path="url(#{clip})">']
     for m in surface.minima:
         mx, my = at(m)
         out.append(f'<path class="gl-race-minimum" d="M{mx - 5:.1f},{my - 5:.1f}L{mx + 5:.1f},{my + 5:.1f}'
