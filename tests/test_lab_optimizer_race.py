@@ -79,6 +79,7 @@ def test_momentum_goes_further_than_plain_sgd_down_the_valley():
     assert race.run("momentum").losses[-1] < race.run("SGD").losses[-1] / 10
 
 
+@pytest.mark.filterwarnings("ignore:overflow encountered")  # (numpy says so, on the way to inf: the point of it)
 def test_a_run_that_diverges_stops_and_says_so():
     race = lab.OptimizerRace("rosenbrock", {"too fast": lambda ps: gl.optim.SGD(ps, lr=0.05)}, steps=30)
     run = race.runs[0]
@@ -141,6 +142,7 @@ def test_a_loss_function_of_your_own_with_its_extent():
                              extent=((-3, 3), (-3, 3)))
     assert race.run("SGD").positions[-1] == pytest.approx([0.8 ** 5, -2 * 0.8 ** 5])
     assert grid_losses(race.surface, 4)[0, 0] == pytest.approx(2 * 2.25 ** 2)
+    assert race.surface.name == "your loss" and race.to_svg().count("your loss: the loss in bands") == 1
 
 
 def test_a_loss_that_is_not_one_number_is_refused():

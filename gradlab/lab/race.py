@@ -95,7 +95,9 @@ def surface_of(loss, extent=None, start=None) -> Surface:
         if extent is None:
             raise RaceError("OptimizerRace: for a loss function of your own, give extent=((x_low, x_high), "
                             "(y_low, y_high)), the square of the plane to draw")
-        base = Surface(getattr(loss, "__name__", "loss"), loss, extent, start if start is not None else (0.0, 0.0))
+        name = getattr(loss, "__name__", "<lambda>")
+        base = Surface("your loss" if name == "<lambda>" else name, loss, extent,
+                       start if start is not None else (0.0, 0.0))
     else:
         raise RaceError(f"OptimizerRace: the loss is a surface's name ({', '.join(map(repr, SURFACES))}) or a "
                         f"function of a point p (a tensor of shape (2,)); got a {type(loss).__name__}")
