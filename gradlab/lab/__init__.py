@@ -17,6 +17,7 @@ from .record import Recording, record
 
 __all__ = ["BackpropStepper", "CaptureError", "DeviceTimings", "GradientFlow", "GraphView", "Recording", "capture",
            "Playground",
+           "OptimizerRace", "check_optimizer_step",
            "Profile", "Verdict", "Verdicts", "check", "check_broadcast_shape", "check_function", "check_function_cases",
            "check_gradient", "check_gradients", "check_node", "check_numerically", "check_strides", "check_this_node",
            "check_view", "compare_compiled", "compare_devices", "cs231n_band", "profile", "record"]
@@ -31,6 +32,7 @@ _LAZY = {
     "check_function": "exercises", "Verdict": "exercises", "Verdicts": "exercises",
     "check_numerically": "exercises", "check_this_node": "exercises", "cs231n_band": "exercises",
     "Playground": "playground",
+    "OptimizerRace": "optimizer_race", "check_optimizer_step": "optimizer_exercises",
     "check_strides": "tensor_exercises", "check_view": "tensor_exercises",
     "check_broadcast_shape": "tensor_exercises", "check_function_cases": "tensor_exercises",
 }
