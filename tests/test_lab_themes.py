@@ -61,17 +61,25 @@ def stylesheets() -> dict:
     return {p.name: p.read_text(encoding="utf-8") for p in sorted(widgets_dir().glob("*.css"))}
 
 
-def palette(selector: str) -> dict:
-    """{--gl-name: value} set by the rule whose selector is ``selector`` in theme.css."""
+DARK_THEME = 'body[data-jp-theme-light="false"]'
+
+
+def palette(dark: bool) -> dict:
+    """{--gl-name: value} set in theme.css on the widgets' roots (.gradlab-widget, ...), or on them under
+    JupyterLab's dark theme."""
     found = {}
     for rule, prop, value in declarations(stylesheets()["theme.css"]):
-        if rule == selector and prop.startswith("--gl-"):
+        roots = [part.strip() for part in rule.split(",")]
+        if dark:
+            roots = [part.removeprefix(DARK_THEME + " ") for part in roots if part.startswith(DARK_THEME + " ")] \
+                if all(part.startswith(DARK_THEME + " ") for part in roots) else []
+        if roots and all(re.fullmatch(r"\.gradlab-[\w-]+", part) for part in roots) and prop.startswith("--gl-"):
             found[prop] = value
     return found
 
 
-LIGHT = palette(".gradlab-widget")
-DARK = palette('body[data-jp-theme-light="false"] .gradlab-widget')
+LIGHT = palette(dark=False)
+DARK = palette(dark=True)
 
 
 def test_every_colour_in_the_stylesheets_is_a_theme_variable():

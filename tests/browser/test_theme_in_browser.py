@@ -27,6 +27,8 @@ CELLS = [
     "    optimizer.step()\n    flow.update()\nflow.flush()",
     "gl.lab.DeviceTimings(lambda m, v: m(v), model, x, repeats=5, budget_s=0.3)",
     "gl.lab.Playground()",
+    "gl.lab.OptimizerRace('ravine', {'SGD': lambda p: gl.optim.SGD(p, lr=0.45), "
+    "'Adam': lambda p: gl.optim.Adam(p, lr=0.3)}, steps=30)",
     "prof = gl.lab.profile(lambda: F.cross_entropy(model(x), y), repeats=2)\ngl.lab.GraphView(prof, color='time')",
 ]
 WIDGETS = {  # name -> (selector, which of them)
@@ -36,6 +38,7 @@ WIDGETS = {  # name -> (selector, which of them)
     "timings": (".gradlab-device-timings", 0),
     "playground": (".gradlab-playground-box", 0),
     "profile": (".gradlab-graphview:has(.gl-top-table)", 0),
+    "race": (".gradlab-race", 0),
 }
 THEMES = {"light": ("JupyterLab Light", "true"), "dark": ("JupyterLab Dark", "false")}
 LEAST = 4.5  # WCAG AA for text
