@@ -14,8 +14,8 @@ import pytest
 
 import gradlab as gl
 from gradlab.lab import timing_chart
-from gradlab.lab.colors import (ALARM_INK, AXIS_INK, FRAME, GRID, INK_CLASSES, LAYER_COLORS, TEXT_INK, TITLE_INK,
-                                WARNING_INK, layer_color)
+from gradlab.lab.colors import (ALARM_INK, AXIS_INK, FRAME, GRID, INK_CLASSES, LAYER_COLORS, PASS_INK, TEXT_INK,
+                                TITLE_INK, WARNING_INK, layer_color)
 from gradlab.lab.flow_picture import flow_svg
 from gradlab.lab.frontend import widgets_dir
 from gradlab.lab.playground_picture import playground_svg
@@ -249,3 +249,10 @@ def test_a_nodes_ink_reads_on_every_fill_the_graph_can_give_it():
     fills = [scale_color(i / 1000) for i in range(1001)] + [*KIND_COLORS.values(), MISSING, ZERO]
     weak = sorted({(round(contrast(ink(f), f), 2), f, ink(f)) for f in fills if contrast(ink(f), f) < TEXT_CONTRAST})
     assert not weak, f"{len(weak)} fills whose ink is under {TEXT_CONTRAST}:1, e.g. {weak[:5]}"
+
+
+def test_a_verdicts_inks_follow_jupyterlabs_theme_with_the_light_ink_as_fallback():
+    for status, variable, light in (("pass", "--jp-success-color0", PASS_INK), ("fail", "--jp-error-color1", ALARM_INK),
+                                    ("not done", "--jp-ui-font-color2", AXIS_INK)):
+        html = gl.lab.Verdict("an exercise", status, "a message")._repr_html_()
+        assert f"color:var({variable}, {light})" in html and f"solid var({variable}, {light})" in html

@@ -47,6 +47,17 @@ INK_CLASSES = {TITLE_INK: "gl-ink-title", TEXT_INK: "gl-ink-text", AXIS_INK: "gl
                WARNING_INK: "gl-ink-warn", ALARM_INK: "gl-ink-alarm", PASS_INK: "gl-ink-pass"}
 
 
+# An ink in a plain HTML output (no widget, so no stylesheet of ours): JupyterLab's variable that reads in its
+# light and dark themes alike, with the ink itself where there is no JupyterLab (GitHub, nbviewer).
+HTML_INKS = {PASS_INK: f"var(--jp-success-color0, {PASS_INK})", ALARM_INK: f"var(--jp-error-color1, {ALARM_INK})",
+             AXIS_INK: f"var(--jp-ui-font-color2, {AXIS_INK})", TEXT_INK: f"var(--jp-ui-font-color1, {TEXT_INK})"}
+
+
+def html_ink(ink: str) -> str:
+    """The CSS colour of ``ink`` in an HTML output: it follows the learner's JupyterLab theme."""
+    return HTML_INKS.get(ink, ink)
+
+
 def ink_class(ink: str) -> str:
     """The class of a piece drawn in ``ink`` (one of the inks above); '' for a data colour."""
     return INK_CLASSES.get(ink, "")

@@ -29,6 +29,8 @@ CELLS = [
     "gl.lab.Playground()",
     "gl.lab.OptimizerRace('ravine', {'SGD': lambda p: gl.optim.SGD(p, lr=0.45), "
     "'Adam': lambda p: gl.optim.Adam(p, lr=0.3)}, steps=30)",
+    "V = gl.lab.Verdict\ngl.lab.Verdicts([V('a pass', 'pass', 'right'), V('a slip', 'fail', 'off by 2 at [0]'), "
+    "V('to do', 'not done', 'not done yet'), V('another', 'pass', 'exact')])",
     "prof = gl.lab.profile(lambda: F.cross_entropy(model(x), y), repeats=2)\ngl.lab.GraphView(prof, color='time')",
 ]
 WIDGETS = {  # name -> (selector, which of them)
@@ -39,6 +41,7 @@ WIDGETS = {  # name -> (selector, which of them)
     "playground": (".gradlab-playground-box", 0),
     "profile": (".gradlab-graphview:has(.gl-top-table)", 0),
     "race": (".gradlab-race", 0),
+    "verdicts": (".jp-RenderedHTMLCommon:has(.gl-verdict)", 0),  # HTML, not a widget: its inks are --jp-*
 }
 THEMES = {"light": ("JupyterLab Light", "true"), "dark": ("JupyterLab Dark", "false")}
 LEAST = 4.5  # WCAG AA for text
@@ -120,8 +123,9 @@ def lab_page(browser, jupyter_server):
     server = jupyter_server("lab")
     server.write_notebook(NOTEBOOK, CELLS)
     open_and_run(page, server, NOTEBOOK)
-    for selector, index in WIDGETS.values():
-        page.locator(selector).nth(index).locator("svg").first.wait_for()
+    for name, (selector, index) in WIDGETS.items():
+        if name != "verdicts":
+            page.locator(selector).nth(index).locator("svg").first.wait_for()
     stepper = page.locator(".gradlab-stepper")
     for _ in range(3):  # a current node, done ones and the sent-gradient panel
         stepper.locator("button.gl-step").click()
