@@ -336,6 +336,9 @@ def _as_array(value, where: str, what: str, name: str) -> np.ndarray:
 
 
 def _not_done(value) -> bool:
+    """``...`` or None; a list or tuple is not done while any of its answers is still ``...``."""
+    if isinstance(value, (list, tuple)):
+        return any(v is Ellipsis for v in value)
     return any(value is marker for marker in NOT_DONE)
 
 
