@@ -38,9 +38,9 @@ export function localBlock(rows, outName) {
       h("td", { class: "gl-local-probe" }, digits(row.probe)))));
 }
 
-// Ten significant digits: enough to see where a finite difference stops agreeing with the rule.
+// Twelve significant digits: enough to see where a finite difference stops agreeing with the rule.
 function digits(v) {
-  return v === null || v === undefined ? "—" : String(Number(v.toPrecision(10)));
+  return v === null || v === undefined ? "—" : String(Number(v.toPrecision(12)));
 }
 
 export function ruleBlock(words, math) {

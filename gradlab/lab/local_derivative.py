@@ -28,10 +28,15 @@ def local_derivatives(function, inputs, names) -> list:
         if not isinstance(x, Scalar):
             continue
         derivative = grads[i] if i < len(grads) and grads[i] is not None else 0.0
-        rows.append({"name": names[i] if i < len(names) else f"input {i}", "of": x.label or x.op,
+        rows.append({"name": names[i] if i < len(names) else f"input {i}", "of": _box(x),
                      "at": values[i], "derivative": _finite(derivative),
                      "probe": _finite(_centred(function, inputs, values, i)), "step": PROBE_STEP})
     return rows
+
+
+def _box(x: Scalar) -> str:
+    """The label of the box that stands for x in the graph: a leaf's label, an op's symbol and label."""
+    return f"{x.op} {x.label}".strip() if x.op else x.label
 
 
 def _centred(function, inputs, values, i) -> float:
