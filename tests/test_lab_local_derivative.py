@@ -129,3 +129,14 @@ def test_check_centred_difference_names_each_slip(mine, words):
 def test_check_centred_difference_is_not_done_while_it_returns_the_placeholder():
     assert gl.lab.check_centred_difference("centred", ...).status == "not done"
     assert gl.lab.check_centred_difference("centred", lambda f, x, h: ...).status == "not done"
+
+
+def test_a_scalar_view_drawn_by_kind_stays_so_until_a_gradient_reaches_its_operations():
+    x = Scalar(1.5, "x")
+    x.grad = 2.0  # a gradient from another graph's backward: none has come through this one
+    view = gl.lab.GraphView((x * 3.0).tanh(), color="kind")
+    view.refresh()  # (what runs after each cell)
+    assert view.color_mode == "kind"
+    view.graph.nodes[view.graph.outputs[0]].ref.backward()
+    view.refresh()
+    assert view.color_mode == "grad"
