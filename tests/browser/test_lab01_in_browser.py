@@ -90,6 +90,7 @@ def test_lab01_a_click_shows_the_local_derivative_beside_a_probe_and_the_stepper
 
     # the unsolved Cube draws, with no table yet (its backward returns ...)
     cube = page.locator(".gradlab-graphview").nth(1)
+    assert cube.locator("select.gl-color").input_value() == "kind"  # no gradient has come through it
     assert cube.locator(".gl-inspector-title").filter(has_text="cube").count() == 1
     assert cube.locator("table.gl-local").count() == 0
     screenshot(cube, "lab-01-unsolved-cube")
@@ -101,6 +102,7 @@ def test_lab01_solution_cube_shows_its_local_derivative_and_passes_check_this_no
     open_and_run(page, server, "solutions/" + LAB)
     assert node_counts(page) == NODE_COUNTS
     cube = page.locator(".gradlab-graphview").nth(1)
+    assert cube.locator("select.gl-color").input_value() == "kind"
     ((name, value, local, probe),) = local_rows(cube)
     assert (name, value) == ("x (+)", "0.8814") and local.startswith("2.330") and probe.startswith("2.330")
     assert "g · 3x²" in cube.locator(".gl-inspector .gl-math").inner_text()
