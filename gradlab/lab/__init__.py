@@ -6,7 +6,8 @@
 ``compare_devices`` time the same work on every device (``compare_compiled``: eager against
 ``gl.compile``); ``GraphView(tape)`` draws a ``gl.jit.trace`` tape; ``check``, ``check_gradient`` and
 ``check_function`` check a learner's exercise, and ``check_strides``, ``check_view``,
-``check_broadcast_shape`` and ``check_function_cases`` one about tensors' layout; ``check_numerically``
+``check_broadcast_shape`` and ``check_function_cases`` one about tensors' layout,
+``check_centred_difference`` a finite difference written by hand; ``check_numerically``
 checks a gradient against finite differences, ``check_this_node`` a Function's backward, and
 ``Verdicts.show_on(view)`` colours a graph by each checked gradient's error. The widgets load
 ipywidgets and anywidget only when first used.
@@ -18,7 +19,7 @@ from .record import Recording, record
 __all__ = ["BackpropStepper", "CaptureError", "DeviceTimings", "GradientFlow", "GraphView", "Recording", "capture",
            "Playground",
            "OptimizerRace", "check_optimizer_step",
-           "Profile", "Verdict", "Verdicts", "check", "check_broadcast_shape", "check_function", "check_function_cases",
+           "Profile", "Verdict", "Verdicts", "check", "check_broadcast_shape", "check_centred_difference", "check_function", "check_function_cases",
            "check_gradient", "check_gradients", "check_node", "check_numerically", "check_strides", "check_this_node",
            "check_view", "compare_compiled", "compare_devices", "cs231n_band", "profile", "record"]
 
@@ -35,6 +36,7 @@ _LAZY = {
     "OptimizerRace": "optimizer_race", "check_optimizer_step": "optimizer_exercises",
     "check_strides": "tensor_exercises", "check_view": "tensor_exercises",
     "check_broadcast_shape": "tensor_exercises", "check_function_cases": "tensor_exercises",
+    "check_centred_difference": "derivative_exercises",
 }
 
 

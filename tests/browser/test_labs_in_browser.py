@@ -16,8 +16,9 @@ from .conftest import open_and_run, require, screenshot
 # lab -> the node count of each graph widget, in the order the lab shows them
 EXPECTED = {
     # tanh(x1*w1 + x2*w2 + b) on Scalars: 5 leaves + 2 mul + 2 add + tanh; then the stepper on the same
-    # graph; then the tensor neuron: Mul, Sum, Add, Tanh and the leaves w, bias (x needs no gradient)
-    "01-derivatives-and-your-first-graph.ipynb": [10, 10, 6],
+    # graph; the same neuron with the learner's Cube for tanh; then the tensor neuron: Mul, Sum, Add, Tanh and
+    # the leaves w, bias (x needs no gradient)
+    "01-derivatives-and-your-first-graph.ipynb": [10, 10, 10, 6],
     # Linear, Tanh, Linear, Sum, Add, Sub, Pow, Mean + 4 parameters + x and target (view, then stepper);
     # then Linear, Cube, Sum + 2 parameters + x
     "02-backprop-as-an-algorithm.ipynb": [14, 14, 6],
