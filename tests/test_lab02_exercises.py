@@ -1,4 +1,4 @@
-"""Lab 2's exercises (labs/02-backprop-as-an-algorithm.ipynb) and the checkers they use (gradlab/lab/algorithm_exercises.py).
+"""Lab 2's exercises (labs/02-backprop-as-an-algorithm.ipynb) and their checkers (gradlab/lab/algorithm_exercises.py).
 
 Each exercise's setup is rebuilt as the lab builds it; the right answer passes its check, and each plausible wrong
 answer fails with the hint that points at its mistake. The lab's claims that are not exercises (the level-by-level
@@ -291,7 +291,8 @@ def test_the_pass_counts_the_lab_reports():
         x.register_hook(lambda g: counts.__setitem__("reached", counts["reached"] + 1))
         return (W @ x).tanh() * x[0]
 
-    for strategy, expected in (("forward-mode", {"ran": n + 1, "reached": n}), ("reverse-mode", {"ran": 1, "reached": m})):
+    expected = {"forward-mode": {"ran": n + 1, "reached": n}, "reverse-mode": {"ran": 1, "reached": m}}
+    for strategy in expected:
         counts.update(ran=0, reached=0)
         gl.autograd.functional.jacobian(fn, gl.randn(n, dtype=gl.float64), strategy=strategy)
-        assert counts == expected, strategy
+        assert counts == expected[strategy], strategy

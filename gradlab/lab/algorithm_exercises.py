@@ -14,6 +14,9 @@ from collections import Counter
 
 from ..autograd.function import TrackedTensor
 from ..scalar import Scalar
+from ..autograd.functional import jvp
+from ..creation import tensor
+from ..dtypes import float64
 from .exercises import Verdict, _not_done, _not_done_yet, check
 
 
@@ -115,14 +118,20 @@ def check_prediction(name: str, mine, expected, mistakes: dict | None = None) ->
 
 # --- forward mode with dual numbers --------------------------------------------------------------------
 
-# (what the check computes, the inputs as (value, tangent) pairs or plain numbers, the true value and tangent)
-def _probes():
-    t = math.tanh(0.7)
-    return {
-        "__mul__": [("a * b", lambda a, b: a * b, [(2.0, 1.0), (-3.0, 0.5)], (-6.0, 1.0 * -3.0 + 2.0 * 0.5)),
-                    ("a * 4.0", lambda a: a * 4.0, [(2.0, 1.5)], (8.0, 6.0))],
-        "tanh": [("a.tanh()", lambda a: a.tanh(), [(0.7, 1.5)], (t, 1.5 * (1 - t * t)))],
-    }
+# operation -> probes: (what is computed, as text and as a function of duals or tensors, the inputs' (value, tangent))
+PROBES = {
+    "__mul__": [("a * b", lambda a, b: a * b, [(2.0, 1.0), (-3.0, 0.5)]),
+                ("a * 4.0", lambda a: a * 4.0, [(2.0, 1.5)])],
+    "tanh": [("a.tanh()", lambda a: a.tanh(), [(0.7, 1.5)])],
+}
+
+
+def _engine_jvp(run, args) -> tuple:
+    """(value, tangent) of ``run`` at the probe's values along its tangents: the engine's jvp, in float64."""
+    values = tuple(tensor(value, dtype=float64) for value, _ in args)
+    tangents = tuple(tensor(tangent, dtype=float64) for _, tangent in args)
+    out, product = jvp(run, values, tangents)
+    return out.item(), product.item()
 
 
 def _dual_text(pair) -> str:
@@ -133,20 +142,20 @@ def check_dual(name: str, dual, operations=("__mul__", "tanh")) -> Verdict:
     """Check the learner's ``Dual`` class: ``Dual(value, tangent)`` with attributes ``value`` and ``tangent``.
 
     Each operation named (``"__mul__"``, ``"tanh"``) is run on a few dual numbers and its value and
-    tangent compared with the rules of differentiation; the hint names the operation, the inputs and
+    tangent compared with the engine's ``jvp`` of the same operation on tensors; the hint names the operation, the inputs and
     what is off (a product rule with one term, the chain rule's factor forgotten), never the rule itself.
     An operation whose body is still ``...`` (it returns None) is not done yet."""
     if _not_done(dual):
         return _not_done_yet(name)
     if not isinstance(dual, type):
         return Verdict(name, "fail", f"give the class itself (Dual), not a {type(dual).__name__}")
-    probes = _probes()
-    unknown = [op for op in operations if op not in probes]
+    unknown = [op for op in operations if op not in PROBES]
     if unknown:
-        raise ValueError(f"check_dual({name!r}): no probes for {unknown}; operations are among {sorted(probes)}")
+        raise ValueError(f"check_dual({name!r}): no probes for {unknown}; operations are among {sorted(PROBES)}")
     checked = 0
     for op in operations:
-        for text, run, args, (value, tangent) in probes[op]:
+        for text, run, args in PROBES[op]:
+            value, tangent = _engine_jvp(run, args)
             duals = [dual(*pair) for pair in args]
             shown = text.replace("a", _dual_text(args[0]), 1).replace("b", _dual_text(args[-1]), 1)
             try:
@@ -211,7 +220,8 @@ def check_cheaper_mode(name: str, mine: dict) -> Verdict:
     if _not_done(mine):
         return _not_done_yet(name)
     if not isinstance(mine, dict):
-        return Verdict(name, "fail", f"expected a dict of (n, m) -> 'forward' or 'reverse', got a {type(mine).__name__}")
+        return Verdict(name, "fail", "expected a dict of (n, m) -> 'forward' or 'reverse', got a "
+                                     f"{type(mine).__name__}")
     if any(_not_done(answer) for answer in mine.values()):
         return _not_done_yet(name)
     truth, wrong = {}, []
