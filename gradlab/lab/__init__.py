@@ -6,10 +6,12 @@
 ``compare_devices`` time the same work on every device (``compare_compiled``: eager against
 ``gl.compile``); ``GraphView(tape)`` draws a ``gl.jit.trace`` tape; ``check``, ``check_gradient`` and
 ``check_function`` check a learner's exercise, and ``check_strides``, ``check_view``,
-``check_broadcast_shape`` and ``check_function_cases`` one about tensors' layout; ``check_numerically``
+``check_broadcast_shape`` and ``check_function_cases`` one about tensors' layout,
+``check_centred_difference`` a finite difference written by hand; ``check_numerically``
 checks a gradient against finite differences, ``check_this_node`` a Function's backward, and
-``Verdicts.show_on(view)`` colours a graph by each checked gradient's error. The widgets load
-ipywidgets and anywidget only when first used.
+``Verdicts.show_on(view)`` colours a graph by each checked gradient's error; ``check_topological_order``,
+``check_prediction``, ``check_dual`` and ``check_cheaper_mode`` check lab 2's answers about backward as an
+algorithm. The widgets load ipywidgets and anywidget only when first used.
 """
 
 from .capture import CaptureError, capture
@@ -18,7 +20,8 @@ from .record import Recording, record
 __all__ = ["BackpropStepper", "CaptureError", "DeviceTimings", "GradientFlow", "GraphView", "Recording", "capture",
            "Playground",
            "OptimizerRace", "check_optimizer_step",
-           "Profile", "Verdict", "Verdicts", "check", "check_broadcast_shape", "check_function", "check_function_cases",
+           "check_cheaper_mode", "check_dual", "check_prediction", "check_topological_order",
+           "Profile", "Verdict", "Verdicts", "check", "check_broadcast_shape", "check_centred_difference", "check_function", "check_function_cases",
            "check_gradient", "check_gradients", "check_node", "check_numerically", "check_strides", "check_this_node",
            "check_view", "compare_compiled", "compare_devices", "cs231n_band", "profile", "record"]
 
@@ -35,6 +38,9 @@ _LAZY = {
     "OptimizerRace": "optimizer_race", "check_optimizer_step": "optimizer_exercises",
     "check_strides": "tensor_exercises", "check_view": "tensor_exercises",
     "check_broadcast_shape": "tensor_exercises", "check_function_cases": "tensor_exercises",
+    "check_centred_difference": "derivative_exercises",
+    "check_topological_order": "algorithm_exercises", "check_prediction": "algorithm_exercises",
+    "check_dual": "algorithm_exercises", "check_cheaper_mode": "algorithm_exercises",
 }
 
 

@@ -232,7 +232,7 @@ def check_this_node(name: str, view, node) -> Verdict:
     try:
         result = view.check(node)
     except TypeError as error:  # the learner's backward: its ... (or a wrong return) is the verdict
-        if "got ellipsis" in str(error):
+        if "ellipsis" in str(error):  # (a tensor op says "got ellipsis"; float maths "not ellipsis")
             return _not_done_yet(name)
         return Verdict(name, "fail", f"your backward raised TypeError: {error}")
     errors = [row["error"] for row in result.get("inputs", []) if row.get("error") is not None]
@@ -336,6 +336,9 @@ def _as_array(value, where: str, what: str, name: str) -> np.ndarray:
 
 
 def _not_done(value) -> bool:
+    """``...`` or None; a list or tuple is not done while any of its answers is still ``...``."""
+    if isinstance(value, (list, tuple)):
+        return any(v is Ellipsis for v in value)
     return any(value is marker for marker in NOT_DONE)
 
 
