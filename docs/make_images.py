@@ -26,7 +26,7 @@ class TinyNet(nn.Module):
 
     def forward(self, x):
         h = self.hidden(x).tanh()
-        return self.out(h) + h.sum(dim=1, keepdim=True)
+        return self.out(h) + 0.5 * h.sum(dim=1, keepdim=True)
 
 
 def main() -> None:

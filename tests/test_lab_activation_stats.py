@@ -85,7 +85,7 @@ def test_the_gradient_reaching_each_output_is_the_one_backward_sent_there():
         assert stats.latest("grad_std")[name] == pytest.approx(t.grad.numpy().astype(np.float64).std(), rel=1e-12)
     assert "; gradient std" in stats.table()
     picture = stats.gradient_histograms()
-    assert picture.count('class="gl-act-hist"') == 3 and "1 Tanh · std" in picture
+    assert picture.count('class="gl-act-hist ') == 3 and "1 Tanh · std" in picture
 
 
 def test_a_constructed_dead_relu_unit_is_counted_dead_and_a_sometimes_zero_one_is_not():
@@ -222,7 +222,7 @@ def test_the_pictures_have_a_line_or_strip_per_layer_and_use_jupyterlab_inks():
     for _ in range(4):
         net(gl.randn(16, 3))
     hist = stats.histograms()
-    assert hist.count('class="gl-act-hist"') == 3 and 'data-step="4"' in hist
+    assert hist.count('class="gl-act-hist ') == 3 and 'data-step="4"' in hist
     lines = stats.over_steps("dead")
     assert lines.count('class="gl-act-line"') == 3
     assert "var(--jp-ui-font-color1," in lines and "var(--jp-layout-color0,#fff)" in lines
@@ -244,12 +244,51 @@ def test_update_ratios_draws_the_flow_figure_with_the_guide_where_the_scale_puts
         opt.step()
         flow.update()
     svg = gl.lab.update_ratios(flow)
-    assert svg.count('class="gl-act-line"') == 2 and 'class="gl-act-guide"' in svg
-    ticks = {int(e): float(y) for y, e in re.findall(r'y1="([\d.]+)" y2="[\d.]+"/><text class="gl-act-axis" '
-                                                     r'x="[\d.]+" y="[\d.]+" text-anchor="end">1e(-?\d+)<', svg)}
-    guide_y = float(re.search(r'class="gl-act-guide" x1="[\d.]+" x2="[\d.]+" y1="([\d.]+)"', svg).group(1))
+    assert svg.count('class="gl-act-line"') == 2 and 'class="gl-act-guide gl-ink-axis"' in svg
+    ticks = {int(e): float(y) for y, e in re.findall(r'y1="([\d.]+)" y2="[\d.]+"/><text class="gl-ink-axis" [^>]*'
+                                                     r'text-anchor="end">1e(-?\d+)<', svg)}
+    guide_y = float(re.search(r'class="gl-act-guide[^"]*"[^>]* y1="([\d.]+)"', svg).group(1))
     assert guide_y == pytest.approx(ticks[-3], abs=0.11)
     with pytest.raises(TypeError, match="flow is a gl.lab.GradientFlow"):
         gl.lab.update_ratios(net)
     with pytest.raises(ValueError, match="guide is a positive ratio"):
         gl.lab.update_ratios(flow, guide=0)
+
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def test_every_picture_follows_the_themes_convention_a_white_plate_first_and_every_inked_piece_classed():
+    """docs/lab.md, "Themes": the light inks stay as attributes (GitHub), and each inked, gridded, framed or
+    layer-coloured piece carries the class a theme redraws it by; the picture's own style is scoped to it."""
+    import xml.etree.ElementTree as ET
+    from gradlab.lab.colors import AXIS_INK, FRAME, GRID, INK_CLASSES, LAYER_COLORS, TEXT_INK, TITLE_INK
+    net = known_net()
+    stats = gl.lab.ActivationStats(net)
+    for _ in range(3):
+        (net(gl.randn(16, 3)) ** 2).sum().backward()
+    flow_net = nn.Sequential(nn.Linear(2, 4), nn.ReLU(), nn.Linear(4, 2))
+    flow = gl.lab.GradientFlow(flow_net)
+    for _ in range(3):
+        flow_net(gl.randn(8, 2)).sum().backward()
+        flow.update()
+    pictures = [stats.histograms(), stats.gradient_histograms(), stats.color_dim(), stats.over_steps("std"),
+                stats.to_svg(), gl.lab.update_ratios(flow)]
+    for svg in pictures:
+        root = ET.fromstring(svg)
+        style = root.find(SVG + "style").text
+        assert all(rule.startswith(".gl-act ") for rule in style.split("}") if rule)  # scoped: no other picture's pieces
+        first = [e for e in root if e.tag != SVG + "style"][0]
+        assert first.get("class") == "gl-bg" and first.get("fill") == "#fff"
+        for e in root.iter():
+            classes = set((e.get("class") or "").split())
+            for attribute in ("fill", "stroke"):
+                colour = e.get(attribute)
+                if colour in (TITLE_INK, TEXT_INK, AXIS_INK):
+                    assert INK_CLASSES[colour] in classes, ET.tostring(e)[:80]
+                elif colour == GRID:
+                    assert "gl-grid" in classes
+                elif colour == FRAME:
+                    assert "gl-frame" in classes
+                elif colour in LAYER_COLORS:
+                    assert f"gl-series-{LAYER_COLORS.index(colour)}" in classes

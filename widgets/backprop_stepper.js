@@ -2,7 +2,7 @@
 
 import { coalesce, h } from "./dom.js";
 import { mountGraph } from "./graph_canvas.js";
-import { mountInspector, ruleBlock, summaryBlock } from "./inspector.js";
+import { localBlock, mountInspector, ruleBlock, summaryBlock } from "./inspector.js";
 
 function render({ model, el }) {
   // data-lm-suppress-shortcuts: JupyterLab and Notebook leave our keys to us while the widget has focus
@@ -48,7 +48,8 @@ function render({ model, el }) {
       h("h4", {}, "gradient flowing in (∂L/∂output)"),
       ...(p.grads_in || []).map((g) => summaryBlock(g, "none: no gradient reached this output")),
       h("h4", {}, "local rule"),
-      ruleBlock(p.words, p.math));
+      ruleBlock(p.words, p.math),
+      localBlock((graph.node(p.node) || {}).local, "out") || "");  // a Scalar op's: passes back g times these
     if ((p.sent || []).length) {
       panel.append(h("h4", {}, "passes back (vector-Jacobian product)"));
       for (const row of p.sent) {

@@ -24,6 +24,25 @@ export function summaryBlock(summary, emptyText) {
   return h("div", { class: "gl-summary" }, rows);
 }
 
+// A Scalar op's local derivative at the values it got, beside the finite difference that measures it.
+export function localBlock(rows, outName) {
+  if (!rows || !rows.length) return null;
+  const step = rows[0].step;
+  return h("table", { class: "gl-stats gl-local" },
+    h("tr", {}, ["input", "value", `local derivative ∂${outName}/∂input`, `finite difference (h = ${num(step)})`]
+      .map((k) => h("th", {}, k))),
+    rows.map((row) => h("tr", { class: "gl-local-row" },
+      h("td", {}, row.of ? `${row.name} (${row.of})` : row.name),
+      h("td", {}, num(row.at)),
+      h("td", { class: "gl-local-derivative" }, digits(row.derivative)),
+      h("td", { class: "gl-local-probe" }, digits(row.probe)))));
+}
+
+// Twelve significant digits: enough to see where a finite difference stops agreeing with the rule.
+function digits(v) {
+  return v === null || v === undefined ? "—" : String(Number(v.toPrecision(12)));
+}
+
 export function ruleBlock(words, math) {
   return h("div", { class: "gl-rule" },
     h("div", { class: "gl-words" }, words || ""),
@@ -90,6 +109,7 @@ export function renderInspector(container, model, node, onCheck) {
     profileBlock(node.profile),
     h("h4", {}, "local derivative"),
     ruleBlock(node.words, node.math),
+    localBlock(node.local, "out"),
     h("h4", {}, node.kind === "op" ? "value (output)" : "value"),
     summaryBlock(node.value, tape ? "a tape keeps no values: replay it on a batch (tape.replay(x)), or record the forward (gl.lab.record())"
       : "not kept by the autograd graph: record the forward (gl.lab.record()) to see values"),

@@ -6,18 +6,23 @@
 ``compare_devices`` time the same work on every device (``compare_compiled``: eager against
 ``gl.compile``); ``GraphView(tape)`` draws a ``gl.jit.trace`` tape; ``check``, ``check_gradient`` and
 ``check_function`` check a learner's exercise, and ``check_strides``, ``check_view``,
-``check_broadcast_shape`` and ``check_function_cases`` one about tensors' layout; ``check_numerically``
+``check_broadcast_shape`` and ``check_function_cases`` one about tensors' layout,
+``check_centred_difference`` a finite difference written by hand; ``check_numerically``
 checks a gradient against finite differences, ``check_this_node`` a Function's backward, and
-``Verdicts.show_on(view)`` colours a graph by each checked gradient's error. The widgets load
-ipywidgets and anywidget only when first used.
+``Verdicts.show_on(view)`` colours a graph by each checked gradient's error; ``check_topological_order``,
+``check_prediction``, ``check_dual`` and ``check_cheaper_mode`` check lab 2's answers about backward as an
+algorithm. The widgets load ipywidgets and anywidget only when first used.
 """
 
 from .capture import CaptureError, capture
 from .record import Recording, record
 
 __all__ = ["BackpropStepper", "CaptureError", "DeviceTimings", "GradientFlow", "GraphView", "Recording", "capture",
-           "Playground", "ActivationStats", "update_ratios", "check_init_std", "check_dead_fraction", "check_update_ratio", "check_learning_rate",
-           "Profile", "Verdict", "Verdicts", "check", "check_broadcast_shape", "check_function", "check_function_cases",
+           "Playground", "ActivationStats", "update_ratios",
+           "check_init_std", "check_dead_fraction", "check_update_ratio", "check_learning_rate",
+           "OptimizerRace", "check_optimizer_step",
+           "check_cheaper_mode", "check_dual", "check_prediction", "check_topological_order",
+           "Profile", "Verdict", "Verdicts", "check", "check_broadcast_shape", "check_centred_difference", "check_function", "check_function_cases",
            "check_gradient", "check_gradients", "check_node", "check_numerically", "check_strides", "check_this_node",
            "check_view", "compare_compiled", "compare_devices", "cs231n_band", "profile", "record"]
 
@@ -31,9 +36,15 @@ _LAZY = {
     "check_function": "exercises", "Verdict": "exercises", "Verdicts": "exercises",
     "check_numerically": "exercises", "check_this_node": "exercises", "cs231n_band": "exercises",
     "Playground": "playground",
-    "ActivationStats": "activation_stats", "update_ratios": "ratio_picture", **dict.fromkeys(("check_init_std", "check_dead_fraction", "check_update_ratio", "check_learning_rate"), "health_exercises"),
+    "ActivationStats": "activation_stats", "update_ratios": "ratio_picture", "check_init_std": "health_exercises",
+    "check_dead_fraction": "health_exercises", "check_update_ratio": "health_exercises",
+    "check_learning_rate": "health_exercises",
+    "OptimizerRace": "optimizer_race", "check_optimizer_step": "optimizer_exercises",
     "check_strides": "tensor_exercises", "check_view": "tensor_exercises",
     "check_broadcast_shape": "tensor_exercises", "check_function_cases": "tensor_exercises",
+    "check_centred_difference": "derivative_exercises",
+    "check_topological_order": "algorithm_exercises", "check_prediction": "algorithm_exercises",
+    "check_dual": "algorithm_exercises", "check_cheaper_mode": "algorithm_exercises",
 }
 
 

@@ -18,18 +18,24 @@ from html import escape
 
 import numpy as np
 
-from .colors import AXIS_INK, FRAME, GRID, SCALE, TEXT_INK, TITLE_INK, WARNING_INK, layer_color
+from .colors import AXIS_INK, FRAME, GRID, SCALE, TEXT_INK, TITLE_INK, ink_class, layer_color, series_class
 
 WIDTH, LEFT, RIGHT, TOP = 760, 56, 12, 28
 PLOT_H, KEY_W, KEY_ROW = 200, 230, 15
 STRIP_H, STRIP_GAP, LABEL_W = 42, 10, 150
-STYLE = (f".gl-act-bg{{fill:var(--jp-layout-color0,#fff)}}"
-         f".gl-act-title{{fill:var(--jp-ui-font-color0,{TITLE_INK})}}"
-         f".gl-act-text{{fill:var(--jp-ui-font-color1,{TEXT_INK})}}"
-         f".gl-act-axis{{fill:var(--jp-ui-font-color2,{AXIS_INK})}}"
-         f".gl-act-frame{{fill:none;stroke:var(--jp-border-color1,{FRAME})}}"
-         f".gl-act-grid{{stroke:var(--jp-border-color3,{GRID})}}"
-         f".gl-act-guide{{stroke:var(--jp-warn-color0,{WARNING_INK})}}")
+# Outside a widget no stylesheet of ours is on the page: the picture carries its own, scoped to it, that redraws
+# its classed pieces (docs/lab.md, "Themes") in JupyterLab's theme; where there is no JupyterLab (GitHub, nbviewer)
+# the variables are unset and the light inks of the attributes, and the white plate, stay.
+STYLE = (f".gl-act .gl-bg{{fill:var(--jp-layout-color0,#fff)}}"
+         f".gl-act .gl-ink-title{{fill:var(--jp-ui-font-color0,{TITLE_INK})}}"
+         f".gl-act .gl-ink-text{{fill:var(--jp-ui-font-color1,{TEXT_INK})}}"
+         f".gl-act .gl-ink-axis{{fill:var(--jp-ui-font-color2,{AXIS_INK})}}"
+         f".gl-act line.gl-ink-axis{{stroke:var(--jp-ui-font-color2,{AXIS_INK})}}"
+         f".gl-act .gl-grid{{stroke:var(--jp-border-color2,{GRID})}}"
+         f".gl-act .gl-frame{{stroke:var(--jp-border-color1,{FRAME})}}")
+INKS = {"gl-act-title": TITLE_INK, "gl-act-text": TEXT_INK, "gl-act-axis": AXIS_INK}
+GRID_LINE = f'class="gl-grid" stroke="{GRID}"'
+FRAME_BOX = f'class="gl-frame" fill="none" stroke="{FRAME}"'
 
 
 class Picture(str):
@@ -45,13 +51,15 @@ def _open(kind: str, width: float, height: float, extra: str = "") -> list:
     return [f'<svg xmlns="http://www.w3.org/2000/svg" class="gl-act gl-act-{kind}" width="{width:.0f}" '
             f'height="{height:.0f}" viewBox="0 0 {width:.0f} {height:.0f}" font-family="Helvetica, Arial, sans-serif" '
             f'font-size="11"{extra}><style>{STYLE}</style>',
-            f'<rect class="gl-act-bg" width="100%" height="100%"/>']
+            '<rect class="gl-bg" width="100%" height="100%" fill="#fff"/>']
 
 
-def _text(x, y, text, cls="gl-act-text", anchor="start", size=None) -> str:
+def _text(x, y, text, ink="gl-act-text", anchor="start", size=None) -> str:
+    """Text in one of the inks (title, text, axis), classed so that the theme can redraw it."""
     size_attr = f' font-size="{size}"' if size else ""
-    return (f'<text class="{cls}" x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}"{size_attr}>'
-            f'{escape(str(text))}</text>')
+    colour = INKS[ink]
+    return (f'<text class="{ink_class(colour)}" fill="{colour}" x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}"'
+            f'{size_attr}>{escape(str(text))}</text>')
 
 
 def nice_ticks(low: float, high: float, count: int = 5) -> list:
@@ -114,19 +122,19 @@ def _histograms(stats, index: int, top: float, standalone: bool) -> list:
     out.append(_text(LEFT, top + 16, f"outputs of each layer at step {stats.steps[index]}: histogram "
                                      f"(density; values beyond the ends count in the end bins)", "gl-act-title", size=12))
     for tick in nice_ticks(low, high, 6):
-        out.append(f'<line class="gl-act-grid" x1="{px(tick):.1f}" x2="{px(tick):.1f}" y1="{y0}" y2="{y0 + plot_h}"/>')
+        out.append(f'<line {GRID_LINE} x1="{px(tick):.1f}" x2="{px(tick):.1f}" y1="{y0}" y2="{y0 + plot_h}"/>')
         out.append(_text(px(tick), y0 + plot_h + 14, f"{tick:g}", "gl-act-axis", "middle"))
-    out.append(f'<rect class="gl-act-frame" x="{LEFT}" y="{y0}" width="{plot_w}" height="{plot_h}"/>')
+    out.append(f'<rect {FRAME_BOX} x="{LEFT}" y="{y0}" width="{plot_w}" height="{plot_h}"/>')
     for i, (layer, centres, density) in enumerate(curves):
         points = " ".join(f"{px(c):.1f},{py(d):.1f}" for c, d in zip(centres, density))
-        out.append(f'<polyline class="gl-act-hist" data-layer="{escape(layer.name)}" fill="none" '
-                   f'stroke="{layer_color(i)}" stroke-width="1.6" points="{points}"/>')
+        out.append(f'<polyline class="gl-act-hist {series_class(i)}" data-layer="{escape(layer.name)}" '
+                   f'fill="none" stroke="{layer_color(i)}" stroke-width="1.6" points="{points}"/>')
     kx = LEFT + plot_w + 12
     for i, layer in enumerate(stats.watched):
         record = layer.records[index] if index < len(layer.records) else {"std": None}
         ky = y0 + 4 + KEY_ROW * i
-        out.append(f'<g class="gl-act-key" data-layer="{escape(layer.name)}"><line x1="{kx}" x2="{kx + 14}" '
-                   f'y1="{ky + 6}" y2="{ky + 6}" stroke="{layer_color(i)}" stroke-width="2"/>'
+        out.append(f'<g class="gl-act-key" data-layer="{escape(layer.name)}"><line class="{series_class(i)}" '
+                   f'x1="{kx}" x2="{kx + 14}" y1="{ky + 6}" y2="{ky + 6}" stroke="{layer_color(i)}" stroke-width="2"/>'
                    f'{_text(kx + 18, ky + 10, _label(stats, layer, record), size=10)}</g>')
     if standalone:
         out.append("</svg>")
@@ -155,18 +163,19 @@ def gradient_histograms_svg(stats) -> Picture:
         return LEFT + (v + half) / (2 * half) * plot_w
 
     for tick in nice_ticks(-half, half, 5):
-        out.append(f'<line class="gl-act-grid" x1="{px(tick):.1f}" x2="{px(tick):.1f}" y1="{TOP}" y2="{TOP + plot_h}"/>')
+        out.append(f'<line {GRID_LINE} x1="{px(tick):.1f}" x2="{px(tick):.1f}" y1="{TOP}" y2="{TOP + plot_h}"/>')
         out.append(_text(px(tick), TOP + plot_h + 14, f"{tick:g}", "gl-act-axis", "middle"))
-    out.append(f'<rect class="gl-act-frame" x="{LEFT}" y="{TOP}" width="{plot_w}" height="{plot_h}"/>')
+    out.append(f'<rect {FRAME_BOX} x="{LEFT}" y="{TOP}" width="{plot_w}" height="{plot_h}"/>')
     for i, layer, density in curves:
         points = " ".join(f"{px(c):.1f},{TOP + plot_h - d / peak * (plot_h - 6):.1f}" for c, d in zip(centres, density))
-        out.append(f'<polyline class="gl-act-hist" data-layer="{escape(layer.name)}" fill="none" '
-                   f'stroke="{layer_color(i)}" stroke-width="1.6" points="{points}"/>')
+        out.append(f'<polyline class="gl-act-hist {series_class(i)}" data-layer="{escape(layer.name)}" '
+                   f'fill="none" stroke="{layer_color(i)}" stroke-width="1.6" points="{points}"/>')
         ky = TOP + 4 + KEY_ROW * i
         kx = LEFT + plot_w + 12
-        out.append(f'<g class="gl-act-key" data-layer="{escape(layer.name)}"><line x1="{kx}" x2="{kx + 14}" '
-                   f'y1="{ky + 6}" y2="{ky + 6}" stroke="{layer_color(i)}" stroke-width="2"/>'
-                   f'{_text(kx + 18, ky + 10, f"{layer.name} {type(layer.module).__name__} · std {layer.last_grad.std():.1e}", size=10)}</g>')
+        out.append(f'<g class="gl-act-key" data-layer="{escape(layer.name)}"><line class="{series_class(i)}" '
+                   f'x1="{kx}" x2="{kx + 14}" y1="{ky + 6}" y2="{ky + 6}" stroke="{layer_color(i)}" stroke-width="2"/>'
+                   + _text(kx + 18, ky + 10, f"{layer.name} {type(layer.module).__name__} · std "
+                           f"{layer.last_grad.std():.1e}", size=10) + '</g>')
     out.append("</svg>")
     return Picture("".join(out))
 
@@ -194,7 +203,7 @@ def _color_dim(stats, top: float, standalone: bool) -> list:
         out.append(f'<g class="gl-act-strip" data-layer="{escape(layer.name)}" data-steps="{counts.shape[0]}">'
                    f'<image x="{LEFT}" y="{y}" width="{plot_w}" height="{STRIP_H}" preserveAspectRatio="none" '
                    f'style="image-rendering:pixelated" href="{_png_uri(image)}"/>'
-                   f'<rect class="gl-act-frame" x="{LEFT}" y="{y}" width="{plot_w}" height="{STRIP_H}"/>'
+                   f'<rect {FRAME_BOX} x="{LEFT}" y="{y}" width="{plot_w}" height="{STRIP_H}"/>'
                    f'{_text(LEFT - 4, y + 9, f"{layer.high:g}", "gl-act-axis", "end", 9)}'
                    f'{_text(LEFT - 4, y + STRIP_H, f"{layer.low:g}", "gl-act-axis", "end", 9)}'
                    f'{_text(LEFT + plot_w + 8, y + 16, f"{layer.name} {type(layer.module).__name__}")}'
@@ -287,14 +296,15 @@ def lines_svg(title: str, steps: list, series: list, *, log: bool, fraction: boo
     for tick in ticks:
         ty = TOP + (high - tick) / (high - low) * plot_h
         label = f"1e{tick}" if log else f"{tick:.0%}" if fraction else f"{tick:.2g}"
-        out.append(f'<line class="gl-act-grid" x1="{LEFT}" x2="{LEFT + plot_w}" y1="{ty:.1f}" y2="{ty:.1f}"/>'
+        out.append(f'<line {GRID_LINE} x1="{LEFT}" x2="{LEFT + plot_w}" y1="{ty:.1f}" y2="{ty:.1f}"/>'
                    + _text(LEFT - 6, ty + 4, label, "gl-act-axis", "end"))
-    out.append(f'<rect class="gl-act-frame" x="{LEFT}" y="{TOP}" width="{plot_w}" height="{plot_h}"/>')
+    out.append(f'<rect {FRAME_BOX} x="{LEFT}" y="{TOP}" width="{plot_w}" height="{plot_h}"/>')
     out.append(_text(LEFT, TOP + plot_h + 16, f"step {first}", "gl-act-axis"))
     out.append(_text(LEFT + plot_w, TOP + plot_h + 16, f"step {last}", "gl-act-axis", "end"))
     if guide is not None:
         gy = py(guide)
-        out.append(f'<g class="gl-act-guide-line"><line class="gl-act-guide" x1="{LEFT}" x2="{LEFT + plot_w}" '
+        out.append(f'<g class="gl-act-guide-line"><line class="gl-act-guide gl-ink-axis" stroke="{AXIS_INK}" '
+                   f'x1="{LEFT}" x2="{LEFT + plot_w}" '
                    f'y1="{gy:.1f}" y2="{gy:.1f}" stroke-dasharray="6 4" stroke-width="1.5"/>'
                    f'{_text(LEFT + plot_w - 4, gy - 4, f"{guide:g}: the guide", "gl-act-axis", "end")}</g>')
     for i, (name, values) in enumerate(series):
@@ -307,13 +317,14 @@ def lines_svg(title: str, steps: list, series: list, *, log: bool, fraction: boo
                 run = []
         runs += [run] if run else []
         out.append(f'<g class="gl-act-line" data-layer="{escape(name)}">'
-                   + "".join(f'<polyline fill="none" stroke="{layer_color(i)}" stroke-width="1.5" '
+                   + "".join(f'<polyline class="{series_class(i)}" fill="none" stroke="{layer_color(i)}" '
+                             f'stroke-width="1.5" '
                              f'points="{" ".join(r)}"/>' for r in runs) + "</g>")
         kx, ky = LEFT + plot_w + 12, TOP + 4 + KEY_ROW * i
         latest = next((v for v in reversed(values) if isinstance(v, (int, float)) and math.isfinite(v)), None)
         shown = "—" if latest is None else f"{latest:.0%}" if fraction else f"{latest:.2g}"
-        out.append(f'<g class="gl-act-key" data-layer="{escape(name)}"><line x1="{kx}" x2="{kx + 14}" y1="{ky + 6}" '
-                   f'y2="{ky + 6}" stroke="{layer_color(i)}" stroke-width="2"/>'
+        out.append(f'<g class="gl-act-key" data-layer="{escape(name)}"><line class="{series_class(i)}" '
+                   f'x1="{kx}" x2="{kx + 14}" y1="{ky + 6}" y2="{ky + 6}" stroke="{layer_color(i)}" stroke-width="2"/>'
                    f'{_text(kx + 18, ky + 10, f"{name}: {shown} at the last step", size=10)}</g>')
     out.append("</svg>")
     return Picture("".join(out))

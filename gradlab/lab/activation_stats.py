@@ -96,11 +96,12 @@ class ActivationStats:
     """Per-layer activation statistics over training, from forward hooks: ``stats = ActivationStats(model)``.
 
     ``layers`` names the modules to watch (``["0", "blocks.2"]``); by default every activation module.
-    Each training forward of the model (grad enabled) is a step; it adds one record per layer: ``mean``, ``std``, ``saturated``, ``dead`` and a
-    histogram of ``bins`` bins over a fixed range (tanh [-1, 1], sigmoid [0, 1], ReLU [0, limit], any other
-    [-limit, limit]; values beyond it count in the end bin; a ReLU's zeros are counted in ``saturated``, not in
-    its histogram, whose spike at 0 would hide the rest). Past ``max_steps`` records every other one is
-    dropped, so memory stays bounded."""
+    Each training forward of the model (grad enabled) is a step; it adds one record per layer: ``mean``,
+    ``std``, ``saturated``, ``dead``, ``grad_std`` (when backward comes) and a histogram of ``bins`` bins over
+    a fixed range (tanh [-1, 1], sigmoid [0, 1], ReLU [0, limit], any other [-limit, limit]; values beyond it
+    count in the end bins; a ReLU's zeros are counted in ``saturated``, not in its histogram, whose spike at
+    0 would hide the rest). Past ``max_steps`` records every other one is dropped, so memory stays bounded.
+    """
 
     def __init__(self, model, layers=None, *, bins: int = 40, limit: float = 4.0, max_steps: int = 1000):
         if isinstance(model, type):

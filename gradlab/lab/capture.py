@@ -18,6 +18,7 @@ from ..scalar import Scalar, ScalarFunction
 from .as_used import ValuesAsUsed, leaf_now, now_marked
 from .colors import category
 from .graph import Graph, GraphNode, Group
+from .local_derivative import local_derivatives
 from .record import PACKAGE_DIR, Recording, short_filename
 from .summary import Later, resolved, summarize
 from .tape_graph import is_tape, tape_to_graph
@@ -358,7 +359,7 @@ def from_scalar(out: Scalar) -> Graph:
                  for i, v in enumerate(ctx.saved_values)]
         graph.add(GraphNode(graph.new_id(), "op", ctx.function.__name__, s.op, output_shape=[], dtype="float",
                             input_shapes=[[] for _ in ctx.parents], value=summarize(s.data), grad=summarize(s.grad),
-                            saved=saved, words=words, math=math, ref=s,
+                            saved=saved, words=words, math=math, ref=s, local=_local(ctx.function, ctx.inputs, names),
                             category="arithmetic" if s.op in ("+", "-", "*", "/", "**", "neg") else "elementwise"), s)
         nid = graph.by_ref[id(s)]
         graph.calls[nid] = (ctx.function, ctx.inputs)
@@ -369,6 +370,15 @@ def from_scalar(out: Scalar) -> Graph:
     graph.outputs.append(graph.by_ref[id(out)])
     graph.freed = False
     return graph
+
+
+def _local(function, inputs, names) -> list:
+    """The op's local derivatives beside their probes; none when its backward cannot run yet (a learner's
+    Function still returning ..., say): "check this node" then says what is wrong."""
+    try:
+        return local_derivatives(function, inputs, names)
+    except (TypeError, ValueError, ArithmeticError):
+        return []
 
 
 def _scalar_saved_name(value, i, inputs, names, out) -> str:

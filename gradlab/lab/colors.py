@@ -41,6 +41,33 @@ GRID, FRAME, AXIS_INK, TEXT_INK, TITLE_INK = "#eef0f3", "#d1d5db", "#6b7280", "#
 WARNING_INK, ALARM_INK = "#92400e", "#b91c1c"
 PASS_INK = "#15803d"  # a checked exercise that passed
 
+# The class each ink's SVG piece carries, so that a widget's stylesheet (widgets/theme.css) can redraw it in the
+# learner's JupyterLab theme; the saved picture keeps the ink itself, on its own white plate (class gl-bg).
+INK_CLASSES = {TITLE_INK: "gl-ink-title", TEXT_INK: "gl-ink-text", AXIS_INK: "gl-ink-axis",
+               WARNING_INK: "gl-ink-warn", ALARM_INK: "gl-ink-alarm", PASS_INK: "gl-ink-pass"}
+
+
+# An ink in a plain HTML output (no widget, so no stylesheet of ours): JupyterLab's variable that reads in its
+# light and dark themes alike, with the ink itself where there is no JupyterLab (GitHub, nbviewer).
+HTML_INKS = {PASS_INK: f"var(--jp-success-color0, {PASS_INK})", ALARM_INK: f"var(--jp-error-color1, {ALARM_INK})",
+             AXIS_INK: f"var(--jp-ui-font-color2, {AXIS_INK})", TEXT_INK: f"var(--jp-ui-font-color1, {TEXT_INK})"}
+
+
+def html_ink(ink: str) -> str:
+    """The CSS colour of ``ink`` in an HTML output: it follows the learner's JupyterLab theme."""
+    return HTML_INKS.get(ink, ink)
+
+
+def ink_class(ink: str) -> str:
+    """The class of a piece drawn in ``ink`` (one of the inks above); '' for a data colour."""
+    return INK_CLASSES.get(ink, "")
+
+
+def series_class(index: int) -> str:
+    """``gl-series-N``: the class of layer ``index``'s line and key, by which a dark theme lightens the two
+    layer colours too dark to see on a dark page (3, purple, and 8, grey; same hues)."""
+    return f"gl-series-{index % len(LAYER_COLORS)}"
+
 # The playground's two classes (TensorFlow Playground's orange for label 0, blue for label 1), and the pale
 # middle its boundary fades through where the model is unsure (p = 0.5). Weights: blue > 0, orange < 0.
 CLASS_COLORS, UNSURE = ("#f59322", "#0877bd"), "#f4f4f4"
@@ -137,9 +164,22 @@ MODES = ("grad", "value", "kind")
 
 
 def ink(fill: str) -> str:
-    """Dark text on light fills, white text on dark ones (by the fill's relative luminance)."""
-    r, g, b = (c / 255 for c in _rgb(fill))
-    return "#111827" if 0.2126 * r + 0.7152 * g + 0.0722 * b > 0.45 else "#ffffff"
+    """Dark text on light fills, white text on dark ones: whichever contrasts more with the fill (WCAG's ratio
+    of relative luminances). On the few mid fills where neither reaches 4.5:1 (text's least), black does."""
+    best = max(("#111827", "#ffffff"), key=lambda text: contrast(text, fill))
+    return best if contrast(best, fill) >= 4.5 else "#000000"
+
+
+def luminance(color: str) -> float:
+    """WCAG's relative luminance of a #rrggbb colour: 0 for black, 1 for white."""
+    r, g, b = (c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in (v / 255 for v in _rgb(color)))
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def contrast(a: str, b: str) -> float:
+    """WCAG's contrast ratio of two colours, 1 (the same) to 21 (black on white)."""
+    high, low = sorted((luminance(a), luminance(b)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
 
 
 MODE_LABELS = {"grad": "gradient", "value": "value", "kind": "kind of op"}  # what the colour menu says

@@ -21,7 +21,7 @@ from ..autograd.grad_mode import no_grad
 from ..creation import tensor
 from ..dtypes import float64
 from ..scalar import Scalar
-from .colors import ALARM_INK, AXIS_INK, PASS_INK
+from .colors import ALARM_INK, AXIS_INK, PASS_INK, html_ink
 from .mistakes import relative_errors, shape_hint, value_hint
 from .summary import as_numpy
 
@@ -64,7 +64,7 @@ class Verdict:
         return f"{self.SYMBOLS[self.status]} {self.name}: {self.message}"
 
     def _repr_html_(self) -> str:
-        ink = {"pass": PASS_INK, "fail": ALARM_INK, "not done": AXIS_INK}[self.status]
+        ink = html_ink({"pass": PASS_INK, "fail": ALARM_INK, "not done": AXIS_INK}[self.status])
         return (f'<div class="gl-verdict gl-verdict-{self.status.replace(" ", "-")}" style="border-left:4px solid '
                 f'{ink};padding:4px 10px;margin:4px 0;font-family:Helvetica,Arial,sans-serif;font-size:13px">'
                 f'<b style="color:{ink}">{self.SYMBOLS[self.status]} {escape(self.name)}</b> — '
@@ -232,7 +232,7 @@ def check_this_node(name: str, view, node) -> Verdict:
     try:
         result = view.check(node)
     except TypeError as error:  # the learner's backward: its ... (or a wrong return) is the verdict
-        if "got ellipsis" in str(error):
+        if "ellipsis" in str(error):  # (a tensor op says "got ellipsis"; float maths "not ellipsis")
             return _not_done_yet(name)
         return Verdict(name, "fail", f"your backward raised TypeError: {error}")
     errors = [row["error"] for row in result.get("inputs", []) if row.get("error") is not None]
@@ -336,6 +336,9 @@ def _as_array(value, where: str, what: str, name: str) -> np.ndarray:
 
 
 def _not_done(value) -> bool:
+    """``...`` or None; a list or tuple is not done while any of its answers is still ``...``."""
+    if isinstance(value, (list, tuple)):
+        return any(v is Ellipsis for v in value)
     return any(value is marker for marker in NOT_DONE)
 
 

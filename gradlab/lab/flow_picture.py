@@ -13,7 +13,8 @@ import math
 import textwrap
 from html import escape
 
-from .colors import ALARM_INK, AXIS_INK, FRAME, GRID, TEXT_INK, TITLE_INK, WARNING_INK, decades, layer_color
+from .colors import (ALARM_INK, AXIS_INK, FRAME, GRID, TEXT_INK, TITLE_INK, WARNING_INK, decades, ink_class,
+                     layer_color, series_class)
 
 WIDTH, LEFT, TOP, BELOW, RIGHT = 760, 56, 24, 30, 10  # the plot's margins: axis figures left, step figures below
 PLOT_H, KEY_W, KEY_ROW, KEY_ROWS_MAX, FLAG_LINE = 230, 150, 15, 24, 15
@@ -49,38 +50,39 @@ def flow_svg(history: dict, figure: str = "grad_norm", width: int = WIDTH) -> st
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="gl-flow-lines" width="{width}" height="{height}" '
            f'viewBox="0 0 {width} {height}" font-family="Helvetica, Arial, sans-serif" font-size="11" '
            f'data-figure="{escape(figure)}">',
-           f'<rect width="100%" height="100%" fill="#fff"/>',
-           f'<text x="{LEFT}" y="14" font-size="12" fill="{TITLE_INK}">{escape(symbol)} per layer over the steps '
+           '<rect class="gl-bg" width="100%" height="100%" fill="#fff"/>',
+           f'<text x="{LEFT}" y="14" font-size="12" class="gl-ink-title" fill="{TITLE_INK}">{escape(symbol)} per layer over the steps '
            f'(log scale) — {escape(meaning)}</text>']
     for exponent in range(low, high + 1):
         ty = top + (high - exponent) / (high - low) * plot_h
-        out.append(f'<line x1="{LEFT}" x2="{LEFT + plot_w}" y1="{ty:.1f}" y2="{ty:.1f}" stroke="{GRID}"/>'
-                   f'<text x="{LEFT - 6}" y="{ty + 4:.1f}" text-anchor="end" fill="{AXIS_INK}">1e{exponent}</text>')
-    out.append(f'<rect x="{LEFT}" y="{top}" width="{plot_w}" height="{plot_h}" fill="none" stroke="{FRAME}"/>'
-               f'<text x="{LEFT}" y="{top + plot_h + 16}" fill="{AXIS_INK}">step {first}</text>'
+        out.append(f'<line x1="{LEFT}" x2="{LEFT + plot_w}" y1="{ty:.1f}" y2="{ty:.1f}" class="gl-grid" stroke="{GRID}"/>'
+                   f'<text x="{LEFT - 6}" y="{ty + 4:.1f}" text-anchor="end" class="gl-ink-axis" fill="{AXIS_INK}">1e{exponent}</text>')
+    out.append(f'<rect x="{LEFT}" y="{top}" width="{plot_w}" height="{plot_h}" fill="none" class="gl-frame" stroke="{FRAME}"/>'
+               f'<text x="{LEFT}" y="{top + plot_h + 16}" class="gl-ink-axis" fill="{AXIS_INK}">step {first}</text>'
                f'<text x="{LEFT + plot_w}" y="{top + plot_h + 16}" text-anchor="end" '
-               f'fill="{AXIS_INK}">step {last}</text>')
+               f'class="gl-ink-axis" fill="{AXIS_INK}">step {last}</text>')
     xs = [x(step) for step in steps]
     for index, name in enumerate(layers):
         values = series[name]
         latest = _figure_text(values[-1] if values else None)
         tip = f"layer {name}: {latest} at step {last} — click to open it in the graph"
         out.append(f'<g class="gl-flow-layer" data-layer="{escape(name)}"><title>{escape(tip)}</title>')
-        out.extend(_line(run, layer_color(index)) for run in _runs(xs, values, y))
+        out.extend(_line(run, layer_color(index), series_class(index)) for run in _runs(xs, values, y))
         out.append("</g>")
     for index, name in enumerate(layers):  # over every line: a mark that says "no place on this scale" must show
-        out.extend(_unplaced_mark(name, run, x, top, top + plot_h, layer_color(index)) for run in unplaced[name])
+        out.extend(_unplaced_mark(name, run, x, top, top + plot_h, layer_color(index), series_class(index))
+                   for run in unplaced[name])
     for change in history.get("changes", []):
         if first <= change["step"] <= last and steps:
             cx = x(change["step"] - 0.5) if change["step"] > first else x(first)
             out.append(f'<g class="gl-flow-change" data-layer="{escape(change["layer"])}"><title>'
                        f'{escape(change["text"])}</title><line x1="{cx:.1f}" x2="{cx:.1f}" y1="{top}" '
-                       f'y2="{top + plot_h}" stroke="{AXIS_INK}" stroke-dasharray="4 3"/>'
-                       f'<text x="{cx + 3:.1f}" y="{top + plot_h - 4}" fill="{AXIS_INK}">{escape(change["layer"])} '
+                       f'y2="{top + plot_h}" class="gl-ink-axis" stroke="{AXIS_INK}" stroke-dasharray="4 3"/>'
+                       f'<text x="{cx + 3:.1f}" y="{top + plot_h - 4}" class="gl-ink-axis" fill="{AXIS_INK}">{escape(change["layer"])} '
                        f'{escape(change["change"])}</text></g>')
     out.append(_key(layers, LEFT + plot_w + 10, rows))
     if not steps:
-        out.append(f'<text x="{LEFT + 12}" y="{top + plot_h / 2}" fill="{AXIS_INK}">no updates yet: call '
+        out.append(f'<text x="{LEFT + 12}" y="{top + plot_h / 2}" class="gl-ink-axis" fill="{AXIS_INK}">no updates yet: call '
                    f'flow.update() after each optimizer.step()</text>')
     out.append(_flags(flag_lines, top + plot_h + BELOW + 8, width))
     out.append("</svg>")
@@ -131,7 +133,7 @@ def _unplaced_kind(value) -> str | None:
     return None
 
 
-def _unplaced_mark(name: str, run: tuple, x, top: float, bottom: float, color: str) -> str:
+def _unplaced_mark(name: str, run: tuple, x, top: float, bottom: float, color: str, series: str = "") -> str:
     """nan and inf in the strip above the plot in the alarm ink, 0 (and -inf) under it in the layer's colour."""
     what, start, end, points = run
     at_top = what in GLYPHS
@@ -142,19 +144,19 @@ def _unplaced_mark(name: str, run: tuple, x, top: float, bottom: float, color: s
     tip = f"layer {name}: {what} at {steps} — {why}, so it has no place on the log scale"
     x0, x1 = x(start), x(end)
     glyph = GLYPHS.get(what, "")
-    label = (f'<text x="{x0 - 5:.1f}" y="{py + 3.5:.1f}" text-anchor="end" font-size="10" fill="{ink}">{glyph}</text>'
+    label = (f'<text x="{x0 - 5:.1f}" y="{py + 3.5:.1f}" text-anchor="end" font-size="10" class="{ink_class(ink)}" fill="{ink}">{glyph}</text>'
              if glyph else "")
     kind = "zero" if what == "0" else what.strip("-")
     return (f'<g class="gl-flow-unplaced gl-flow-{kind}" data-layer="{escape(name)}">'
-            f'<title>{escape(tip)}</title><line x1="{x0:.1f}" x2="{x1:.1f}" y1="{py:.1f}" y2="{py:.1f}" stroke="{ink}" '
+            f'<title>{escape(tip)}</title><line x1="{x0:.1f}" x2="{x1:.1f}" y1="{py:.1f}" y2="{py:.1f}" class="{ink_class(ink) or series}" stroke="{ink}" '
             f'stroke-width="4" stroke-linecap="round"/>{label}</g>')
 
 
-def _line(run: list, color: str) -> str:
+def _line(run: list, color: str, series: str) -> str:
     if len(run) == 1:
         px, py = run[0].split(",")
-        return f'<circle cx="{px}" cy="{py}" r="2.5" fill="{color}"/>'
-    return f'<polyline class="gl-flow-line" fill="none" stroke="{color}" stroke-width="1.6" points="{" ".join(run)}"/>'
+        return f'<circle class="{series}" cx="{px}" cy="{py}" r="2.5" fill="{color}"/>'
+    return f'<polyline class="gl-flow-line {series}" fill="none" stroke="{color}" stroke-width="1.6" points="{" ".join(run)}"/>'
 
 
 def _key(layers: list, left: float, rows: int) -> str:
@@ -167,7 +169,8 @@ def _key(layers: list, left: float, rows: int) -> str:
                      f'it in the graph</title><rect class="gl-flow-hit" x="{kx - 3}" y="{ky - 2}" width="{KEY_W - 6}" '
                      f'height="{KEY_ROW - 1}" rx="3" fill="#fff" fill-opacity="0"/>'
                      f'<line x1="{kx}" x2="{kx + 16}" y1="{ky + 6}" y2="{ky + 6}" stroke="{layer_color(index)}" '
-                     f'stroke-width="2"/><text x="{kx + 20}" y="{ky + 10}" fill="{TEXT_INK}">'
+                     f'class="{series_class(index)}" stroke-width="2"/><text x="{kx + 20}" y="{ky + 10}" '
+                     f'class="gl-ink-text" fill="{TEXT_INK}">'
                      f'{escape(shown)}</text></g>')
     parts.append("</g>")
     return "".join(parts)
@@ -215,15 +218,15 @@ def _flags(flag_lines: list, top: float, width: int) -> str:
         spans = "".join(f'<tspan x="{LEFT}" y="{y + FLAG_LINE * i + 4:.0f}">{escape(line)}</tspan>'
                         for i, line in enumerate(lines))
         if isinstance(flag, str):  # a note about the plot, in its ink
-            parts.append(f'<text class="gl-flow-note" fill="{flag}">{spans}</text>')
+            parts.append(f'<text class="gl-flow-note {ink_class(flag)}" fill="{flag}">{spans}</text>')
         elif flag is None:
-            parts.append(f'<text class="gl-flow-none" fill="{AXIS_INK}">{spans}</text>')
+            parts.append(f'<text class="gl-flow-none gl-ink-axis" fill="{AXIS_INK}">{spans}</text>')
         else:
             ink = ALARM_INK if flag["kind"] in ALARMS else WARNING_INK
             parts.append(f'<g class="gl-flow-flag gl-flow-{flag["kind"]}" data-layer="{escape(flag["layer"])}">'
                          f'<rect class="gl-flow-hit" x="{LEFT - 4}" y="{y - 8}" width="{width - LEFT - RIGHT + 4}" '
                          f'height="{FLAG_LINE * len(lines)}" rx="3" fill="#fff" fill-opacity="0"/>'
-                         f'<text fill="{ink}">{spans}</text></g>')
+                         f'<text class="{ink_class(ink)}" fill="{ink}">{spans}</text></g>')
         y += FLAG_LINE * len(lines)
     parts.append("</g>")
     return "".join(parts)

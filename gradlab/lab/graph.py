@@ -41,6 +41,7 @@ class GraphNode:
     saved: list = field(default_factory=list)  # [{"name": ..., **summary}] of what forward saved
     words: str = ""  # the local derivative rule in words
     math: str = ""  # ... and in plain math
+    local: list = field(default_factory=list)  # a Scalar op's ∂out/∂input beside a finite difference (local_derivative.py)
     requires_grad: bool = True
     category: str = ""  # the family of an op (arithmetic, matmul, reduction, ...), for colouring by kind
     profile: dict | None = None  # forward/backward seconds and saved bytes, when profiled (lab/profiling.py)
@@ -58,7 +59,7 @@ class GraphNode:
             "input_shapes": self.input_shapes, "output_shape": self.output_shape, "dtype": self.dtype,
             "device": self.device, "source": self.source, "code": self.code, "value": self.value, "grad": self.grad,
             "saved": self.saved, "words": self.words, "math": self.math, "requires_grad": self.requires_grad, "category": self.category,
-            "profile": self.profile,
+            "profile": self.profile, "local": self.local,
         }
 
 

@@ -307,9 +307,16 @@ class GraphWidget(anywidget.AnyWidget):
             self._leaf_grads.update()
         self._pending = False
         self._show_scalar_values()
-        if self.color_mode == "kind" and any(n.grad for n in self.graph.nodes.values() if n.kind == "op"):
+        if self.color_mode == "kind" and self._gradient_arrived():
             self.color_mode = "grad"
         self._refresh_values(only_gradients=True)
+
+    def _gradient_arrived(self) -> bool:
+        """Whether a backward has reached an operation: a Scalar always has a .grad (0.0 until one does)."""
+        ops = [n for n in self.graph.nodes.values() if n.kind == "op"]
+        if self.graph.source == "scalar":
+            return any(n.ref.grad != 0 for n in ops)
+        return any(n.grad for n in ops)
 
     def _show_scalar_values(self) -> None:
         """A Scalar's box shows its value and gradient: send the second lines again."""

@@ -33,6 +33,7 @@ from .summary import as_numpy
 STEP = 1e-6
 TOLERANCE = 1e-5
 KINK = 1e-3  # one-sided slopes further apart than this (relative) mark a kink, once a smaller step confirms it
+SCALED_GRAD = 2.5  # a Scalar's backward is also run for this g: it must return 2.5 times what it gives for g = 1
 MOST_ELEMENTS_LOCATED = 2048  # the elements probed one at a time to find where a kink is
 
 
@@ -91,8 +92,15 @@ def _verdict(label: str, probe, rows: list) -> dict:
         return {"ok": None, "inputs": rows, "tolerance": TOLERANCE, **extra,
                 "message": f"{label}: its inputs or outputs hold NaN or inf here, so finite differences "
                            "cannot check it; check it on finite inputs"}
+    unscaled = [(row, row.pop("scaled")) for row in rows if "scaled" in row]  # (a Scalar's, ScalarProbe.rows)
     agrees = all(row["error"] <= TOLERANCE for row in rows)
     worst = max(rows, key=lambda row: row["error"])
+    if agrees and unscaled:
+        row, got = unscaled[0]
+        return _result(False, rows, f"{label}: backward does not multiply by the gradient g it receives, for input "
+                                    f"'{row['name']}': given g = 1 it returns {_short(row['analytic'])}, the local "
+                                    f"derivative (right), but given g = {SCALED_GRAD:g} it returns {_short(got)}, not "
+                                    f"{SCALED_GRAD:g} times as much. The chain rule: return g times the local derivative")
     if kinked:
         verdict = _kink_verdict(label, probe, rows, kinked, agrees, worst)
         return {**verdict, **extra, "message": verdict["message"] + random_note}
@@ -100,7 +108,9 @@ def _verdict(label: str, probe, rows: list) -> dict:
         message = f"{label}: backward agrees with finite differences (worst relative error {worst['error']:.1e})"
     else:
         message = (f"{label}: backward DISAGREES with finite differences for input '{worst['name']}': "
-                   f"backward says {worst['analytic']:.6g}, the slope is {worst['numeric']:.6g}")
+                   f"backward says {worst['analytic']:.6g}, the slope is {worst['numeric']:.6g}"
+                   + (" (the right size and the wrong sign: a sign slip)"
+                      if _relative(worst["analytic"], -worst["numeric"]) <= TOLERANCE else ""))
     return {**_result(agrees, rows, message + random_note), **extra}
 
 
@@ -339,7 +349,10 @@ def _float_outputs(out) -> list:
 
 
 class ScalarProbe:
-    """A Scalar Function rerun on floats: its forward, its backward for the gradient 1, and its slopes."""
+    """A Scalar Function rerun on floats: its forward, its backward for the gradient 1, and its slopes.
+
+    For g = 1 a backward that forgets to multiply by g looks right, so it also runs for g = 2.5 and must
+    give 2.5 times as much."""
 
     draws_random = unrepeatable = False
 
@@ -353,11 +366,15 @@ class ScalarProbe:
         moved[i] = self.values[i] + shift
         return self.function.forward(ScalarContext(self.function, self.inputs), *moved)
 
-    def rows(self, rng) -> list:
+    def _backward(self, g) -> tuple:
         ctx = ScalarContext(self.function, self.inputs)
         self.function.forward(ctx, *self.values)
-        grads = self.function.backward(ctx, 1.0)
-        self.grads = grads if isinstance(grads, tuple) else (grads,)
+        grads = self.function.backward(ctx, g)
+        return grads if isinstance(grads, tuple) else (grads,)
+
+    def rows(self, rng) -> list:
+        self.grads = self._backward(1.0)
+        scaled = self._backward(SCALED_GRAD)  # g = 1 hides a backward that forgets to multiply by g
         centre = self._at(0, 0.0) if self.values else 0.0
         noise = 1e-7 * max(1.0, abs(centre))
         rows = []
@@ -371,8 +388,12 @@ class ScalarProbe:
                 left, right = (centre - behind) / STEP, (ahead - centre) / STEP
                 kinked = _is_kink(left, right, (centre - self._at(i, -STEP / 4)) / (STEP / 4),
                                   (self._at(i, STEP / 4) - centre) / (STEP / 4), noise)
-                rows.append({"name": self.names[i], "analytic": float(analytic), "numeric": float(numeric),
-                             "error": _relative(analytic, numeric), "kinked": kinked, "input": i})
+                row = {"name": self.names[i], "analytic": float(analytic), "numeric": float(numeric),
+                       "error": _relative(analytic, numeric), "kinked": kinked, "input": i}
+                got = scaled[i] if i < len(scaled) and scaled[i] is not None else 0.0
+                if _relative(got, SCALED_GRAD * analytic) > TOLERANCE:
+                    row["scaled"] = float(got)  # not linear in g: _verdict says so
+                rows.append(row)
         return rows
 
     def _engine(self, i) -> float:

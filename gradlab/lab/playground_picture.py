@@ -13,7 +13,8 @@ from html import escape
 
 import numpy as np
 
-from .colors import AXIS_INK, CLASS_COLORS, FRAME, GRID, TEXT_INK, TITLE_INK, class_tint, decades, layer_color
+from .colors import (AXIS_INK, CLASS_COLORS, FRAME, GRID, TEXT_INK, TITLE_INK, class_tint, decades, layer_color,
+                     series_class)
 from .playground_data import EXTENT, GRID_CELLS, grid_centres
 
 LEVELS = 20  # P(label 1) is shown in steps of 1/20
@@ -31,18 +32,18 @@ def playground_svg(training, caption: str = "") -> str:
     history = training.history
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="gl-pg-picture" width="{width}" height="{height}" '
            f'viewBox="0 0 {width} {height}" font-family="Helvetica, Arial, sans-serif" font-size="11">',
-           '<rect width="100%" height="100%" fill="#fff"/>',
+           '<rect class="gl-bg" width="100%" height="100%" fill="#fff"/>',
            network_svg(training, 0, TOP),
            boundary_svg(training.predict(grid_centres()), training.X.numpy(), training.y.numpy().ravel(),
                         map_x, TOP),
            line_chart("loss", "training loss (each batch's, log scale)", history.steps,
-                      [("loss", "loss", TITLE_INK, history.losses)], chart_x, TOP, CHART_W, LOSS_H),
+                      [("loss", "loss", TITLE_INK, history.losses, "gl-ink-line")], chart_x, TOP, CHART_W, LOSS_H),
            line_chart("grad-norms", "‖∂L/∂W‖ per layer (log scale)", history.steps,
-                      [(name, name, layer_color(i), values) for i, (name, values)
+                      [(name, name, layer_color(i), values, series_class(i)) for i, (name, values)
                        in enumerate(history.grad_norms.items())],
                       chart_x, TOP + LOSS_H + 40, CHART_W, NORM_H, key=True)]
     if caption:
-        out.append(f'<text x="4" y="{height - 8}" fill="{TEXT_INK}">{escape(caption)}</text>')
+        out.append(f'<text x="4" y="{height - 8}" class="gl-ink-text" fill="{TEXT_INK}">{escape(caption)}</text>')
     out.append("</svg>")
     return "".join(out)
 
@@ -62,7 +63,7 @@ def network_svg(training, left: float, top: float) -> str:
         return [top + 20 + (MAP - 20) / 2 + (j - (count - 1) / 2) * step for j in range(count)]
 
     largest = max((float(np.abs(w).max()) for w in weights if w.size), default=1.0) or 1.0
-    out = [f'<g class="gl-pg-network"><text x="{left + 4}" y="{top - 8}" font-size="12" fill="{TITLE_INK}">'
+    out = [f'<g class="gl-pg-network"><text x="{left + 4}" y="{top - 8}" font-size="12" class="gl-ink-title" fill="{TITLE_INK}">'
            f'the network (click a layer or a neuron)</text>']
     for i, w in enumerate(weights):  # layer i+1's weights: from column i to column i+1
         out.append(f'<g class="gl-pg-edges" data-layer="{escape(names[i + 1])}">')
@@ -80,7 +81,7 @@ def network_svg(training, left: float, top: float) -> str:
         if crowded:
             label = {"input": "in", "output": "out"}.get(label, label.replace("hidden", "h"))
         attrs = f' class="gl-pg-layer" data-layer="{escape(name)}"' if name else ' class="gl-pg-inputs"'
-        out.append(f'<g{attrs}><text x="{xs[i]:.0f}" y="{top + 8}" text-anchor="middle" fill="{AXIS_INK}">'
+        out.append(f'<g{attrs}><text x="{xs[i]:.0f}" y="{top + 8}" text-anchor="middle" class="gl-ink-axis" fill="{AXIS_INK}">'
                    f'{escape(label)}</text>')
         for j, y in enumerate(ys(count)):
             neuron = f' data-neuron="{j}"' if name else ""
@@ -105,7 +106,7 @@ def boundary_svg(probabilities, X, labels, left: float, top: float) -> str:
     levels = np.round(np.asarray(probabilities).reshape(GRID_CELLS, GRID_CELLS) * LEVELS).astype(int)
     out = [f'<g class="gl-pg-boundary" data-left="{left}" data-top="{top}" data-cell="{CELL}" '
            f'shape-rendering="crispEdges">'
-           f'<text x="{left}" y="{top - 8}" font-size="12" fill="{TITLE_INK}">the model\'s P(label 1), '
+           f'<text x="{left}" y="{top - 8}" font-size="12" class="gl-ink-title" fill="{TITLE_INK}">the model\'s P(label 1), '
            f'and the points</text>']
     for row in range(GRID_CELLS):
         start = 0
@@ -123,9 +124,9 @@ def boundary_svg(probabilities, X, labels, left: float, top: float) -> str:
         out.extend(f'<circle cx="{left + (px + EXTENT) * scale:.1f}" cy="{top + (EXTENT - py) * scale:.1f}" r="2.8"/>'
                    for px, py in chosen if abs(px) < EXTENT and abs(py) < EXTENT)
         out.append("</g>")
-    out.append(f'<rect x="{left}" y="{top}" width="{MAP}" height="{MAP}" fill="none" stroke="{FRAME}"/>'
-               f'<text x="{left}" y="{top + MAP + 13}" fill="{AXIS_INK}">−{EXTENT:g}</text>'
-               f'<text x="{left + MAP}" y="{top + MAP + 13}" text-anchor="end" fill="{AXIS_INK}">{EXTENT:g}</text>')
+    out.append(f'<rect x="{left}" y="{top}" width="{MAP}" height="{MAP}" fill="none" class="gl-frame" stroke="{FRAME}"/>'
+               f'<text x="{left}" y="{top + MAP + 13}" class="gl-ink-axis" fill="{AXIS_INK}">−{EXTENT:g}</text>'
+               f'<text x="{left + MAP}" y="{top + MAP + 13}" text-anchor="end" class="gl-ink-axis" fill="{AXIS_INK}">{EXTENT:g}</text>')
     return "".join(out)
 
 
@@ -142,39 +143,41 @@ def thinned(steps, values, most: int = MAX_POINTS):
 
 def line_chart(kind: str, title: str, steps, series: list, left: float, top: float, width: float, height: float,
                key: bool = False) -> str:
-    """Lines over the steps on a log axis of whole decades; ``series`` is [(layer, label, colour, values)].
+    """Lines over the steps on a log axis of whole decades; ``series`` is [(layer, label, colour, values)],
+    each with an optional fifth item: the class of its line and key (``colors.series_class``).
     ``data-decades`` and ``data-steps`` give the axes, so a reader (or a test) can read a point back."""
-    drawn = [(name, label, color, *thinned(steps, values)) for name, label, color, values in series]
-    low, high = decades(v for *_, values in drawn for v in values.tolist())
+    drawn = [(name, label, color, *thinned(steps, values), piece[0] if piece else "")
+             for name, label, color, values, *piece in series]
+    low, high = decades(v for *_, values, _piece in drawn for v in values.tolist())
     plot_w = width - 44 - (KEY_W if key else 0)
     x0 = left + 40
     first, last = (int(steps[0]), int(steps[-1])) if len(steps) else (0, 1)
     span = max(last - first, 1)
     out = [f'<g class="gl-pg-chart gl-pg-{kind}" data-decades="{low} {high}" data-steps="{first} {last}" '
            f'data-box="{x0} {top} {plot_w} {height}">'
-           f'<text x="{left}" y="{top - 8}" font-size="12" fill="{TITLE_INK}">{escape(title)}</text>']
+           f'<text x="{left}" y="{top - 8}" font-size="12" class="gl-ink-title" fill="{TITLE_INK}">{escape(title)}</text>']
     for exponent in range(low, high + 1):
         ty = top + (high - exponent) / (high - low) * height
-        out.append(f'<line x1="{x0}" x2="{x0 + plot_w}" y1="{ty:.1f}" y2="{ty:.1f}" stroke="{GRID}"/>'
-                   f'<text x="{x0 - 4}" y="{ty + 4:.1f}" text-anchor="end" fill="{AXIS_INK}">1e{exponent}</text>')
-    out.append(f'<rect x="{x0}" y="{top}" width="{plot_w}" height="{height}" fill="none" stroke="{FRAME}"/>'
-               f'<text x="{x0}" y="{top + height + 13}" fill="{AXIS_INK}">step {first}</text>'
-               f'<text x="{x0 + plot_w}" y="{top + height + 13}" text-anchor="end" fill="{AXIS_INK}">step {last}</text>')
-    for index, (name, label, color, xs, values) in enumerate(drawn):
+        out.append(f'<line x1="{x0}" x2="{x0 + plot_w}" y1="{ty:.1f}" y2="{ty:.1f}" class="gl-grid" stroke="{GRID}"/>'
+                   f'<text x="{x0 - 4}" y="{ty + 4:.1f}" text-anchor="end" class="gl-ink-axis" fill="{AXIS_INK}">1e{exponent}</text>')
+    out.append(f'<rect x="{x0}" y="{top}" width="{plot_w}" height="{height}" fill="none" class="gl-frame" stroke="{FRAME}"/>'
+               f'<text x="{x0}" y="{top + height + 13}" class="gl-ink-axis" fill="{AXIS_INK}">step {first}</text>'
+               f'<text x="{x0 + plot_w}" y="{top + height + 13}" text-anchor="end" class="gl-ink-axis" fill="{AXIS_INK}">step {last}</text>')
+    for index, (name, label, color, xs, values, piece) in enumerate(drawn):
         points = [f"{x0 + (s - first) / span * plot_w:.1f},{top + (high - math.log10(v)) / (high - low) * height:.1f}"
                   if 0 < v < math.inf else None for s, v in zip(xs.tolist(), values.tolist())]
         out.append(f'<g class="gl-pg-line" data-layer="{escape(name)}">')
-        out.extend(_polyline(run, color) for run in _runs(points))
+        out.extend(_polyline(run, color, piece) for run in _runs(points))
         out.append("</g>")
         if key:
             ky = top + 6 + 16 * index
             out.append(f'<g class="gl-pg-key" data-layer="{escape(name)}"><title>{escape(label)}: click for its '
                        f'graph</title><rect class="gl-pg-hit" x="{x0 + plot_w + 6}" y="{ky - 4}" width="{KEY_W - 8}" '
                        f'height="15" rx="3" fill="#fff" fill-opacity="0"/><line x1="{x0 + plot_w + 10}" '
-                       f'x2="{x0 + plot_w + 24}" y1="{ky + 4}" y2="{ky + 4}" stroke="{color}" stroke-width="2"/>'
-                       f'<text x="{x0 + plot_w + 28}" y="{ky + 8}" fill="{TEXT_INK}">{escape(label)}</text></g>')
+                       f'x2="{x0 + plot_w + 24}" y1="{ky + 4}" y2="{ky + 4}" class="{piece}" stroke="{color}" stroke-width="2"/>'
+                       f'<text x="{x0 + plot_w + 28}" y="{ky + 8}" class="gl-ink-text" fill="{TEXT_INK}">{escape(label)}</text></g>')
     if not len(steps):
-        out.append(f'<text x="{x0 + 10}" y="{top + height / 2}" fill="{AXIS_INK}">no steps yet: press train '
+        out.append(f'<text x="{x0 + 10}" y="{top + height / 2}" class="gl-ink-axis" fill="{AXIS_INK}">no steps yet: press train '
                    f'or step</text>')
     out.append("</g>")
     return "".join(out)
@@ -192,8 +195,8 @@ def _runs(points: list) -> list:
     return runs + [run] if run else runs
 
 
-def _polyline(run: list, color: str) -> str:
+def _polyline(run: list, color: str, piece: str = "") -> str:
     if len(run) == 1:
         px, py = run[0].split(",")
-        return f'<circle cx="{px}" cy="{py}" r="2.5" fill="{color}"/>'
-    return f'<polyline fill="none" stroke="{color}" stroke-width="1.5" points="{" ".join(run)}"/>'
+        return f'<circle class="{piece}" cx="{px}" cy="{py}" r="2.5" fill="{color}"/>'
+    return f'<polyline class="{piece}" fill="none" stroke="{color}" stroke-width="1.5" points="{" ".join(run)}"/>'

@@ -52,6 +52,7 @@ def render(scene: Scene, placement=None, colors: dict | None = None, texts: dict
         f'<svg xmlns="http://www.w3.org/2000/svg" class="gl-graph" width="{width:.0f}" height="{height:.0f}" '
         f'viewBox="0 0 {width:.0f} {height:.0f}" data-nodes="{sum(1 for k in placement.boxes if k in scene.graph.nodes)}">',
         f"<style>{STYLE}</style>",
+        '<rect class="gl-bg" width="100%" height="100%" fill="#fff"/>',  # the saved picture's plate
         f'<defs><marker id="{uid}-arrow" viewBox="0 0 8 8" refX="7.5" refY="4" markerWidth="7" markerHeight="7" '
         'orient="auto-start-reverse"><path d="M0,0.8 L7.5,4 L0,7.2 z" fill="#9ca3af"/></marker></defs>',
         f'<g class="gl-viewport" transform="translate({margin},{margin})">',
@@ -150,7 +151,7 @@ def _key(legend: dict, max_width: float) -> tuple:
         if color:
             parts.append(f'<rect class="gl-swatch" x="{x:.1f}" y="{y:.0f}" width="14" height="12" fill="{color}" '
                          f'stroke="#9ca3af" stroke-width="0.5"/>')
-        parts.append(f'<text x="{x + swatch:.1f}" y="{y + 10:.0f}" font-size="10.5" fill="{TEXT_INK}">'
+        parts.append(f'<text x="{x + swatch:.1f}" y="{y + 10:.0f}" font-size="10.5" class="gl-ink-text" fill="{TEXT_INK}">'
                      f'{escape(text)}</text>')
         x += entry_w
         width = max(width, x)

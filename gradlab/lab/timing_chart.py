@@ -77,7 +77,8 @@ def to_svg(table: DeviceTimes, pending: frozenset = frozenset(), run: int = 0) -
                    for i, note in enumerate(notes))
     return (f'<svg xmlns="http://www.w3.org/2000/svg" class="gl-dt" width="{WIDTH}" height="{height:.0f}" '
             f'viewBox="0 0 {WIDTH} {height:.0f}" data-rows="{len(table)}" data-run="{run}">'
-            f'<style>{STYLE}</style>{_hatch(hatch)}<text class="gl-dt-measured" x="8" y="16">{head}</text>'
+            f'<style>{STYLE}</style><rect class="gl-bg" width="100%" height="100%" fill="#fff"/>'
+            f'{_hatch(hatch)}<text class="gl-dt-measured" x="8" y="16">{head}</text>'
             f'{columns}{grid}{"".join(rows_out)}{foot}</svg>')
 
 

@@ -16,11 +16,11 @@ from .conftest import open_and_run, require, screenshot
 # lab -> the node count of each graph widget, in the order the lab shows them
 EXPECTED = {
     # tanh(x1*w1 + x2*w2 + b) on Scalars: 5 leaves + 2 mul + 2 add + tanh; then the stepper on the same
-    # graph; then the tensor neuron: Mul, Sum, Add, Tanh and the leaves w, bias (x needs no gradient)
-    "01-derivatives-and-your-first-graph.ipynb": [10, 10, 6],
-    # Linear, Tanh, Linear, Sum, Add, Sub, Pow, Mean + 4 parameters + x and target (view, then stepper);
-    # then Linear, Cube, Sum + 2 parameters + x
-    "02-backprop-as-an-algorithm.ipynb": [14, 14, 6],
+    # graph; the same neuron with the learner's Cube for tanh; then the tensor neuron: Mul, Sum, Add, Tanh and
+    # the leaves w, bias (x needs no gradient)
+    "01-derivatives-and-your-first-graph.ipynb": [10, 10, 10, 6],
+    # Linear, Tanh, Linear, Sum, Mul, Add, Sub, Pow, Mean + 4 parameters + x and target (view, then stepper)
+    "02-backprop-as-an-algorithm.ipynb": [15, 15],
     # Linear, ReLU, Linear, ReLU, Linear, then cross-entropy as PyTorch records it (LogSoftmax, NllLoss);
     # 3 weights + 3 biases; inputs and targets; then the same graph again, profiled ("where the time goes")
     "05-modules-losses-and-optimizers.ipynb": [15, 15],
@@ -68,7 +68,7 @@ def test_stepper_steps_back_and_inspects(page, server):
     assert stepper.count() == 1
     stepper.scroll_into_view_if_needed()
 
-    assert stepper.locator("g.gl-state-done").count() == 12  # the lab ran it to the end
+    assert stepper.locator("g.gl-state-done").count() == 13  # the lab ran it to the end
     stepper.locator("button.gl-reset").click()
     page.wait_for_function("() => !document.querySelector('.gradlab-stepper g.gl-state-done')")
     assert current_id(stepper) is None
@@ -78,7 +78,7 @@ def test_stepper_steps_back_and_inspects(page, server):
     first = wait_current_change(page, stepper, None)
     round_trip_ms = (time.perf_counter() - started) * 1e3
     assert stepper.locator(".gl-nodes g[data-id]").filter(has_text="Mean").get_attribute("data-id") == first
-    assert "step 1 of 12" in stepper.locator(".gl-panel-title").inner_text()
+    assert "step 1 of 13" in stepper.locator(".gl-panel-title").inner_text()
 
     stepper.locator("button.gl-step").click()
     second = wait_current_change(page, stepper, first)
@@ -108,23 +108,13 @@ def test_stepper_steps_back_and_inspects(page, server):
     screenshot(stepper, f"{server.kind}-02-stepper-at-tanh")
 
     stepper.locator("button.gl-run-end").click()
-    page.wait_for_function("() => document.querySelectorAll('.gradlab-stepper g.gl-state-done').length === 12")
+    page.wait_for_function("() => document.querySelectorAll('.gradlab-stepper g.gl-state-done').length === 13")
     assert current_id(stepper) is None
 
 
 def test_check_this_node_and_modules(page, server):
-    """Lab 2's Cube (fixed by the end of the lab) passes "check this node"; lab 5's modules close and open."""
+    """Lab 5's modules close and open (lab 2's "check this node" moved to lab 4, tested in its own file)."""
     require("ipywidgets", "anywidget")
-    open_and_run(page, server, "02-backprop-as-an-algorithm.ipynb")
-    view = page.locator(".gradlab-graphview").nth(1)
-    view.scroll_into_view_if_needed()
-    view.locator(".gl-nodes g.gl-node").filter(has_text="Cube").click()
-    view.locator("button.gl-check").click()
-    result = view.locator(".gl-check-result.gl-ok")
-    result.wait_for()
-    assert "agrees with finite differences" in result.inner_text()
-    screenshot(view, f"{server.kind}-02-check-this-node")
-
     open_and_run(page, server, "05-modules-losses-and-optimizers.ipynb")
     view = page.locator(".gradlab-graphview").first  # (the second is the profile's)
     view.scroll_into_view_if_needed()
