@@ -18,6 +18,7 @@ from html import escape
 
 import numpy as np
 
+from .binning import histogram_counts
 from .colors import AXIS_INK, FRAME, GRID, SCALE, TEXT_INK, TITLE_INK, ink_class, layer_color, series_class
 
 WIDTH, LEFT, RIGHT, TOP = 760, 56, 12, 28
@@ -144,7 +145,6 @@ def _histograms(stats, index: int, top: float, standalone: bool) -> list:
 def gradient_histograms_svg(stats) -> Picture:
     """Each layer's histogram of the gradient that reached its outputs at the last backward, overlaid on one
     symmetric range (four times the largest layer's std: a wider tail counts in the end bins)."""
-    from .activation_stats import histogram_counts
     plot_w = WIDTH - LEFT - KEY_W - RIGHT
     grads = [(i, layer, layer.last_grad) for i, layer in enumerate(stats.watched) if layer.last_grad is not None]
     spread = max((float(g.std()) for _, _, g in grads), default=0.0)

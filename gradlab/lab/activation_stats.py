@@ -16,6 +16,7 @@ from ..autograd import is_grad_enabled
 from ..tensor import Tensor
 from .arguments import described
 from .ownership import counts_as_training
+from .binning import histogram_counts
 from .summary import as_numpy
 
 SATURATED = 0.97  # |tanh| above it (sigmoid: |2σ − 1| above it): the slope is below 6 % of its largest (Karpathy)
@@ -69,15 +70,6 @@ def figures_of(values: np.ndarray, kind: str) -> dict:
     return {"mean": float(values.mean()), "std": float(values.std()),
             "saturated": None if flat is None else float(flat.mean()),
             "dead": None if flat is None else dead_fraction(flat), "grad_std": None}
-
-
-def histogram_counts(values: np.ndarray, low: float, high: float, bins: int) -> np.ndarray:
-    """Counts in ``bins`` equal bins over [low, high], values beyond it in the end bins (one bincount, not
-    np.histogram's sort: this runs at every forward of every watched layer)."""
-    index = np.floor((values.ravel() - low) * (bins / (high - low)))
-    index = np.clip(np.nan_to_num(index, nan=-1), 0, bins - 1).astype(np.intp)
-    finite = np.isfinite(values.ravel())
-    return np.bincount(index[finite], minlength=bins)
 
 
 class _Watched:
