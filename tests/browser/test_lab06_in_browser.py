@@ -117,6 +117,22 @@ def test_lab06_solution_draws_its_statistics_flows_and_playground(page, jupyter_
     assert said.strip() == "False ReLU True"  # with ReLU the same net learns xor (its sigmoid twin stayed at 0.69)
     screenshot(box, "lab-06-playground-relu")
 
+    # in JupyterLab Dark the pictures repaint: their plate takes the page's colour, their text a light ink
+    page.evaluate("() => window.jupyterapp.commands.execute('apputils:change-theme', {theme: 'JupyterLab Dark'})")
+    page.wait_for_selector('body[data-jp-theme-light="false"]', state="attached", timeout=30_000)
+    page.wait_for_timeout(500)
+    plate, ink = saturated.evaluate("""(svg) => [getComputedStyle(svg.querySelector('.gl-bg')).fill,
+        getComputedStyle(svg.querySelector('.gl-ink-text')).fill]""")
+    page_colour = page.evaluate("() => getComputedStyle(document.body).getPropertyValue('--jp-layout-color0').trim()")
+    print("lab 6 in JupyterLab Dark: the picture's plate", plate, "(the page's --jp-layout-color0", page_colour,
+          "), its text", ink)
+    assert plate == "rgb(17, 17, 17)" == {"#111": "rgb(17, 17, 17)"}.get(page_colour)
+    assert ink.startswith("rgba(255, 255, 255")  # JupyterLab Dark's --jp-ui-font-color1
+    screenshot(hot, "lab-06-dark-colour-dimension")
+    screenshot(sigmoid_ratios, "lab-06-dark-update-ratios")
+    page.evaluate("() => window.jupyterapp.commands.execute('apputils:change-theme', {theme: 'JupyterLab Light'})")
+    page.wait_for_selector('body[data-jp-theme-light="true"]', state="attached", timeout=30_000)
+
     times = render_times(page)
     print(f"lab 6 solution: opened and ran in {seconds:.1f} s; the sigmoid flow's last redraw {times[0][0]:.1f} ms "
           f"(slowest {times[0][1]:.1f} ms); the residual net's first draw {times[2][3]:.1f} ms")
