@@ -118,9 +118,14 @@ def test_only_training_forwards_count_each_forward_is_a_step_and_the_history_lin
     stats = gl.lab.ActivationStats(net)
     for _ in range(3):
         net(gl.randn(8, 3))
+    kept = stats.latest()
     with gl.no_grad():
         net(gl.randn(8, 3))  # an evaluation: not a step
-    assert stats.count == 3 and stats.steps == [1, 2, 3]
+    net.eval()
+    net(gl.randn(8, 3))  # in eval mode (GradientFlow.open records so): not a step either
+    net.train()
+    net[1](gl.randn(8, 8))  # a watched layer run alone, outside the model's forward: not recorded
+    assert stats.count == 3 and stats.steps == [1, 2, 3] and stats.latest() == kept
     assert all(len(v) == 3 for v in stats.history("std").values())
 
 
@@ -149,7 +154,7 @@ def test_named_modules_are_watched_and_other_kinds_have_no_slope_figures():
 def test_remove_and_the_context_manager_let_go_of_every_hook():
     net = known_net()
     stats = gl.lab.ActivationStats(net)
-    assert net[1]._forward_hooks and net._forward_pre_hooks
+    assert net[1]._forward_hooks and net._forward_pre_hooks and net._forward_hooks
     stats.remove()
     assert all(not m._forward_hooks for m in net.modules()) and not net._forward_pre_hooks
     net(gl.randn(4, 3))

@@ -114,18 +114,24 @@ class ActivationStats:
             layer.handle = layer.module.register_forward_hook(self._hook(layer))
         self.steps: list = []  # the forward count of each kept record
         self.count = 0  # training forwards seen so far
-        self._model_hook = model.register_forward_pre_hook(self._start)
+        self._recording = False  # inside a training forward of the model
+        self._model_hooks = [model.register_forward_pre_hook(self._start), model.register_forward_hook(self._end)]
 
     # --- recording ----------------------------------------------------------------------------------------
 
     def _start(self, module, args) -> None:
-        """The model's forward pre-hook: a training forward (grad enabled, not a lab replay) is a new step."""
-        if is_grad_enabled() and counts_as_training():
+        """The model's forward pre-hook: a training forward (in training mode, grad enabled, not a lab replay,
+        such as GradientFlow.open's recording in eval mode) is a new step."""
+        self._recording = module.training and is_grad_enabled() and counts_as_training()
+        if self._recording:
             self._new_step()
+
+    def _end(self, module, args, output) -> None:
+        self._recording = False
 
     def _hook(self, layer: _Watched):
         def hook(module, args, output):
-            if not self.steps or not is_grad_enabled() or not counts_as_training():  # not in a training forward
+            if not self._recording:  # not inside a training forward of the model
                 return
             out = next((o for o in (output if isinstance(output, tuple) else (output,)) if isinstance(o, Tensor)), None)
             if out is None:
@@ -175,9 +181,9 @@ class ActivationStats:
             if layer.handle is not None:
                 layer.handle.remove()
                 layer.handle = None
-        if self._model_hook is not None:
-            self._model_hook.remove()
-            self._model_hook = None
+        for handle in self._model_hooks:
+            handle.remove()
+        self._model_hooks = []
 
     def __enter__(self):
         return self
