@@ -18,7 +18,8 @@ from .capture import CaptureError, capture
 from .record import Recording, record
 
 __all__ = ["BackpropStepper", "CaptureError", "DeviceTimings", "GradientFlow", "GraphView", "Recording", "capture",
-           "Playground",
+           "Playground", "ActivationStats", "update_ratios",
+           "check_init_std", "check_dead_fraction", "check_update_ratio", "check_learning_rate",
            "OptimizerRace", "check_optimizer_step",
            "check_cheaper_mode", "check_dual", "check_prediction", "check_topological_order",
            "Profile", "Verdict", "Verdicts", "check", "check_broadcast_shape", "check_centred_difference", "check_function", "check_function_cases",
@@ -35,6 +36,9 @@ _LAZY = {
     "check_function": "exercises", "Verdict": "exercises", "Verdicts": "exercises",
     "check_numerically": "exercises", "check_this_node": "exercises", "cs231n_band": "exercises",
     "Playground": "playground",
+    "ActivationStats": "activation_stats", "update_ratios": "ratio_picture", "check_init_std": "health_exercises",
+    "check_dead_fraction": "health_exercises", "check_update_ratio": "health_exercises",
+    "check_learning_rate": "health_exercises",
     "OptimizerRace": "optimizer_race", "check_optimizer_step": "optimizer_exercises",
     "check_strides": "tensor_exercises", "check_view": "tensor_exercises",
     "check_broadcast_shape": "tensor_exercises", "check_function_cases": "tensor_exercises",
