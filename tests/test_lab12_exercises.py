@@ -25,7 +25,8 @@ def test_step_flops_right_answer_passes_and_so_does_skipping_the_first_input_gra
     assert skipped.passed and "first layer's input gradient" in skipped.message
 
 
-@pytest.mark.parametrize("factor, words", [(1 / 3, "two matmuls per Linear"), (2 / 3, "two matmuls per Linear, not one"),
+@pytest.mark.parametrize("factor, words", [(1 / 3, "two matmuls per Linear"),
+                                           (2 / 3, "two matmuls per Linear, not one"),
                                            (1 / 2, "a multiply-add is two FLOPs"), (1 / 6, "multiply-adds")])
 def test_step_flops_plausible_slips_get_their_hint(factor, words):
     wrong = round(3 * forward_flops(SIZES, BATCH) * factor)

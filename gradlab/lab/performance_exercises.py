@@ -99,8 +99,8 @@ def check_saved_bytes(name: str, mine) -> Verdict:
         where = f"case {number} of {len(SAVED_BYTES_CASES)}, Linear({n_in}, {n_out}) on a batch of {batch}"
         x_bytes, w_bytes = FLOAT32_BYTES * batch * n_in, FLOAT32_BYTES * n_in * n_out
         slips = ((truth / FLOAT32_BYTES, "that counts numbers, not bytes: a float32 is 4 bytes"),
-                 (truth + FLOAT32_BYTES * batch * n_out, "Linear does not save its output: the gradients of x @ Wᵀ + b "
-                                                         "need x and W, not the result"),
+                 (truth + FLOAT32_BYTES * batch * n_out, "Linear does not save its output: the gradients of "
+                                                         "x @ Wᵀ + b need x and W, not the result"),
                  (x_bytes, "the input alone: the gradient of the input, g @ W, needs the weight too"),
                  (w_bytes, "the weight alone: the weight's gradient, gᵀ @ x, needs the input"),
                  (truth + FLOAT32_BYTES * n_out, "the bias's gradient is g summed over the batch: it needs nothing "

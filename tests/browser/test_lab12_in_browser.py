@@ -136,6 +136,9 @@ def test_lab12_tape_graph_opens_its_fused_node(lab_page):
     inspector = view.locator(".gl-inspector")
     inspector.wait_for()
     assert "tape op 0" in inspector.inner_text()
+    tooltip = view.locator(".gl-tooltip")
+    assert tooltip.is_visible() and tooltip.inner_text().startswith("Linear")
+    assert "null" not in tooltip.inner_text(), "a node with no gradient: the tooltip leaves the line out"
     screenshot(view, "lab-12-tape-graph-fused-open")
 
 
