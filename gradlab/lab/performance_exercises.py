@@ -66,11 +66,11 @@ def check_step_flops(name: str, mine, *, sizes, batch: int) -> Verdict:
 
 def measured_linear_saved_bytes(batch: int, n_in: int, n_out: int) -> int:
     """The bytes a float32 ``nn.Linear(n_in, n_out)``'s node saved for backward on a batch, read from a profile."""
-    import gradlab as gl
-
+    from ..nn import Linear
+    from ..random import randn
     from .profiling import profile
 
-    layer, x = gl.nn.Linear(n_in, n_out), gl.randn(batch, n_in)
+    layer, x = Linear(n_in, n_out), randn(batch, n_in)
     rows = [row for row in profile(lambda: layer(x).sum()).rows() if row["label"] == "Linear"]
     return int(rows[0]["saved_bytes"])
 
