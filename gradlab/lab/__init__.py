@@ -11,7 +11,8 @@
 checks a gradient against finite differences, ``check_this_node`` a Function's backward, and
 ``Verdicts.show_on(view)`` colours a graph by each checked gradient's error; ``check_topological_order``,
 ``check_prediction``, ``check_dual`` and ``check_cheaper_mode`` check lab 2's answers about backward as an
-algorithm. The widgets load ipywidgets and anywidget only when first used.
+algorithm, and ``check_step_flops``, ``check_saved_bytes``, ``check_peak_memory`` and ``check_segment_count``
+lab 12's about performance. The widgets load ipywidgets and anywidget only when first used.
 """
 
 from .capture import CaptureError, capture
