@@ -184,3 +184,20 @@ def test_exercise_4_the_projection_the_wrong_way_round_gets_a_shape_hint():
     assert "width_in numbers a row" in verdict.message
     assert lab.check_skip("make_skip", lambda i, o: "identity").message.startswith(
         "make_skip(8, 8) returned a str")
+
+
+# --- the picture: the gradient at each block's input, against depth -----------------------------------------------
+
+def test_gradient_by_depth_draws_one_line_per_network_over_the_blocks():
+    picture = lab.gradient_by_depth({"plain": [1e-8, 1e-5, 1e-2], "residual": [0.3, 0.3, 0.3]})
+    assert picture.count('class="gl-act-line"') == 2 and 'class="gl-act gl-act-depth"' in picture
+    assert ">block 0<" in picture and ">block 2<" in picture and "plain: 0.01 at block 2" in picture
+    assert ">1e-8<" in picture and ">1e0<" in picture  # the log axis spans the decades of both lines
+    assert 'class="gl-bg"' in picture  # the white plate the theme repaints
+
+
+def test_gradient_by_depth_names_bad_input():
+    with pytest.raises(TypeError, match="a dict of network name -> list of norms"):
+        lab.gradient_by_depth([1e-3, 1e-2])
+    with pytest.raises(ValueError, match="'plain' needs positive finite norms"):
+        lab.gradient_by_depth({"plain": [0.0, 1e-2]})

@@ -10,6 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..autograd.functional import jacobian as engine_jacobian
+from ..autograd.grad_mode import no_grad
+from ..creation import tensor
+from ..ops.activations import relu
+from ..random import manual_seed, randn
 from .exercises import Verdict, _check_name, _not_done, _not_done_yet, check
 from .summary import as_numpy
 
@@ -35,21 +40,19 @@ def check_residual_block(name: str, block_class, *, width: int = 8, trials: int 
     The block keeps its branch F as ``self.f`` (a module); the check compares the output with x + self.f(x) and
     names the slips: F(x) alone, x alone, relu(x + F(x)), a shape that cannot be the block's."""
     _check_name("check_residual_block", name)
-    import gradlab as gl
-
     if not isinstance(block_class, type):
         raise TypeError(f"check_residual_block({name!r}, block_class): the class itself (e.g. ResidualBlock), "
                         f"got {type(block_class).__name__}")
     generator = np.random.default_rng(0)
     for trial in range(trials):
-        gl.manual_seed(100 + trial)
+        manual_seed(100 + trial)
         block = block_class(width)
         branch = getattr(block, "f", None)
         if branch is None or not callable(branch):
             raise AttributeError(f"check_residual_block({name!r}): {block_class.__name__}({width}) has no branch "
                                  f"self.f; keep the lab's __init__, which builds F as self.f")
-        x = gl.tensor(generator.standard_normal((5, width)).astype(np.float32))
-        with gl.no_grad():
+        x = tensor(generator.standard_normal((5, width)).astype(np.float32))
+        with no_grad():
             out = block(x)
             if _not_done(out):
                 return _not_done_yet(name)
@@ -68,10 +71,10 @@ def check_residual_block(name: str, block_class, *, width: int = 8, trials: int 
                     "the gradient unchanged; the block adds its input back")
         elif _same(out, x):
             hint = "your output is x alone: the branch F is never used"
-        elif _same(out, gl.relu(truth)):
+        elif _same(out, relu(truth)):
             hint = ("your output is never negative: an activation after the sum clips the skip path, so the "
                     "block no longer passes x (and its gradient) through unchanged; nothing comes after the +")
-        elif _same(out, x + gl.relu(f_x)):
+        elif _same(out, x + relu(f_x)):
             hint = ("an activation on F(x) before the sum: F already ends with its last Linear; add its output "
                     "to x as it is")
         else:
@@ -92,13 +95,11 @@ def check_skip_gradient(name: str, mine, F, x, upstream) -> Verdict:
     _check_name("check_skip_gradient", name)
     if _not_done(mine):
         return _not_done_yet(name)
-    import gradlab as gl
-
-    leaf = gl.tensor(_array(x).astype(np.float32), requires_grad=True)
+    leaf = tensor(_array(x).astype(np.float32), requires_grad=True)
     g = _array(upstream)
-    ((leaf + F(leaf)) * gl.tensor(g.astype(np.float32))).sum().backward()
+    ((leaf + F(leaf)) * tensor(g.astype(np.float32))).sum().backward()
     truth = _array(leaf.grad)
-    jacobian = _array(gl.autograd.functional.jacobian(F, leaf.detach()))
+    jacobian = _array(engine_jacobian(F, leaf.detach()))
     verdict = check(name, mine, truth, tolerance=1e-3)
     if verdict.passed or _array_or_none(mine) is None or _array(mine).shape != truth.shape:
         return verdict
@@ -171,19 +172,17 @@ def check_skip(name: str, make_skip, *, cases=((8, 8), (8, 16), (16, 8))) -> Ver
     if not callable(make_skip):
         raise TypeError(f"check_skip({name!r}, make_skip): the function itself, make_skip(width_in, width_out), "
                         f"got {type(make_skip).__name__}")
-    import gradlab as gl
-
     for width_in, width_out in cases:
-        gl.manual_seed(7)
+        manual_seed(7)
         skip = make_skip(width_in, width_out)
         if _not_done(skip):
             return _not_done_yet(name)
         if not callable(skip):
             return Verdict(name, "fail", f"make_skip({width_in}, {width_out}) returned a {type(skip).__name__}; "
                                          f"it returns a module, called on x as skip(x)")
-        x = gl.randn(4, width_in)
+        x = randn(4, width_in)
         try:
-            with gl.no_grad():
+            with no_grad():
                 out = skip(x)
         except (ValueError, RuntimeError, TypeError) as error:
             return Verdict(name, "fail", f"make_skip({width_in}, {width_out})'s module, called on x of shape "
