@@ -73,6 +73,17 @@ def test_lab10_solution_draws_both_graphs_the_stepper_the_depth_picture_and_the_
     screenshot(plain_flow, "lab-10-plain-flow")
     screenshot(residual_flow, "lab-10-residual-flow")
 
+    # in JupyterLab Dark the depth picture repaints: its plate takes the page's colour, its text a light ink
+    page.evaluate("() => window.jupyterapp.commands.execute('apputils:change-theme', {theme: 'JupyterLab Dark'})")
+    page.wait_for_selector('body[data-jp-theme-light="false"]', state="attached", timeout=30_000)
+    page.wait_for_timeout(500)
+    plate, ink = depth.evaluate("""(svg) => [getComputedStyle(svg.querySelector('.gl-bg')).fill,
+        getComputedStyle(svg.querySelector('.gl-ink-text')).fill]""")
+    assert plate == "rgb(17, 17, 17)" and ink.startswith("rgba(255, 255, 255")
+    screenshot(depth, "lab-10-dark-gradient-by-depth")
+    page.evaluate("() => window.jupyterapp.commands.execute('apputils:change-theme', {theme: 'JupyterLab Light'})")
+    page.wait_for_selector('body[data-jp-theme-light="true"]', state="attached", timeout=30_000)
+
     said = run_cell(page, "print(Block.__name__, round(plain_norms[0] / plain_norms[-1], 9) < 1e-4)")
     assert said.strip() == "ResidualBlock True"
     print(f"lab 10 solution: opened and ran in {seconds:.1f} s")
