@@ -140,6 +140,9 @@ def check_norm_backward(name: str, mine, x, gamma, dy, *, over: str = "batch", e
         "your sums (or statistics) run over the wrong dimension: this normalisation's mean and variance are "
         "over " + dim: dx(other),
     }
+    if over == "features":  # (for BatchNorm, γ is constant along the batch: out in front is right)
+        slips["γ is taken out in front of the sums: in LayerNorm it varies along the features you sum over, so "
+              "it multiplies dy inside them"] = g * dx(axis, gamma_too=False)
     return _named_slip(name, answer, slips, verdict)
 
 
@@ -199,4 +202,40 @@ def check_running_stats(name: str, mine, batches, *, momentum: float = 0.1, stat
     else:
         slips["running_mean starts at 0 (an untrained layer in eval mode subtracts nothing)"] = \
             moving(momentum, start=1.0)
+    return _named_slip(name, answer, slips, verdict)
+
+
+def check_eval_norm(name: str, mine, x, running_mean, running_var, gamma, beta, *, eps: float = 1e-5) -> Verdict:
+    """The learner's BatchNorm in eval mode, ``mine(x, running_mean, running_var, gamma, beta)``, against
+    ``F.batch_norm(..., training=False)``; the hints name the batch's own statistics used (training mode's),
+    the variance used as a standard deviation, ε in the wrong place and a forgotten scale and shift."""
+    _check_name("check_eval_norm", name)
+    if _not_done(mine):
+        return _not_done_yet(name)
+    if not callable(mine):
+        return Verdict(name, "fail", "expected a function of (x, running_mean, running_var, gamma, beta), got a "
+                                     f"{type(mine).__name__}")
+    try:
+        got = mine(x, running_mean, running_var, gamma, beta)
+    except Exception as error:  # the learner's code: its failure is the verdict
+        return Verdict(name, "fail", f"your function raised {type(error).__name__}: {error}")
+    if _not_done(got):
+        return _not_done_yet(name)
+    from ..nn import functional as F
+    verdict = check(name, got, F.batch_norm(x, running_mean, running_var, gamma, beta, training=False, eps=eps))
+    answer = _answer_array(got, name)
+    if verdict.passed or isinstance(answer, Verdict):
+        return verdict
+    xs, rm, rv, g, b = (_f64(v) for v in (x, running_mean, running_var, gamma, beta))
+    slips = {
+        "you normalised with this batch's own mean and variance: that is training mode; in eval mode every "
+        "example is normalised with the running statistics, so that it does not depend on its batch":
+            g * _normalise(xs, 0, eps)[0] + b,
+        "the same, with the unbiased variance: in eval mode the batch's statistics are not used at all, only "
+        "the running ones": g * _normalise(xs, 0, eps, ddof=1)[0] + b,
+        "running_var is a variance, not a standard deviation: the division is by the square root of it (and ε)":
+            g * (xs - rm) / (rv + eps) + b,
+        "your ε is added in the wrong place: it belongs with the variance": g * (xs - rm) / (np.sqrt(rv) + eps) + b,
+        "your values are normalised but not scaled and shifted by γ and β": (xs - rm) / np.sqrt(rv + eps),
+    }
     return _named_slip(name, answer, slips, verdict)
