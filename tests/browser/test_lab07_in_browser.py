@@ -42,6 +42,8 @@ def test_lab07_solution_draws_the_norm_opened_and_closed_and_colours_your_gradie
     assert opened.locator('g.gl-group.gl-expanded[data-id="g:norm"]').count() == 1
     assert opened.locator(".gl-nodes g.gl-node").filter(has_text="Sqrt").count() == 1
     screenshot(opened, "lab-07-batchnorm-opened")
+    opened.locator("button", has_text="fit").click()  # wider than the cell: the lab says to press fit
+    screenshot(opened, "lab-07-batchnorm-opened-fit")
 
     box = closed.locator('g.gl-group.gl-collapsed[data-id="g:norm"]')
     assert box.count() == 1 and closed.locator(".gl-nodes g.gl-node").filter(has_text="Sqrt").count() == 0
