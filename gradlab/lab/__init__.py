@@ -19,6 +19,7 @@ from .record import Recording, record
 
 __all__ = ["BackpropStepper", "CaptureError", "DeviceTimings", "GradientFlow", "GraphView", "Recording", "capture",
            "Playground", "ActivationStats", "update_ratios",
+           "check_norm_forward", "check_norm_backward", "check_running_stats", "check_eval_norm",
            "check_init_std", "check_dead_fraction", "check_update_ratio", "check_learning_rate",
            "OptimizerRace", "check_optimizer_step",
            "check_residual_block", "check_skip_gradient", "check_jacobian_bound", "check_skip", "gradient_by_depth",
@@ -40,6 +41,8 @@ _LAZY = {
     "ActivationStats": "activation_stats", "update_ratios": "ratio_picture", "check_init_std": "health_exercises",
     "check_dead_fraction": "health_exercises", "check_update_ratio": "health_exercises",
     "check_learning_rate": "health_exercises",
+    "check_norm_forward": "norm_exercises", "check_norm_backward": "norm_exercises", "check_running_stats": "norm_exercises",
+    "check_eval_norm": "norm_exercises",
     "OptimizerRace": "optimizer_race", "check_optimizer_step": "optimizer_exercises",
     "check_residual_block": "residual_exercises", "check_skip_gradient": "residual_exercises", "check_jacobian_bound": "residual_exercises", "check_skip": "residual_exercises", "gradient_by_depth": "depth_picture",
     "check_strides": "tensor_exercises", "check_view": "tensor_exercises",
