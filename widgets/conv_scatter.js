@@ -8,10 +8,10 @@ const TICK_MS = 350; // one step of "run to end"
 function render({ model, el }) {
   // (not .gradlab-widget: the lab tests count those as graph widgets; the box is styled in conv_scatter.css)
   const root = h("div", { class: "gradlab-conv", tabindex: "0", "data-lm-suppress-shortcuts": "true" });
-  const start = h("button", { class: "gl-conv-start", title: "back to step 0: nothing scattered" }, "⏮ start");
+  const start = h("button", { class: "gl-conv-start", title: "back to step 0: nothing scattered" }, "◀◀ start");
   const back = h("button", { class: "gl-conv-back", title: "one step back" }, "◀ back");
   const forward = h("button", { class: "gl-conv-step", title: "scatter the next output's gradient" }, "step ▶");
-  const run = h("button", { class: "gl-conv-run", title: "scatter every remaining output, one after another" }, "run to end ⏭");
+  const run = h("button", { class: "gl-conv-run", title: "scatter every remaining output, one after another" }, "run to end ▶▶");
   const status = h("span", { class: "gl-status gl-conv-status" });
   const picture = h("div", { class: "gl-conv-picture-box" });
   root.append(h("div", { class: "gl-toolbar" }, start, back, forward, run, status), picture);
@@ -39,7 +39,7 @@ function render({ model, el }) {
   function stop() {
     if (timer !== null) clearInterval(timer);
     timer = null;
-    run.textContent = "run to end ⏭";
+    run.textContent = "run to end ▶▶";
     root.classList.remove("gl-conv-running");
     keep();
   }
