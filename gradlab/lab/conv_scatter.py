@@ -159,9 +159,10 @@ def _plane(value, name: str) -> np.ndarray:
 
 def _engine_backward(x, w, dy, stride, padding):
     """The engine's conv2d backward on the same numbers (float64): (∂L/∂X, ∂L/∂W)."""
-    import gradlab as gl
-    import gradlab.nn.functional as F
-    xt = gl.tensor(x[None, None], dtype=gl.float64, requires_grad=True)
-    wt = gl.tensor(w[None, None], dtype=gl.float64, requires_grad=True)
-    F.conv2d(xt, wt, stride=stride, padding=padding).backward(gl.tensor(dy[None, None], dtype=gl.float64))
+    from ..creation import tensor
+    from ..dtypes import float64
+    from ..nn.functional import conv2d
+    xt = tensor(x[None, None], dtype=float64, requires_grad=True)
+    wt = tensor(w[None, None], dtype=float64, requires_grad=True)
+    conv2d(xt, wt, stride=stride, padding=padding).backward(tensor(dy[None, None], dtype=float64))
     return xt.grad.numpy()[0, 0], wt.grad.numpy()[0, 0]
