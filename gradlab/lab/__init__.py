@@ -19,6 +19,7 @@ from .record import Recording, record
 
 __all__ = ["BackpropStepper", "CaptureError", "DeviceTimings", "GradientFlow", "GraphView", "Recording", "capture",
            "Playground", "ActivationStats", "update_ratios",
+           "check_norm_forward", "check_norm_backward", "check_running_stats", "check_eval_norm",
            "check_init_std", "check_dead_fraction", "check_update_ratio", "check_learning_rate",
            "OptimizerRace", "check_optimizer_step",
            "ConvScatter", "check_output_size", "check_conv2d", "check_conv_weight_grad", "check_max_pool_grad",
@@ -40,6 +41,8 @@ _LAZY = {
     "ActivationStats": "activation_stats", "update_ratios": "ratio_picture", "check_init_std": "health_exercises",
     "check_dead_fraction": "health_exercises", "check_update_ratio": "health_exercises",
     "check_learning_rate": "health_exercises",
+    "check_norm_forward": "norm_exercises", "check_norm_backward": "norm_exercises", "check_running_stats": "norm_exercises",
+    "check_eval_norm": "norm_exercises",
     "OptimizerRace": "optimizer_race", "check_optimizer_step": "optimizer_exercises",
     "ConvScatter": "conv_scatter", "check_output_size": "conv_exercises", "check_conv2d": "conv_exercises",
     "check_conv_weight_grad": "conv_exercises", "check_max_pool_grad": "conv_exercises",

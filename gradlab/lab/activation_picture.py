@@ -19,7 +19,7 @@ from html import escape
 import numpy as np
 
 from .binning import histogram_counts
-from .colors import AXIS_INK, FRAME, GRID, SCALE, TEXT_INK, TITLE_INK, ink_class, layer_color, series_class
+from .colors import AXIS_INK, DARK_SERIES, FRAME, GRID, SCALE, TEXT_INK, TITLE_INK, ink_class, layer_color, series_class
 
 WIDTH, LEFT, RIGHT, TOP = 760, 56, 12, 28
 PLOT_H, KEY_W, KEY_ROW = 200, 230, 15
@@ -33,7 +33,9 @@ STYLE = (f".gl-act .gl-bg{{fill:var(--jp-layout-color0,#fff)}}"
          f".gl-act .gl-ink-axis{{fill:var(--jp-ui-font-color2,{AXIS_INK})}}"
          f".gl-act line.gl-ink-axis{{stroke:var(--jp-ui-font-color2,{AXIS_INK})}}"
          f".gl-act .gl-grid{{stroke:var(--jp-border-color2,{GRID})}}"
-         f".gl-act .gl-frame{{stroke:var(--jp-border-color1,{FRAME})}}")
+         f".gl-act .gl-frame{{stroke:var(--jp-border-color1,{FRAME})}}"
+         + "".join(f'body[data-jp-theme-light="false"] .gl-act .gl-series-{i}{{stroke:{ink}}}'
+                   for i, ink in DARK_SERIES.items()))
 INKS = {"gl-act-title": TITLE_INK, "gl-act-text": TEXT_INK, "gl-act-axis": AXIS_INK}
 GRID_LINE = f'class="gl-grid" stroke="{GRID}"'
 FRAME_BOX = f'class="gl-frame" fill="none" stroke="{FRAME}"'

@@ -63,6 +63,11 @@ def ink_class(ink: str) -> str:
     return INK_CLASSES.get(ink, "")
 
 
+# The same two layer colours lightened for a dark page (widgets/theme.css sets them inside a widget; a picture
+# shown outside one carries them in its own scoped style). The hue stays, so a legend still matches its line.
+DARK_SERIES = {3: "#c084fc", 8: "#9ca3af"}
+
+
 def series_class(index: int) -> str:
     """``gl-series-N``: the class of layer ``index``'s line and key, by which a dark theme lightens the two
     layer colours too dark to see on a dark page (3, purple, and 8, grey; same hues)."""

@@ -24,6 +24,8 @@ EXPECTED = {
     # Linear, ReLU, Linear, ReLU, Linear, then cross-entropy as PyTorch records it (LogSoftmax, NllLoss);
     # 3 weights + 3 biases; inputs and targets; then the same graph again, profiled ("where the time goes")
     "05-modules-losses-and-optimizers.ipynb": [15, 15],
+    # BatchNorm from primitives opened (22) and closed (10), BatchNorm1d's Normalize (15), the opened view again, your Function (13)
+    "07-normalisation.ipynb": [22, 10, 15, 22, 13],
     # the CNN: ConvNd, Relu, MaxPoolNd twice, Reshape, Linear, LogSoftmax, NllLoss; 3 weights + 3 biases; images and
     # labels; then the same graph profiled, coloured by time and by memory (the ConvScatter is no graph widget)
     "09-convolutions.ipynb": [18, 18, 18],
