@@ -85,6 +85,18 @@ def class_tint(p: float) -> str:
     f = 0.75 * min(1.0, abs(p - 0.5) * 2)
     return "#" + "".join(f"{round(u + (c - u) * f):02x}" for u, c in zip(_rgb(UNSURE), side))
 
+# A diverging scale for signed values (ColorBrewer's RdBu): blue below zero, near-white at zero, red above.
+DIVERGING = ("#2166ac", "#4393c3", "#92c5de", "#d1e5f0", "#f7f7f7", "#fddbc7", "#f4a582", "#d6604d", "#b2182b")
+
+
+def diverging_color(value: float, limit: float) -> str:
+    """The colour of a signed ``value`` on a scale from -limit (blue) through 0 (pale) to +limit (red)."""
+    t = 0.5 if limit <= 0 else 0.5 + 0.5 * max(-1.0, min(1.0, value / limit))
+    t *= len(DIVERGING) - 1
+    i = min(int(t), len(DIVERGING) - 2)
+    a, b, f = _rgb(DIVERGING[i]), _rgb(DIVERGING[i + 1]), t - i
+    return "#" + "".join(f"{round(x + (y - x) * f):02x}" for x, y in zip(a, b))
+
 _CATEGORY_OF_MODULE = {
     "arithmetic": "arithmetic", "elementwise": "elementwise", "activations": "elementwise",
     "activation": "elementwise", "reductions": "reduction", "shape": "shape", "indexing": "shape",

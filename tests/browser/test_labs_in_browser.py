@@ -26,6 +26,9 @@ EXPECTED = {
     "05-modules-losses-and-optimizers.ipynb": [15, 15],
     # BatchNorm from primitives opened (22) and closed (10), BatchNorm1d's Normalize (15), the opened view again, your Function (13)
     "07-normalisation.ipynb": [22, 10, 15, 22, 13],
+    # the CNN: ConvNd, Relu, MaxPoolNd twice, Reshape, Linear, LogSoftmax, NllLoss; 3 weights + 3 biases; images and
+    # labels; then the same graph profiled, coloured by time and by memory (the ConvScatter is no graph widget)
+    "09-convolutions.ipynb": [18, 18, 18],
     # plain and residual nets of three blocks, modules drawn as boxes (13 top nodes each); one residual block stepped
     # (x, 4 parameters, Addmm, Relu, Addmm, Add, Mul, Sum); the two gradient flows draw no graph until a layer is opened
     "10-deeper-networks-and-skip-connections.ipynb": [13, 13, 11, 0, 0],
