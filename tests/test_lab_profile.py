@@ -141,6 +141,20 @@ def test_memory_is_the_saved_tensors_bytes():
     assert prof.top(1, by="memory")[0]["saved_bytes"] == 96
 
 
+def test_memory_counts_the_arrays_a_node_keeps_on_itself_as_forward_left_them():
+    # a convolution keeps its im2col columns on the node for the weight's gradient (and drops them in backward);
+    # max-pooling keeps where each window's maximum was. Both are memory the graph holds.
+    x = gl.randn(16, 1, 8, 8)  # given: held anyway
+    conv, pool = nn.Conv2d(1, 4, 3, bias=False), nn.MaxPool2d(2)
+    prof = gl.lab.profile(lambda: pool(conv(x)).sum())
+    figures = {n.label: prof.figures[n.id] for n in prof.graph.nodes.values() if n.kind == "op"}
+    columns = 16 * (1 * 3 * 3) * (6 * 6) * 4  # N · C·k² · H_out·W_out float32 numbers
+    assert figures["ConvNd"]["saved_for_backward_bytes"] == columns
+    assert figures["ConvNd"]["saved_bytes"] == columns + x.nbytes + conv.weight.nbytes
+    assert figures["MaxPoolNd"]["saved_for_backward_bytes"] > 0
+    assert prof.totals["saved_for_backward_bytes"] >= columns + figures["MaxPoolNd"]["saved_for_backward_bytes"]
+
+
 # --- the training state is left alone --------------------------------------------------------------
 
 def test_the_profiled_graph_shows_the_gradients_of_its_backward():

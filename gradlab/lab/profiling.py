@@ -2,7 +2,8 @@
 
 The forward is timed by ``record()`` (it reads the clock at every operation the engine's one recording
 point reports), the backward by driving the engine's own ``backward_steps`` and reading the clock
-around each step. The memory is what each node's forward saved for backward. No second mechanism:
+around each step. The memory is what each node's forward kept for backward (saved tensors, and arrays kept
+on the node such as im2col columns). No second mechanism:
 the profile is the lab's two windows into the engine, with a clock.
 """
 
@@ -57,9 +58,10 @@ class _Run:
     """One profiled forward + backward, as measured: the recording, and each backward step's node and
     seconds. What they mean per drawn node is worked out afterwards (``times``), off the clock."""
 
-    def __init__(self, recording, output, steps, forward_wall, backward_wall):  # steps: (node, seconds, grads in)
+    def __init__(self, recording, output, steps, forward_wall, backward_wall, kept):  # steps: (node, seconds, grads in)
         self.recording, self.output, self.steps = recording, output, steps
         self.forward_wall, self.backward_wall = forward_wall, backward_wall
+        self.kept = kept  # {id(node): {id(array): bytes}} kept on each node, as forward left it (backward may drop some)
 
     def times(self) -> tuple[list, dict]:
         """([forward seconds of each op, in the order of the recording], {backward key: seconds}), with
@@ -82,6 +84,7 @@ def _run_once(fn, args, keep_grads: bool) -> _Run:
         out = fn(*args)
         forward_wall = _clock() - started
     _check_output(out, rec)
+    kept = {id(r.node): kept_bytes(r.node) for r in rec.op_records() if r.node is not None}
     synchronize = out.device.backend.synchronize
     leaves = [node.variable for node in reachable(out.grad_fn) if node.__class__ is AccumulateGrad]
     before = [(leaf, leaf.grad) for leaf in leaves]
@@ -106,7 +109,7 @@ def _run_once(fn, args, keep_grads: bool) -> _Run:
         if not keep_grads:
             for leaf, grad in before:
                 leaf.grad = grad  # the leaf's own gradient tensor, untouched
-    return _Run(rec, out, timed, forward_wall, backward_wall)
+    return _Run(rec, out, timed, forward_wall, backward_wall, kept)
 
 
 def _check_output(out, rec: Recording) -> None:
@@ -134,26 +137,50 @@ def _ran(count: int) -> str:
 
 # --- memory: what forward saved for backward ---------------------------------------------------------
 
-def saved_memory(node, given=None) -> tuple[int, int]:
+def saved_memory(node, given=None, kept=None) -> tuple[int, int]:
     """(bytes a node's forward saved, the part held only for backward).
 
     A saved tensor the forward was given (a parameter, the input data: ids in ``given``) is held
     anyway; anything made during the forward is kept alive by the graph alone. Without ``given``, a
     saved tensor with no history of its own counts as given. Each array is counted once per node.
     """
-    arrays = saved_arrays(node, given)
+    arrays = saved_arrays(node, given, kept)
     return sum(size for size, _ in arrays.values()), sum(size for size, only in arrays.values() if only)
 
 
-def saved_arrays(node, given=None) -> dict:
-    """{id(array): (bytes, held only for backward)} of what a node's forward saved."""
+def saved_arrays(node, given=None, kept=None) -> dict:
+    """{id(array): (bytes, held only for backward)} of what a node's forward saved: the tensors given to
+    ``save_for_backward`` and the arrays it kept on the node itself (a convolution's im2col columns,
+    max-pooling's winners), which the graph holds just the same. ``kept``: those as forward left them
+    ({id: bytes}, from ``kept_bytes``), where a backward has since let some go."""
     arrays = {}
     for t, output in node.inspect_saved() or ():
         if t is not None and id(t.array) not in arrays:
             held_anyway = id(t) in given if given is not None else t.grad_fn is None
             # a saved output is held for backward alone (it is kept without its history, so grad_fn is None)
             arrays[id(t.array)] = (t.nbytes, output is not None or not held_anyway)
+    for key, size in (kept_bytes(node) if kept is None else kept).items():
+        arrays.setdefault(key, (size, True))
     return arrays
+
+
+def kept_bytes(node) -> dict:
+    """{id(array): bytes} of the arrays a node holds on itself, outside ``save_for_backward``."""
+    return {id(a): int(a.nbytes) for a in _kept_on(vars(node).values() if hasattr(node, "__dict__") else ())}
+
+
+def _kept_on(values, depth: int = 3):
+    """The arrays among ``values``, in the lists, tuples and plain objects they hold too (a few levels)."""
+    for value in values:
+        if isinstance(value, TrackedTensor):
+            yield value.array
+        elif hasattr(value, "nbytes") and hasattr(value, "shape") and hasattr(value, "dtype"):
+            yield value
+        elif depth and isinstance(value, (list, tuple)):
+            yield from _kept_on(value, depth - 1)
+        elif depth and hasattr(value, "__dict__") and not isinstance(value, (type, Node)) \
+                and not callable(value) and type(value).__module__.startswith("gradlab."):
+            yield from _kept_on(vars(value).values(), depth - 1)
 
 
 def _given_ids(rec: Recording) -> set:
@@ -243,8 +270,9 @@ class Profile:
         forward, backward = self._times
         given = _given_ids(self.recording)  # (the graph was kept: what forward saved is still there)
         figures = {}
+        kept = self._runs[0].kept
         for i, (node_id, r) in enumerate(zip(_op_ids(self.graph), self.recording.op_records())):
-            memory = saved_memory(r.node, given) if r.node is not None else (0, 0)
+            memory = saved_memory(r.node, given, kept.get(id(r.node))) if r.node is not None else (0, 0)
             figures[node_id] = _figures(forward[i], backward.get(("op", i)), *memory)
         for node in self.graph.nodes.values():
             if node.kind in ("param", "leaf") and ("leaf", id(node.ref)) in backward:
@@ -268,7 +296,7 @@ class Profile:
         given = _given_ids(self.recording)
         for r in self.recording.op_records():
             if r.node is not None:
-                unique.update(saved_arrays(r.node, given))
+                unique.update(saved_arrays(r.node, given, self._runs[0].kept.get(id(r.node))))
         return {
             "forward_s": sum(r["forward_s"] or 0.0 for r in rows),
             "backward_s": sum(r["backward_s"] or 0.0 for r in rows) + self._times[1].get("outside", 0.0),
