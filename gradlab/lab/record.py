@@ -95,6 +95,7 @@ class Recording:
         self.synchronize = synchronize  # wait for an async/lazy device before each reading (profiling)
         self._calls: list = []  # (module, index of the calling module call or -1)
         self._stack: list = []  # indices into _calls of the modules running now
+        self._arguments: dict = {}  # id -> each tensor passed to a module call (kept, so that no id is reused)
         self._handles = []
         self.active = False
 
@@ -112,6 +113,11 @@ class Recording:
         return [RecordedOp(record, ids[call] if call >= 0 else None, where,
                            (tuple(versions[:len(record.inputs)]), tuple(versions[len(record.inputs):])))
                 for (record, call, where), versions in zip(self._ops, self._versions)]
+
+    def passed_to_a_module(self, x) -> bool:
+        """Whether ``x`` went into some module call as an argument (data given to the model), rather than being
+        made inside a module's forward (a dropout mask, a constant)."""
+        return self._arguments.get(id(x)) is x
 
     @property
     def writes(self) -> list:
@@ -223,6 +229,7 @@ class Recording:
             return
         self._stack.append(len(self._calls))
         self._calls.append((module, self._stack[-2] if len(self._stack) > 1 else -1))
+        self._arguments.update((id(a), a) for a in args if isinstance(a, TrackedTensor))
         self._restart_clock()
 
     def _restart_clock(self) -> None:

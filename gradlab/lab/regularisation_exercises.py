@@ -132,7 +132,7 @@ def early_stopping(val_losses, patience: int) -> tuple:
 def _slips(val_losses, patience):
     """The usual wrong rules, each as (its answer, the hint that names it)."""
     late = early_stopping(val_losses, patience + 1)
-    soon = early_stopping(val_losses, patience - 1) if patience > 1 else (0, 0)
+    soon = early_stopping(val_losses, max(patience - 1, 1))  # (with patience 1 the slip cannot show)
     ties = _with_ties(val_losses, patience)
     whole = (int(np.argmin(val_losses)), early_stopping(val_losses, patience)[1])
     return [
