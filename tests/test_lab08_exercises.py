@@ -280,3 +280,15 @@ def test_a_recorded_dropout_is_a_mul_by_its_mask_a_constant_of_the_module_and_no
         model(x).sum()
     nodes = lab.capture(rec).nodes.values()
     assert not any(n.group == "2" for n in nodes) and not any(n.label == "constant" for n in nodes)
+
+
+def test_a_modules_buffers_are_named_in_its_group_not_taken_for_data_or_constants():
+    """BatchNorm in eval() reads its running statistics: data its module keeps, drawn with their names."""
+    model = gl.nn.Sequential(gl.nn.Linear(3, 4), gl.nn.BatchNorm1d(4))
+    model.eval()
+    with lab.record() as rec:
+        model(gl.randn(5, 3)).sum()
+    leaves = {n.label: n for n in lab.capture(rec).nodes.values() if n.kind != "op"}
+    assert {"1.running_mean", "1.running_var"} <= set(leaves) and "constant" not in leaves
+    assert leaves["1.running_mean"].group == "1" and leaves["1.running_mean"].kind == "input"
+    assert leaves["input"].group is None

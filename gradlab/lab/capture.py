@@ -335,6 +335,8 @@ def _leaf_node(graph: Graph, rec, x, then, value: dict, labels: dict, used_in=No
         kind, label, group = "leaf", "leaf", None
     elif then.requires_grad:
         kind, label, group = "leaf", "computed before recording", None
+    elif not then.requires_grad and id(x) in rec.buffer_names:
+        kind, (label, group) = "input", rec.buffer_names[id(x)]
     elif used_in is not None and not rec.passed_to_a_module(x):
         kind, label, group = "input", "constant", used_in
     else:

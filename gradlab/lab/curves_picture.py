@@ -26,6 +26,5 @@ def loss_curves(curves: dict, title: str = "loss per epoch", *, mark: int | None
     epochs = max(len(values) for _, values in series)
     if mark is not None and not (isinstance(mark, int) and 0 <= mark < epochs):
         raise ValueError(f"loss_curves(mark=...): mark is an epoch between 0 and {epochs - 1}, got {mark!r}")
-    picture = lines_svg(title, list(range(epochs)), [(n, v + [math.nan] * (epochs - len(v))) for n, v in series],
-                        log=False, kind="loss-curves", mark=mark)
-    return Picture(picture.replace(">step ", ">epoch ").replace(" at the last step<", " at the last epoch<"))
+    return lines_svg(title, list(range(epochs)), [(n, v + [math.nan] * (epochs - len(v))) for n, v in series],
+                     log=False, kind="loss-curves", x_name="epoch", key_end="at the last epoch", mark=mark)

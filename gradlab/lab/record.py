@@ -166,6 +166,18 @@ class Recording:
                     names[id(param)] = (f"{prefix}.{name}" if prefix else name, call.id)
         return names
 
+    @functools.cached_property
+    def buffer_names(self) -> dict:
+        """id(buffer) -> (its name by module path, the group it belongs to), as ``param_names`` names
+        parameters: a BatchNorm's ``running_mean`` is data its module keeps, not data given to the model."""
+        names: dict = {}
+        for call in self.calls.values():
+            if call.calls == 1:
+                prefix = call.id if call.parent is not None else ""
+                for name, buffer in call.module.named_buffers():
+                    names[id(buffer)] = (f"{prefix}.{name}" if prefix else name, call.id)
+        return names
+
     def _finished(self) -> None:
         if self.active:
             raise RuntimeError("gl.lab: the recording is still running; read it after the `with gl.lab.record()` block")
