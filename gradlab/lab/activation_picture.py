@@ -264,8 +264,9 @@ def over_steps_svg(stats, stat: str) -> Picture:
 
 
 def lines_svg(title: str, steps: list, series: list, *, log: bool, fraction: bool = False, guide=None,
-              kind: str = "lines", x_name: str = "step", key_end: str = "at the last step") -> Picture:
-    """One line per (name, values) over ``steps``; log y in whole decades or linear; ``guide`` a dashed level."""
+              kind: str = "lines", x_name: str = "step", key_end: str = "at the last step", mark=None) -> Picture:
+    """One line per (name, values) over ``steps``; log y in whole decades or linear; ``guide`` a dashed level,
+    ``mark`` a dashed step (a vertical line)."""
     plot_w = WIDTH - LEFT - KEY_W - RIGHT
     rows = max(len(series), 1)
     plot_h = max(PLOT_H, rows * KEY_ROW + 8)
@@ -309,6 +310,11 @@ def lines_svg(title: str, steps: list, series: list, *, log: bool, fraction: boo
                    f'x1="{LEFT}" x2="{LEFT + plot_w}" '
                    f'y1="{gy:.1f}" y2="{gy:.1f}" stroke-dasharray="6 4" stroke-width="1.5"/>'
                    f'{_text(LEFT + plot_w - 4, gy - 4, f"{guide:g}: the guide", "gl-act-axis", "end")}</g>')
+    if mark is not None:
+        mx = px(mark)
+        out.append(f'<g class="gl-act-mark-line"><line class="gl-act-mark gl-ink-axis" stroke="{AXIS_INK}" '
+                   f'x1="{mx:.1f}" x2="{mx:.1f}" y1="{TOP}" y2="{TOP + plot_h}" stroke-dasharray="6 4" '
+                   f'stroke-width="1.5"/>{_text(mx + 4, TOP + 12, f"{mark}", "gl-act-axis")}</g>')
     for i, (name, values) in enumerate(series):
         runs, run = [], []
         for step, v in zip(steps, values):

@@ -272,11 +272,11 @@ def from_recording(rec, names: dict | None = None) -> Graph:
     writes = iter(rec.writes)
     write = next(writes, None)
 
-    def made(x, version) -> str:
+    def made(x, version, group=None) -> str:
         if id(x) not in producer:
             then = values.holder(x, version)  # (a copy an in-place write kept has x's grad_fn of then)
             then = then if then is not None else x
-            producer[id(x)] = _leaf_node(graph, rec, x, then, values.summary(x, version, "used"), labels).id
+            producer[id(x)] = _leaf_node(graph, rec, x, then, values.summary(x, version, "used"), labels, group).id
         return producer[id(x)]
 
     for position, op in enumerate(rec.ops + [None]):
@@ -289,7 +289,7 @@ def from_recording(rec, names: dict | None = None) -> Graph:
         record, (in_versions, out_versions) = op.record, op.versions
         tensor_inputs = [(x, v) for x, v in zip(record.inputs, in_versions or (None,) * len(record.inputs))
                          if isinstance(x, TrackedTensor)]
-        sources = [made(x, v) for x, v in tensor_inputs]
+        sources = [made(x, v, op.group) for x, v in tensor_inputs]
         nid = graph.new_id()
         node = record.node
         outputs = [(o, v) for o, v in zip(record.outputs, out_versions or (None,) * len(record.outputs))
@@ -317,9 +317,15 @@ def from_recording(rec, names: dict | None = None) -> Graph:
     return graph
 
 
-def _leaf_node(graph: Graph, rec, x, then, value: dict, labels: dict) -> GraphNode:
+CONSTANT_WORDS = ("data made inside this module's forward (a dropout mask, a constant): it needs no gradient, "
+                  "so backward stops here")
+
+
+def _leaf_node(graph: Graph, rec, x, then, value: dict, labels: dict, used_in=None) -> GraphNode:
     """A tensor the recorded forward used but did not make: a parameter, a leaf, or input data. ``then``
-    is x as the forward used it (x, or the copy of it an in-place write kept: x's history has moved on)."""
+    is x as the forward used it (x, or the copy of it an in-place write kept: x's history has moved on).
+    Data first used inside module ``used_in`` that no module call was given was made there (a dropout mask):
+    a constant of that module."""
     named = rec.param_names.get(id(x))
     if named is None and id(x) in labels:  # a tensor you named: a parameter, or data when it needs no gradient
         kind, label, group = ("param" if then.requires_grad else "input"), labels[id(x)], None
@@ -329,13 +335,19 @@ def _leaf_node(graph: Graph, rec, x, then, value: dict, labels: dict) -> GraphNo
         kind, label, group = "leaf", "leaf", None
     elif then.requires_grad:
         kind, label, group = "leaf", "computed before recording", None
+    elif not then.requires_grad and id(x) in rec.buffer_names:
+        kind, (label, group) = "input", rec.buffer_names[id(x)]
+    elif used_in is not None and not rec.passed_to_a_module(x):
+        kind, label, group = "input", "constant", used_in
     else:
         kind, label, group = "input", "input", None
     refs = (x,) + ((then.grad_fn,) if then.grad_fn is not None else ())
+    data_words = (CONSTANT_WORDS if label == "constant" and group is not None
+                  else "data: it needs no gradient, so backward stops here")
     return graph.add(GraphNode(
         graph.new_id(), kind, "AccumulateGrad" if kind in ("param", "leaf") else "input", label, group=group,
         **_tensor_facts(x), value=value, grad=summarize(x.grad),
-        words=LEAF_WORDS if then.requires_grad else "data: it needs no gradient, so backward stops here",
+        words=LEAF_WORDS if then.requires_grad else data_words,
         math=LEAF_MATH if then.requires_grad else "no gradient", requires_grad=then.requires_grad, ref=x,
     ), *refs)
 

@@ -95,6 +95,7 @@ class Recording:
         self.synchronize = synchronize  # wait for an async/lazy device before each reading (profiling)
         self._calls: list = []  # (module, index of the calling module call or -1)
         self._stack: list = []  # indices into _calls of the modules running now
+        self._arguments: dict = {}  # id -> each tensor passed to a module call (kept, so that no id is reused)
         self._handles = []
         self.active = False
 
@@ -112,6 +113,11 @@ class Recording:
         return [RecordedOp(record, ids[call] if call >= 0 else None, where,
                            (tuple(versions[:len(record.inputs)]), tuple(versions[len(record.inputs):])))
                 for (record, call, where), versions in zip(self._ops, self._versions)]
+
+    def passed_to_a_module(self, x) -> bool:
+        """Whether ``x`` went into some module call as an argument (data given to the model), rather than being
+        made inside a module's forward (a dropout mask, a constant)."""
+        return self._arguments.get(id(x)) is x
 
     @property
     def writes(self) -> list:
@@ -158,6 +164,18 @@ class Recording:
                 prefix = call.id if call.parent is not None else ""
                 for name, param in call.module.named_parameters():
                     names[id(param)] = (f"{prefix}.{name}" if prefix else name, call.id)
+        return names
+
+    @functools.cached_property
+    def buffer_names(self) -> dict:
+        """id(buffer) -> (its name by module path, the group it belongs to), as ``param_names`` names
+        parameters: a BatchNorm's ``running_mean`` is data its module keeps, not data given to the model."""
+        names: dict = {}
+        for call in self.calls.values():
+            if call.calls == 1:
+                prefix = call.id if call.parent is not None else ""
+                for name, buffer in call.module.named_buffers():
+                    names[id(buffer)] = (f"{prefix}.{name}" if prefix else name, call.id)
         return names
 
     def _finished(self) -> None:
@@ -223,6 +241,7 @@ class Recording:
             return
         self._stack.append(len(self._calls))
         self._calls.append((module, self._stack[-2] if len(self._stack) > 1 else -1))
+        self._arguments.update((id(a), a) for a in args if isinstance(a, TrackedTensor))
         self._restart_clock()
 
     def _restart_clock(self) -> None:

@@ -26,6 +26,9 @@ EXPECTED = {
     "05-modules-losses-and-optimizers.ipynb": [15, 15],
     # BatchNorm from primitives opened (22) and closed (10), BatchNorm1d's Normalize (15), the opened view again, your Function (13)
     "07-normalisation.ipynb": [22, 10, 15, 22, 13],
+    # Linear, ReLU, Dropout's Mul and its mask (a constant of the module), twice; Linear, LogSoftmax, NllLoss; 6
+    # parameters, the batch and its targets: 19 in train mode; in eval mode the Muls and masks are gone: 15
+    "08-regularisation.ipynb": [19, 15],
     # the CNN: ConvNd, Relu, MaxPoolNd twice, Reshape, Linear, LogSoftmax, NllLoss; 3 weights + 3 biases; images and
     # labels; then the same graph profiled, coloured by time and by memory (the ConvScatter is no graph widget)
     "09-convolutions.ipynb": [18, 18, 18],
