@@ -192,3 +192,12 @@ def test_attention_maps_draw_the_lower_triangle_of_each_head():
         lab.attention_maps(weights, "abc")
     with pytest.raises(ValueError, match=r"\(heads, T, T\)"):
         lab.attention_maps(gl.ones(T, T), "abcde")
+
+
+def test_the_checks_leave_the_learners_random_stream_as_it_was():
+    gl.manual_seed(123)
+    expected = gl.randn(3)
+    gl.manual_seed(123)
+    lab.check_rnn_step("rnn_step", lambda h, x, W, U, b: gl.tanh(h @ W.T + x @ U.T + b))
+    lab.check_causal_attention("causal_attention", attention)
+    assert np.array_equal(gl.randn(3).numpy(), expected.numpy())

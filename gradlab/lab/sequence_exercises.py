@@ -1,6 +1,6 @@
 """Checked exercises about sequences (lab 11): an RNN step, a BPTT gradient ratio, causal attention, softmax backward.
 
-Each check runs the learner's code against the engine's own layers (``nn.RNNCell``,
+Each check runs the learner's code against the engine's own layers (``RNNCell``,
 ``F.scaled_dot_product_attention``) and, when it is off, tries the usual slips on the same inputs — a
 missing tanh, a transposed weight, a mask left out, √d forgotten — to name the mistake without the answer.
 """
@@ -8,14 +8,33 @@ missing tanh, a transposed weight, a mask left out, √d forgotten — to name t
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
 
 import numpy as np
 
+from ..autograd.engine import grad as autograd_grad
+from ..autograd.grad_mode import no_grad
+from ..creation import ones
+from ..nn.functional import scaled_dot_product_attention
+from ..nn.modules.rnn import RNNCell
+from ..ops.elementwise import tanh
+from ..random import get_rng_state, manual_seed, randn, set_rng_state
 from .exercises import Verdict, _check_name, _not_done, _not_done_yet, check
 from .health_exercises import _number
 from .summary import as_numpy
 
 RATIO_BAND = 0.02  # relative: a predicted ratio within 2 % of the measured one passes (0.107 for 0.8**10 does)
+
+
+@contextmanager
+def _seeded(seed: int):
+    """Draw the check's inputs from ``seed``, then put the learner's random stream back as it was."""
+    saved = get_rng_state()
+    manual_seed(seed)
+    try:
+        yield
+    finally:
+        set_rng_state(saved)
 
 
 def _run(mine, inputs, name):
@@ -59,7 +78,7 @@ def _verdict(name, got, want, slips, grads=None) -> Verdict:
 def _gradients_flow(name, got, inputs, verdict) -> Verdict:
     if getattr(got, "grad_fn", None) is None:
         return Verdict(name, "fail", "the values are right, but your output has no graph: compute it with the "
-                                     "engine's operations (gl.tanh, @), not with numpy or .item()")
+                                     "engine's operations (tanh, @), not with numpy or .item()")
     got.sum().backward()
     if any(x.grad is None for x in inputs if getattr(x, "requires_grad", False)):
         return Verdict(name, "fail", "the values are right, but no gradient reaches one of the inputs "
@@ -69,37 +88,34 @@ def _gradients_flow(name, got, inputs, verdict) -> Verdict:
 
 def check_rnn_step(name: str, mine, *, hidden: int = 5, features: int = 3, batch: int = 4, seed: int = 0) -> Verdict:
     """``mine(h, x, W, U, b)`` is one step of a vanilla RNN, h_new = tanh(h Wᵀ + x Uᵀ + b), for a batch
-    of rows; compared with ``nn.RNNCell``'s step with the same weights (its two biases added into ``b``)."""
+    of rows; compared with ``RNNCell``'s step with the same weights (its two biases added into ``b``)."""
     _check_name("check_rnn_step", name)
-    import gradlab as gl
-    from gradlab import nn
-
-    gl.manual_seed(seed)
-    cell = nn.RNNCell(features, hidden)
-    with gl.no_grad():
+    with _seeded(seed):
+        cell = RNNCell(features, hidden)
+        h, x = randn(batch, hidden), randn(batch, features)
+    with no_grad():
         W, U = cell.weight_hh.clone() * 2, cell.weight_ih.clone() * 2  # (so that tanh is not nearly linear)
         b = cell.bias_ih + cell.bias_hh
         cell.weight_hh.copy_(W)
         cell.weight_ih.copy_(U)
-    h, x = gl.randn(batch, hidden), gl.randn(batch, features)
     inputs = [t.clone().requires_grad_() for t in (h, x, W, U, b)]
     got = _run(mine, inputs, name)
     if isinstance(got, Verdict):
         return got
-    with gl.no_grad():
+    with no_grad():
         want = cell(x, h)
     slips = [
         ("these are the pre-activations: the new state is squashed by a nonlinearity before it is kept",
          lambda: h @ W.T + x @ U.T + b),
-        ("W and U are used untransposed: with the state as a row, W h_{t−1} is h @ W.T", lambda: gl.tanh(h @ W + x @ U + b)),
+        ("W and U are used untransposed: with the state as a row, W h_{t−1} is h @ W.T", lambda: tanh(h @ W + x @ U + b)),
         ("the input's weights are used untransposed: U x_t with x as a row is x @ U.T",
-         lambda: gl.tanh(h @ W.T + x @ U + b)),
+         lambda: tanh(h @ W.T + x @ U + b)),
         ("the state's weights are used untransposed: W h_{t−1} with h as a row is h @ W.T",
-         lambda: gl.tanh(h @ W + x @ U.T + b)),
-        ("the bias is missing", lambda: gl.tanh(h @ W.T + x @ U.T)),
+         lambda: tanh(h @ W + x @ U.T + b)),
+        ("the bias is missing", lambda: tanh(h @ W.T + x @ U.T)),
         ("the old state is missing from the step: the recurrence is what makes it an RNN",
-         lambda: gl.tanh(x @ U.T + b)),
-        ("the new input is missing from the step", lambda: gl.tanh(h @ W.T + b)),
+         lambda: tanh(x @ U.T + b)),
+        ("the new input is missing from the step", lambda: tanh(h @ W.T + b)),
     ]
     return _verdict(name, got, want, slips, lambda v: _gradients_flow(name, got, inputs, v))
 
@@ -135,29 +151,26 @@ def check_bptt_ratio(name: str, mine, *, measured: float, scale: float, steps: i
 
 def check_causal_attention(name: str, mine, *, batch: int = 2, length: int = 6, dim: int = 8, seed: int = 0) -> Verdict:
     """``mine(q, k, v)`` is causal scaled dot-product attention on (batch, length, dim) tensors; compared
-    with ``F.scaled_dot_product_attention(q, k, v, is_causal=True)``, and its gradients too."""
+    with ``scaled_dot_product_attention(q, k, v, is_causal=True)``, and its gradients too."""
     _check_name("check_causal_attention", name)
-    import gradlab as gl
-    import gradlab.nn.functional as F
-
-    gl.manual_seed(seed)
-    q, k, v = (gl.randn(batch, length, dim) for _ in range(3))
+    with _seeded(seed):
+        q, k, v = (randn(batch, length, dim) for _ in range(3))
     q = q * 2  # (large enough scores that a missing or wrong scale shows)
     inputs = [t.clone().requires_grad_() for t in (q, k, v)]
     got = _run(mine, inputs, name)
     if isinstance(got, Verdict):
         return got
-    with gl.no_grad():
-        want = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    with no_grad():
+        want = scaled_dot_product_attention(q, k, v, is_causal=True)
     same_shape = tuple(getattr(got, "shape", ())) == tuple(want.shape)
     leak = _future_leak(mine, q, k, v, got) if same_shape else None  # (a wrong shape gets the shape's hint)
-    future = gl.ones(length, length).tril() == 0
+    future = ones(length, length).tril() == 0
     scores = q @ k.transpose(-2, -1)
     slips = [
-        ("the scores are not divided by √d: with d = 8 the softmax is too peaked", lambda: F.scaled_dot_product_attention(
+        ("the scores are not divided by √d: with d = 8 the softmax is too peaked", lambda: scaled_dot_product_attention(
             q, k, v, is_causal=True, scale=1.0)),
         ("the scores are divided by d; the scale that keeps their variance at 1 is different",
-         lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=1 / dim)),
+         lambda: scaled_dot_product_attention(q, k, v, is_causal=True, scale=1 / dim)),
         ("each row of weights should sum to 1: mask the scores (with −inf) before the softmax, not the weights after",
          lambda: (scores / dim ** 0.5).softmax(-1).masked_fill(future, 0.0) @ v),
         ("the softmax runs over the wrong axis: each query's weights over the keys (the last axis) sum to 1",
@@ -171,10 +184,8 @@ def check_causal_attention(name: str, mine, *, batch: int = 2, length: int = 6, 
 
 def _future_leak(mine, q, k, v, got) -> str | None:
     """Change the last position's key and value: a causal output at the earlier positions must not move."""
-    import gradlab as gl
-
     k2, v2 = k.clone(), v.clone()
-    with gl.no_grad():
+    with no_grad():
         k2[:, -1] += 3.0
         v2[:, -1] += 3.0
     try:
@@ -191,15 +202,12 @@ def _future_leak(mine, q, k, v, got) -> str | None:
 
 
 def _attention_gradients(name, got, want, inputs, plain, verdict) -> Verdict:
-    import gradlab as gl
-    import gradlab.nn.functional as F
-
     if getattr(got, "grad_fn", None) is None:
         return Verdict(name, "fail", "the values are right, but your output has no graph: compute it with the "
                                      "engine's operations, not with numpy")
     got.sum().backward()
     truth = [t.clone().requires_grad_() for t in plain]
-    F.scaled_dot_product_attention(*truth, is_causal=True).sum().backward()
+    scaled_dot_product_attention(*truth, is_causal=True).sum().backward()
     for label, x, t in zip("qkv", inputs, truth):
         if x.grad is None:
             return Verdict(name, "fail", f"the values are right, but no gradient reaches {label} (a .detach()?)")
@@ -216,11 +224,9 @@ def check_softmax_backward(name: str, mine, scores, upstream) -> Verdict:
     _check_name("check_softmax_backward", name)
     if _not_done(mine):
         return _not_done_yet(name)
-    import gradlab as gl
-
     s = scores.detach().clone().requires_grad_()
     g = upstream.detach()
-    truth = gl.autograd.grad((s.softmax(-1) * g).sum(), [s])[0]
+    truth = autograd_grad((s.softmax(-1) * g).sum(), [s])[0]
     p = s.detach().softmax(-1)
     dot = (g * p).sum(-1, keepdim=True)
     slips = [
