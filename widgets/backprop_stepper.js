@@ -84,14 +84,7 @@ function render({ model, el }) {
   }
   const onStepSoon = coalesce(onStep);
   for (const key of ["states", "group_states", "step_index", "current_id", "panel"]) model.on("change:" + key, onStepSoon);
-  // A step sends only the states it changed: they join the model's own copy (so a view opened later, or the
-  // notebook's saved widget state, has them too); every view adds the same changes, so adding twice is harmless.
-  model.on("change:state_updates", () => {
-    const updates = model.get("state_updates") || {};
-    Object.assign(model.get("states") || {}, updates.states || {});
-    Object.assign(model.get("group_states") || {}, updates.group_states || {});
-    onStepSoon();
-  });
+  model.on("change:state_updates", onStepSoon);  // (initialize has already added them to the model's copy)
 
   root.addEventListener("keydown", (e) => {
     const keys = { ArrowRight: "step", " ": "step", ArrowLeft: "back", End: "end", Home: "reset" };
@@ -106,4 +99,15 @@ function render({ model, el }) {
 
 }
 
-export default { render };
+// A step sends only the states it changed: they join the model's own copy, once per model, from the moment it
+// exists — so that steps taken in the cell that shows the stepper, before any view is drawn, are not lost, and a
+// view opened later (or the notebook's saved widget state) has them too.
+function initialize({ model }) {
+  model.on("change:state_updates", () => {
+    const updates = model.get("state_updates") || {};
+    Object.assign(model.get("states") || {}, updates.states || {});
+    Object.assign(model.get("group_states") || {}, updates.group_states || {});
+  });
+}
+
+export default { initialize, render };

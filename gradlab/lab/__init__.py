@@ -27,6 +27,8 @@ __all__ = ["BackpropStepper", "CaptureError", "DeviceTimings", "GradientFlow", "
            "check_residual_block", "check_skip_gradient", "check_jacobian_bound", "check_skip", "gradient_by_depth",
            "check_step_flops", "check_saved_bytes", "check_peak_memory", "check_segment_count",
            "loss_curves", "check_dropout", "check_early_stopping",
+           "check_rnn_step", "check_bptt_ratio", "check_causal_attention", "check_softmax_backward",
+           "gradient_norms_over_time", "attention_maps",
            "check_cheaper_mode", "check_dual", "check_prediction", "check_topological_order",
            "Profile", "Verdict", "Verdicts", "check", "check_broadcast_shape", "check_centred_difference", "check_function", "check_function_cases",
            "check_gradient", "check_gradients", "check_node", "check_numerically", "check_strides", "check_this_node",
@@ -60,6 +62,9 @@ _LAZY = {
     "check_centred_difference": "derivative_exercises",
     "check_topological_order": "algorithm_exercises", "check_prediction": "algorithm_exercises",
     "check_dual": "algorithm_exercises", "check_cheaper_mode": "algorithm_exercises",
+    **dict.fromkeys(("check_rnn_step", "check_bptt_ratio", "check_causal_attention", "check_softmax_backward"),
+                    "sequence_exercises"),
+    **dict.fromkeys(("gradient_norms_over_time", "attention_maps"), "sequence_pictures"),
 }
 
 

@@ -264,9 +264,11 @@ def over_steps_svg(stats, stat: str) -> Picture:
 
 
 def lines_svg(title: str, steps: list, series: list, *, log: bool, fraction: bool = False, guide=None,
-              kind: str = "lines", x_name: str = "step", key_end: str = "at the last step", mark=None) -> Picture:
+              kind: str = "lines", x_name: str = "step", key_end: str = "at the last step", mark=None,
+              key_first: bool = False) -> Picture:
     """One line per (name, values) over ``steps``; log y in whole decades or linear; ``guide`` a dashed level,
-    ``mark`` a dashed step (a vertical line)."""
+    ``mark`` a dashed step (a vertical line). The key gives each line's last value, or its first if
+    ``key_first`` (then say so in ``key_end``)."""
     plot_w = WIDTH - LEFT - KEY_W - RIGHT
     rows = max(len(series), 1)
     plot_h = max(PLOT_H, rows * KEY_ROW + 8)
@@ -329,7 +331,8 @@ def lines_svg(title: str, steps: list, series: list, *, log: bool, fraction: boo
                              f'stroke-width="1.5" '
                              f'points="{" ".join(r)}"/>' for r in runs) + "</g>")
         kx, ky = LEFT + plot_w + 12, TOP + 4 + KEY_ROW * i
-        latest = next((v for v in reversed(values) if isinstance(v, (int, float)) and math.isfinite(v)), None)
+        latest = next((v for v in (values if key_first else reversed(values))
+                       if isinstance(v, (int, float)) and math.isfinite(v)), None)
         shown = "—" if latest is None else f"{latest:.0%}" if fraction else f"{latest:.2g}"
         out.append(f'<g class="gl-act-key" data-layer="{escape(name)}"><line class="{series_class(i)}" '
                    f'x1="{kx}" x2="{kx + 14}" y1="{ky + 6}" y2="{ky + 6}" stroke="{layer_color(i)}" stroke-width="2"/>'
