@@ -1,71 +1,52 @@
 """gradlab.lab: see the engine work, in a notebook.
 
-``record()`` watches a forward pass; ``GraphView`` draws the graph of a tensor, a recording or a
-``Scalar``; ``BackpropStepper`` walks the engine's real backward through it one node at a time;
-``GradientFlow`` follows each layer's gradients over training; ``DeviceTimings`` and
-``compare_devices`` time the same work on every device (``compare_compiled``: eager against
-``gl.compile``); ``GraphView(tape)`` draws a ``gl.jit.trace`` tape; ``check``, ``check_gradient`` and
-``check_function`` check a learner's exercise, and ``check_strides``, ``check_view``,
-``check_broadcast_shape`` and ``check_function_cases`` one about tensors' layout,
-``check_centred_difference`` a finite difference written by hand; ``check_numerically``
-checks a gradient against finite differences, ``check_this_node`` a Function's backward, and
-``Verdicts.show_on(view)`` colours a graph by each checked gradient's error; ``check_topological_order``,
-``check_prediction``, ``check_dual`` and ``check_cheaper_mode`` check lab 2's answers about backward as an
-algorithm, and ``check_step_flops``, ``check_saved_bytes``, ``check_peak_memory`` and ``check_segment_count``
-lab 12's about performance. The widgets load ipywidgets and anywidget only when first used.
+The views: ``record()`` watches a forward pass; ``GraphView`` draws the graph of a tensor, a recording,
+a ``Scalar`` or a ``gl.jit.trace`` tape; ``BackpropStepper`` walks the engine's real backward through it
+one node at a time; ``GradientFlow`` and ``ActivationStats`` follow each layer's gradients and outputs
+over training; ``profile`` times and weighs each node; ``DeviceTimings`` and ``compare_devices`` time
+the same work on every device; ``Playground``, ``OptimizerRace`` and ``ConvScatter`` are the course's
+interactive pictures. The checks (``check``, ``check_gradient``, ``check_this_node``, and one family per
+lab: docs/lab.md lists them) say ✓, or ✗ with a hint that points at the mistake, or ○ "not done yet".
+Everything but ``record`` and ``capture`` loads on first use, so ipywidgets and anywidget load only then.
 """
 
 from .capture import CaptureError, capture
 from .record import Recording, record
 
-__all__ = ["BackpropStepper", "CaptureError", "DeviceTimings", "GradientFlow", "GraphView", "Recording", "capture",
-           "Playground", "ActivationStats", "update_ratios",
-           "check_norm_forward", "check_norm_backward", "check_running_stats", "check_eval_norm",
-           "check_init_std", "check_dead_fraction", "check_update_ratio", "check_learning_rate",
-           "OptimizerRace", "check_optimizer_step",
-           "ConvScatter", "check_output_size", "check_conv2d", "check_conv_weight_grad", "check_max_pool_grad",
-           "check_residual_block", "check_skip_gradient", "check_jacobian_bound", "check_skip", "gradient_by_depth",
-           "check_step_flops", "check_saved_bytes", "check_peak_memory", "check_segment_count",
-           "loss_curves", "check_dropout", "check_early_stopping",
-           "check_rnn_step", "check_bptt_ratio", "check_causal_attention", "check_softmax_backward",
-           "gradient_norms_over_time", "attention_maps",
-           "check_cheaper_mode", "check_dual", "check_prediction", "check_topological_order",
-           "Profile", "Verdict", "Verdicts", "check", "check_broadcast_shape", "check_centred_difference", "check_function", "check_function_cases",
-           "check_gradient", "check_gradients", "check_node", "check_numerically", "check_strides", "check_this_node",
-           "check_view", "compare_compiled", "compare_devices", "cs231n_band", "profile", "record"]
-
-# name -> the module that defines it, imported when the name is first used
-_LAZY = {
-    "GraphView": "graph_view", "BackpropStepper": "backprop_stepper", "check_node": "node_check",
-    "GradientFlow": "gradient_flow", "DeviceTimings": "device_timings", "compare_devices": "timing",
-    "compare_compiled": "timing",
-    "profile": "profiling", "Profile": "profiling",
-    "check": "exercises", "check_gradient": "exercises", "check_gradients": "exercises",
-    "check_function": "exercises", "Verdict": "exercises", "Verdicts": "exercises",
-    "check_numerically": "exercises", "check_this_node": "exercises", "cs231n_band": "exercises",
-    "Playground": "playground",
-    "ActivationStats": "activation_stats", "update_ratios": "ratio_picture", "check_init_std": "health_exercises",
-    "check_dead_fraction": "health_exercises", "check_update_ratio": "health_exercises",
-    "check_learning_rate": "health_exercises",
-    "check_norm_forward": "norm_exercises", "check_norm_backward": "norm_exercises", "check_running_stats": "norm_exercises",
-    "check_eval_norm": "norm_exercises",
-    "OptimizerRace": "optimizer_race", "check_optimizer_step": "optimizer_exercises",
-    "ConvScatter": "conv_scatter", "check_output_size": "conv_exercises", "check_conv2d": "conv_exercises",
-    "check_conv_weight_grad": "conv_exercises", "check_max_pool_grad": "conv_exercises",
-    "check_residual_block": "residual_exercises", "check_skip_gradient": "residual_exercises", "check_jacobian_bound": "residual_exercises", "check_skip": "residual_exercises", "gradient_by_depth": "depth_picture",
-    "check_step_flops": "performance_exercises", "check_saved_bytes": "performance_exercises",
-    "check_peak_memory": "performance_exercises", "check_segment_count": "performance_exercises",
-    "loss_curves": "curves_picture", "check_dropout": "regularisation_exercises",
-    "check_early_stopping": "regularisation_exercises",
-    "check_strides": "tensor_exercises", "check_view": "tensor_exercises",
-    "check_broadcast_shape": "tensor_exercises", "check_function_cases": "tensor_exercises",
-    "check_centred_difference": "derivative_exercises",
-    "check_topological_order": "algorithm_exercises", "check_prediction": "algorithm_exercises",
-    "check_dual": "algorithm_exercises", "check_cheaper_mode": "algorithm_exercises",
-    **dict.fromkeys(("check_rnn_step", "check_bptt_ratio", "check_causal_attention", "check_softmax_backward"),
-                    "sequence_exercises"),
-    **dict.fromkeys(("gradient_norms_over_time", "attention_maps"), "sequence_pictures"),
+# module -> the names it defines, imported when one is first used
+_LAZY_BY_MODULE = {
+    "graph_view": ("GraphView",),
+    "backprop_stepper": ("BackpropStepper",),
+    "gradient_flow": ("GradientFlow",),
+    "device_timings": ("DeviceTimings",),
+    "timing": ("compare_devices", "compare_compiled"),
+    "profiling": ("profile", "Profile"),
+    "playground": ("Playground",),
+    "activation_stats": ("ActivationStats",),
+    "ratio_picture": ("update_ratios",),
+    "optimizer_race": ("OptimizerRace",),
+    "conv_scatter": ("ConvScatter",),
+    "depth_picture": ("gradient_by_depth",),
+    "curves_picture": ("loss_curves",),
+    "sequence_pictures": ("gradient_norms_over_time", "attention_maps"),
+    "node_check": ("check_node",),
+    "exercises": ("check", "check_gradient", "check_gradients", "check_function", "Verdict", "Verdicts",
+        "check_numerically", "check_this_node", "cs231n_band"),
+    "derivative_exercises": ("check_centred_difference",),
+    "algorithm_exercises": ("check_topological_order", "check_prediction", "check_dual", "check_cheaper_mode"),
+    "tensor_exercises": ("check_strides", "check_view", "check_broadcast_shape", "check_function_cases"),
+    "optimizer_exercises": ("check_optimizer_step",),
+    "health_exercises": ("check_init_std", "check_dead_fraction", "check_update_ratio", "check_learning_rate"),
+    "norm_exercises": ("check_norm_forward", "check_norm_backward", "check_running_stats", "check_eval_norm"),
+    "regularisation_exercises": ("check_dropout", "check_early_stopping"),
+    "conv_exercises": ("check_output_size", "check_conv2d", "check_conv_weight_grad", "check_max_pool_grad"),
+    "residual_exercises": ("check_residual_block", "check_skip_gradient", "check_jacobian_bound", "check_skip"),
+    "sequence_exercises": ("check_rnn_step", "check_bptt_ratio", "check_causal_attention", "check_softmax_backward"),
+    "performance_exercises": ("check_step_flops", "check_saved_bytes", "check_peak_memory", "check_segment_count"),
 }
+_LAZY = {name: module for module, names in _LAZY_BY_MODULE.items() for name in names}
+
+__all__ = sorted(["CaptureError", "Recording", "capture", "record", *_LAZY])
 
 
 def __getattr__(name):
