@@ -45,11 +45,12 @@ def entry(module_name: str, name: str, obj, homes: dict) -> list[str]:
     """The reST that documents one public name."""
     if inspect.isclass(obj):
         # autodoc registers a class under its canonical name too, so a class that several modules export
-        # (gradlab.no_grad is gradlab.autograd.no_grad) is indexed on its home page only.
-        lines = [f".. autoclass:: {name}"]
-        if homes[id(obj)] != module_name:
-            lines.append("   :no-index:")
-        return lines
+        # (gradlab.no_grad is gradlab.autograd.no_grad) is documented on its home page only, and
+        # the others point there.
+        home_module = homes[id(obj)]
+        if home_module != module_name:
+            return [f".. rubric:: {name}", "", f"The same class as :class:`{home_module}.{name}`."]
+        return [f".. autoclass:: {name}"]
     if callable(obj):
         return [f".. autofunction:: {name}"]
     # A constant (a dtype, pi, a table of modes): its value, not the docstring of its type.
