@@ -18,7 +18,8 @@ IMAGES_JS = """() => [...document.querySelectorAll('main img, article img')].map
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory):
+def site(browser, tmp_path_factory):
+    """The built site; after `browser`, so that without Chromium the test skips before a build."""
     return built_site(tmp_path_factory)
 
 
