@@ -21,13 +21,12 @@ import gradlab  # noqa: E402
 project = "gradlab"
 author = "The gradlab developers"
 copyright = "the gradlab developers"
-release = version = gradlab.__version__ if hasattr(gradlab, "__version__") else "0.1.0"
+release = version = gradlab.__version__
 
 extensions = [
     "myst_nb",                    # markdown pages and the executed labs
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
-    "sphinx_design",
     "sphinx-mathjax-offline",     # MathJax from a package, so the labs' math renders offline
     "gradlab_api",                # docs/_ext/gradlab_api.py: one reference page per public module
 ]

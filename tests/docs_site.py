@@ -17,7 +17,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 LABS = sorted((REPO / "labs").glob("*.ipynb"))
-NEEDS = ("sphinx", "myst_nb", "sphinx_book_theme", "sphinx_design")
+NEEDS = ("sphinx", "myst_nb", "sphinx_book_theme")
 BUILD_TIMEOUT_S = 1500
 
 _BUILT: dict = {}
