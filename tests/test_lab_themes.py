@@ -256,3 +256,14 @@ def test_a_verdicts_inks_follow_jupyterlabs_theme_with_the_light_ink_as_fallback
                                     ("not done", "--jp-ui-font-color2", AXIS_INK)):
         html = gl.lab.Verdict("an exercise", status, "a message")._repr_html_()
         assert f"color:var({variable}, {light})" in html and f"solid var({variable}, {light})" in html
+
+
+def test_pictures_outside_a_widget_lighten_the_same_layer_colours_as_the_widgets():
+    from gradlab.lab.activation_picture import STYLE
+    from gradlab.lab.colors import DARK_SERIES, LAYER_COLORS
+
+    in_widgets = {int(name.rsplit("-", 1)[1]): value for name, value in DARK.items() if name.startswith("--gl-series-")}
+    assert in_widgets == DARK_SERIES, "widgets/theme.css and colors.DARK_SERIES lighten different layer colours"
+    for index, ink in DARK_SERIES.items():
+        assert ink != LAYER_COLORS[index]
+        assert f'{DARK_THEME} .gl-act .gl-series-{index}{{stroke:{ink}}}' in STYLE

@@ -385,6 +385,15 @@ def test_run_to_message_steps_until_that_node_has_run():
     assert model[0].weight.grad is not None
 
 
+def test_run_to_a_tensor_an_op_made_runs_to_that_op():
+    model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1))
+    hidden = model[1](model[0](gl.randn(5, 3)))
+    stepper = gl.lab.BackpropStepper((model[2](hidden) ** 2).mean())
+    stepper.run_to(hidden)
+    assert stepper.current.op == "TanhBackward0"
+    assert stepper.current_id == stepper._node_id(hidden.grad_fn, "run_to")
+
+
 def test_run_to_a_node_already_passed_steps_back_to_it():
     stepper, model, _ = stepper_on_mlp()
     tanh = next(n.id for n in stepper.graph.nodes.values() if n.op == "TanhBackward0")

@@ -61,3 +61,11 @@ def test_each_solution_passes_every_check_of_its_lab(path, tmp_path):
     unsolved = run(lab, tmp_path)
     assert len(verdicts) == len(unsolved), (f"solutions/{path.name} checks {len(verdicts)} answers, "
                                             f"labs/{path.name} {len(unsolved)}: the two should ask the same")
+
+
+@pytest.mark.parametrize("path", LABS, ids=[p.name for p in LABS])
+def test_every_lab_has_a_browser_test(path):
+    """A lab is product only once a real browser has run it: some test under tests/browser opens it."""
+    sources = "\n".join(p.read_text(encoding="utf-8") for p in (ROOT.parent / "tests" / "browser").glob("test_*.py"))
+    assert path.name in sources or path.stem in sources, \
+        f"{path.name}: no test under tests/browser opens it (write tests/browser/test_lab{path.name[:2]}_in_browser.py)"

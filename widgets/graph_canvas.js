@@ -221,9 +221,10 @@ export function mountGraph(model, root, options = {}) {
     const group = (model.get("groups") || {})[id];
     tooltip.replaceChildren();
     if (node) {
-      tooltip.append(h("b", {}, node.label), ` ${node.op}`, h("br"), `out ${shapeText(node.output_shape)}`,
+      // (filtered: append() would write a null as the text "null")
+      tooltip.append(...[h("b", {}, node.label), ` ${node.op}`, h("br"), `out ${shapeText(node.output_shape)}`,
         node.group ? h("span", {}, h("br"), `in ${node.group}`) : null,
-        node.grad ? h("span", {}, h("br"), `‖grad‖ ${num(node.grad.norm)}`) : null);
+        node.grad ? h("span", {}, h("br"), `‖grad‖ ${num(node.grad.norm)}`) : null].filter(Boolean));
     } else if (group) {
       const open = target.classList.contains("gl-expanded");
       tooltip.append(h("b", {}, group.label), h("br"), `${group.sub} · click ${open ? "its title to close" : "to open"}`);

@@ -19,7 +19,7 @@ from html import escape
 import numpy as np
 
 from .binning import histogram_counts
-from .colors import AXIS_INK, FRAME, GRID, SCALE, TEXT_INK, TITLE_INK, ink_class, layer_color, series_class
+from .colors import AXIS_INK, DARK_SERIES, FRAME, GRID, SCALE, TEXT_INK, TITLE_INK, ink_class, layer_color, series_class
 
 WIDTH, LEFT, RIGHT, TOP = 760, 56, 12, 28
 PLOT_H, KEY_W, KEY_ROW = 200, 230, 15
@@ -33,7 +33,9 @@ STYLE = (f".gl-act .gl-bg{{fill:var(--jp-layout-color0,#fff)}}"
          f".gl-act .gl-ink-axis{{fill:var(--jp-ui-font-color2,{AXIS_INK})}}"
          f".gl-act line.gl-ink-axis{{stroke:var(--jp-ui-font-color2,{AXIS_INK})}}"
          f".gl-act .gl-grid{{stroke:var(--jp-border-color2,{GRID})}}"
-         f".gl-act .gl-frame{{stroke:var(--jp-border-color1,{FRAME})}}")
+         f".gl-act .gl-frame{{stroke:var(--jp-border-color1,{FRAME})}}"
+         + "".join(f'body[data-jp-theme-light="false"] .gl-act .gl-series-{i}{{stroke:{ink}}}'
+                   for i, ink in DARK_SERIES.items()))
 INKS = {"gl-act-title": TITLE_INK, "gl-act-text": TEXT_INK, "gl-act-axis": AXIS_INK}
 GRID_LINE = f'class="gl-grid" stroke="{GRID}"'
 FRAME_BOX = f'class="gl-frame" fill="none" stroke="{FRAME}"'
@@ -262,7 +264,7 @@ def over_steps_svg(stats, stat: str) -> Picture:
 
 
 def lines_svg(title: str, steps: list, series: list, *, log: bool, fraction: bool = False, guide=None,
-              kind: str = "lines") -> Picture:
+              kind: str = "lines", x_name: str = "step", key_end: str = "at the last step") -> Picture:
     """One line per (name, values) over ``steps``; log y in whole decades or linear; ``guide`` a dashed level."""
     plot_w = WIDTH - LEFT - KEY_W - RIGHT
     rows = max(len(series), 1)
@@ -299,8 +301,8 @@ def lines_svg(title: str, steps: list, series: list, *, log: bool, fraction: boo
         out.append(f'<line {GRID_LINE} x1="{LEFT}" x2="{LEFT + plot_w}" y1="{ty:.1f}" y2="{ty:.1f}"/>'
                    + _text(LEFT - 6, ty + 4, label, "gl-act-axis", "end"))
     out.append(f'<rect {FRAME_BOX} x="{LEFT}" y="{TOP}" width="{plot_w}" height="{plot_h}"/>')
-    out.append(_text(LEFT, TOP + plot_h + 16, f"step {first}", "gl-act-axis"))
-    out.append(_text(LEFT + plot_w, TOP + plot_h + 16, f"step {last}", "gl-act-axis", "end"))
+    out.append(_text(LEFT, TOP + plot_h + 16, f"{x_name} {first}", "gl-act-axis"))
+    out.append(_text(LEFT + plot_w, TOP + plot_h + 16, f"{x_name} {last}", "gl-act-axis", "end"))
     if guide is not None:
         gy = py(guide)
         out.append(f'<g class="gl-act-guide-line"><line class="gl-act-guide gl-ink-axis" stroke="{AXIS_INK}" '
@@ -325,7 +327,7 @@ def lines_svg(title: str, steps: list, series: list, *, log: bool, fraction: boo
         shown = "—" if latest is None else f"{latest:.0%}" if fraction else f"{latest:.2g}"
         out.append(f'<g class="gl-act-key" data-layer="{escape(name)}"><line class="{series_class(i)}" '
                    f'x1="{kx}" x2="{kx + 14}" y1="{ky + 6}" y2="{ky + 6}" stroke="{layer_color(i)}" stroke-width="2"/>'
-                   f'{_text(kx + 18, ky + 10, f"{name}: {shown} at the last step", size=10)}</g>')
+                   f'{_text(kx + 18, ky + 10, f"{name}: {shown} {key_end}", size=10)}</g>')
     out.append("</svg>")
     return Picture("".join(out))
 

@@ -133,8 +133,8 @@ def graph_of(call: str, graph) -> Graph:
 
 
 def node_id_in(call: str, graph: Graph, node, how: str) -> str:
-    """The id of a node given as an id ("n3"), a GraphNode, or the engine object it stands for; ``how``
-    shows the call that works (for the message when the node is missing)."""
+    """The id of a node given as an id ("n3"), a GraphNode, or the engine object it stands for (a tensor an
+    op made stands for that op's node); ``how`` shows the call that works (for the message when it is missing)."""
     if node is None:
         raise TypeError(f"{call}: got no node to work on (None); give its id, as {how}; {_some_ids(graph)} "
                         "(view.find('Relu') finds ids by name)")
@@ -143,6 +143,8 @@ def node_id_in(call: str, graph: Graph, node, how: str) -> str:
             raise KeyError(f"{call}: no node {node!r} in this graph; {_some_ids(graph)}")
         return node
     found = graph.nodes.get(node.id) if isinstance(node, GraphNode) else graph.node_for(node)
+    if found is None and getattr(node, "grad_fn", None) is not None:  # a tensor an op made: that op's node
+        found = graph.node_for(node.grad_fn)
     if found is None:
         raise KeyError(f"{call}: {described(node)} is not a node of this graph; give a node id, as {how}; "
                        f"{_some_ids(graph)}")

@@ -63,6 +63,11 @@ def ink_class(ink: str) -> str:
     return INK_CLASSES.get(ink, "")
 
 
+# The same two layer colours lightened for a dark page (widgets/theme.css sets them inside a widget; a picture
+# shown outside one carries them in its own scoped style). The hue stays, so a legend still matches its line.
+DARK_SERIES = {3: "#c084fc", 8: "#9ca3af"}
+
+
 def series_class(index: int) -> str:
     """``gl-series-N``: the class of layer ``index``'s line and key, by which a dark theme lightens the two
     layer colours too dark to see on a dark page (3, purple, and 8, grey; same hues)."""
@@ -79,6 +84,18 @@ def class_tint(p: float) -> str:
     side = _rgb(CLASS_COLORS[1] if p >= 0.5 else CLASS_COLORS[0])
     f = 0.75 * min(1.0, abs(p - 0.5) * 2)
     return "#" + "".join(f"{round(u + (c - u) * f):02x}" for u, c in zip(_rgb(UNSURE), side))
+
+# A diverging scale for signed values (ColorBrewer's RdBu): blue below zero, near-white at zero, red above.
+DIVERGING = ("#2166ac", "#4393c3", "#92c5de", "#d1e5f0", "#f7f7f7", "#fddbc7", "#f4a582", "#d6604d", "#b2182b")
+
+
+def diverging_color(value: float, limit: float) -> str:
+    """The colour of a signed ``value`` on a scale from -limit (blue) through 0 (pale) to +limit (red)."""
+    t = 0.5 if limit <= 0 else 0.5 + 0.5 * max(-1.0, min(1.0, value / limit))
+    t *= len(DIVERGING) - 1
+    i = min(int(t), len(DIVERGING) - 2)
+    a, b, f = _rgb(DIVERGING[i]), _rgb(DIVERGING[i + 1]), t - i
+    return "#" + "".join(f"{round(x + (y - x) * f):02x}" for x, y in zip(a, b))
 
 _CATEGORY_OF_MODULE = {
     "arithmetic": "arithmetic", "elementwise": "elementwise", "activations": "elementwise",

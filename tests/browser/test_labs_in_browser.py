@@ -24,6 +24,18 @@ EXPECTED = {
     # Linear, ReLU, Linear, ReLU, Linear, then cross-entropy as PyTorch records it (LogSoftmax, NllLoss);
     # 3 weights + 3 biases; inputs and targets; then the same graph again, profiled ("where the time goes")
     "05-modules-losses-and-optimizers.ipynb": [15, 15],
+    # BatchNorm from primitives opened (22) and closed (10), BatchNorm1d's Normalize (15), the opened view again, your Function (13)
+    "07-normalisation.ipynb": [22, 10, 15, 22, 13],
+    # the CNN: ConvNd, Relu, MaxPoolNd twice, Reshape, Linear, LogSoftmax, NllLoss; 3 weights + 3 biases; images and
+    # labels; then the same graph profiled, coloured by time and by memory (the ConvScatter is no graph widget)
+    "09-convolutions.ipynb": [18, 18, 18],
+    # plain and residual nets of three blocks, modules drawn as boxes (13 top nodes each); one residual block stepped
+    # (x, 4 parameters, Addmm, Relu, Addmm, Add, Mul, Sum); the two gradient flows draw no graph until a layer is opened
+    "10-deeper-networks-and-skip-connections.ipynb": [13, 13, 11, 0, 0],
+    # the step's DeviceTimings (no graph); the profiled step: Linear, QuickGELU's Mul, Sigmoid, Mul, Linear, ReLU,
+    # Linear, LogSoftmax, NllLoss + 3 weights + 3 biases + inputs and targets; the tape: the 4 ops outside the fused
+    # chain (closed: a group, not a box) + the input and 6 parameters (1.702 is in its op); then eager vs compiled
+    "12-performance.ipynb": [0, 17, 11, 0],
 }
 
 

@@ -32,6 +32,7 @@ CELLS = [
     "V = gl.lab.Verdict\ngl.lab.Verdicts([V('a pass', 'pass', 'right'), V('a slip', 'fail', 'off by 2 at [0]'), "
     "V('to do', 'not done', 'not done yet'), V('another', 'pass', 'exact')])",
     "prof = gl.lab.profile(lambda: F.cross_entropy(model(x), y), repeats=2)\ngl.lab.GraphView(prof, color='time')",
+    "scatter = gl.lab.ConvScatter(gl.randn(5, 5), gl.randn(3, 3), padding=1)\nscatter.show(7)\nscatter",
 ]
 WIDGETS = {  # name -> (selector, which of them)
     "graph": (".gradlab-graphview", 0),
@@ -41,6 +42,7 @@ WIDGETS = {  # name -> (selector, which of them)
     "playground": (".gradlab-playground-box", 0),
     "profile": (".gradlab-graphview:has(.gl-top-table)", 0),
     "race": (".gradlab-race", 0),
+    "conv-scatter": (".gradlab-conv", 0),
     "verdicts": (".jp-RenderedHTMLCommon:has(.gl-verdict)", 0),  # HTML, not a widget: its inks are --jp-*
 }
 THEMES = {"light": ("JupyterLab Light", "true"), "dark": ("JupyterLab Dark", "false")}
