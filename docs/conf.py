@@ -62,6 +62,7 @@ autosummary_generate = False        # the pages come from gradlab_api, which lis
 html_theme = "sphinx_book_theme"
 html_title = "gradlab"
 html_static_path = ["_static"]
+html_css_files = ["gradlab.css"]
 html_theme_options = {
     "home_page_in_toc": True,
     "show_toc_level": 2,
