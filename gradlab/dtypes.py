@@ -208,7 +208,7 @@ def result_type(tensor1, tensor2) -> DType:
 
 
 def can_cast(from_, to) -> bool:
-    """Whether PyTorch's ops may cast from_ to ``to`` implicitly: never to a lower category (float to int)."""
+    """Whether PyTorch's ops may cast ``from_`` to ``to`` implicitly: never to a lower category (float to int)."""
     return as_dtype(from_).category <= as_dtype(to).category
 
 

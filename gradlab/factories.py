@@ -160,7 +160,7 @@ def blackman_window(window_length, periodic=True, *, dtype=None, device=None, re
 
 def bartlett_window(window_length, periodic=True, *, dtype=None, device=None, requires_grad=False,
                     layout=None, pin_memory=False) -> Tensor:
-    """The triangle 1 - |2n/(N-1) - 1|."""
+    """The triangle ``1 - |2n/(N-1) - 1|``."""
     check_options("bartlett_window", layout, pin_memory)
     return _window("bartlett_window", lambda n: 1 - np.abs(2 * np.arange(n) / (n - 1) - 1), window_length, periodic,
                    dtype, device, requires_grad)

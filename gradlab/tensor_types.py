@@ -25,7 +25,7 @@ class _LegacyTensorType(type):
 
 
 def _legacy_type(dtype: dt.DType, name: str) -> type:
-    doc = f"A {dtype.name} tensor, PyTorch's legacy way: {name}(data) or {name}(*size) (zeros)."
+    doc = f"A {dtype.name} tensor, PyTorch's legacy way: ``{name}(data)`` or ``{name}(*size)`` (zeros)."
     return _LegacyTensorType(name, (), {"dtype": dtype, "__doc__": doc, "__module__": "gradlab"})
 
 

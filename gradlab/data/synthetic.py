@@ -64,7 +64,7 @@ def make_synthetic(name: str, n: int = 200, seed: int = 0, noise: float = 0.0):
       (label 1), with a wide gap between them: one linear unit separates them.
     - ``"diag"``: points uniform in the square; label 1 above the diagonal x2 = x1, 0 below. Still one
       line, but no gap at all.
-    - ``"split"``: points uniform in the square; label 1 in the vertical band |x1| < 0.5, label 0 on both
+    - ``"split"``: points uniform in the square; label 1 in the vertical band ``|x1| < 0.5``, label 0 on both
       sides of it. Class 0 is split in two, so it takes two lines (a hidden layer).
     - ``"xor"``: points in the four quadrants, away from the axes; label 1 where x1 and x2 have the same
       sign (x1 * x2 > 0), 0 where they differ: the classic problem no single line solves.

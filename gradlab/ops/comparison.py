@@ -71,7 +71,7 @@ def _check_tolerances(op: str, rtol, atol):
 
 
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
-    """|input − other| ≤ atol + rtol · |other| elementwise (equal infinities are close; NaN only with equal_nan)."""
+    """``|input − other| ≤ atol + rtol · |other|`` elementwise (equal infinities are close; NaN only with equal_nan)."""
     require_tensor("isclose", other)
     if input.dtype is not other.dtype:
         raise RuntimeError(f"isclose: {input.dtype.name} did not match {other.dtype.name} ({describe(input)} and "

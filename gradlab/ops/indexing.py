@@ -628,7 +628,7 @@ def index_put(input, indices, values, accumulate=False):
 
 
 def index_put_(input, indices, values, accumulate=False):
-    """index_put written into input itself (torch.index_put_)."""
+    """index_put written into input itself (``torch.index_put_``)."""
     return input.index_put_(indices, values, accumulate)
 
 

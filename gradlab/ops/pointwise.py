@@ -246,7 +246,7 @@ def positive(input):
 
 
 def copysign(input, other):
-    """|input| with the sign of other (a tensor or a number); integer inputs give floats."""
+    """``|input|`` with the sign of other (a tensor or a number); integer inputs give floats."""
     return Copysign.apply(input, other)
 
 
@@ -310,7 +310,7 @@ def ldexp(input, other):
 
 
 def frexp(input):
-    """(mantissa, exponent) with input = mantissa · 2^exponent and 0.5 ≤ |mantissa| < 1 (int32 exponent)."""
+    """``(mantissa, exponent)`` with ``input = mantissa · 2^exponent`` and ``0.5 ≤ |mantissa| < 1`` (int32 exponent)."""
     return frexp_result(*Frexp.apply(input))
 
 

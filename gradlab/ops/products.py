@@ -237,7 +237,7 @@ def _adjoint_check(x, name):
 
 
 def addmv_(input, mat, vec, *, beta=1, alpha=1):
-    """torch.addmv_: addmv written into input."""
+    """``torch.addmv_``: addmv written into input."""
     return input.addmv_(mat, vec, beta=beta, alpha=alpha)
 
 

@@ -9,7 +9,7 @@ __all__ = ["Adamax"]
 
 
 class Adamax(Optimizer):
-    """m averages g; u = max(beta2 * u, |g| + eps); p -= lr / (1 - beta1^t) * m / u."""
+    """``m`` averages ``g``; ``u = max(beta2 * u, |g| + eps)``; ``p -= lr / (1 - beta1^t) * m / u``."""
 
     _state_keys = ("step", "exp_avg", "exp_inf")
 

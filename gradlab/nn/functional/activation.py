@@ -154,7 +154,7 @@ def hardswish(input, inplace=False):
 
 
 def softsign(input):
-    """x / (1 + |x|)."""
+    """``x / (1 + |x|)``."""
     return input / (input.abs() + 1)
 
 
@@ -231,7 +231,7 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):
 
 
 def hardshrink(input, lambd=0.5):
-    """x where |x| > lambd, else 0."""
+    """``x`` where ``|x| > lambd``, else 0."""
     return where(input.abs() > lambd, input, 0.0)
 
 

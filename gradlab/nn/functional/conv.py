@@ -467,7 +467,7 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
 
 
 def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
-    """Sum columns (N, C · prod(kernel_size), L) back into (N, C, *output_size): the adjoint of unfold (col2im)."""
+    """Sum columns ``(N, C · prod(kernel_size), L)`` back into ``(N, C, *output_size)``: the adjoint of unfold (col2im)."""
     if not isinstance(input, TrackedTensor) or input.ndim not in (2, 3):
         raise RuntimeError(f"fold: expected a 2-D or 3-D input, got {_describe_input(input)}")
     cols = input.unsqueeze(0) if input.ndim == 2 else input

@@ -110,7 +110,7 @@ def alpha_dropout(input, p=0.5, training=False, inplace=False):
 
 
 def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
-    """Alpha dropout of whole channels (dim 1) of (N, C, *) inputs."""
+    """Alpha dropout of whole channels (dim 1) of ``(N, C, *)`` inputs."""
     if input.ndim < 2:
         raise RuntimeError(f"feature_alpha_dropout: Feature dropout requires at least 2 dimensions in the input "
                            f"(N, C, ...), got {describe(input)}")

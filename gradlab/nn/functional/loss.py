@@ -177,7 +177,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
 
 @autocast_op("fp32")
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
-    """Mean absolute error |input - target|; weight (input's shape) gives sum(w * e) / sum(w) for 'mean'.
+    """Mean absolute error ``|input - target|``; weight (input's shape) gives sum(w * e) / sum(w) for 'mean'.
 
     Composed of Tensor ops (sub, abs, mean), as PyTorch's is. Input and target of different shapes
     broadcast with a warning, as in PyTorch.
@@ -190,7 +190,7 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
 
 @autocast_op("fp32")
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
-    """0.5 d^2 / beta where |d| < beta, |d| - 0.5 beta beyond: quadratic near zero, robust to outliers.
+    """``0.5 d^2 / beta`` where ``|d| < beta``, ``|d| - 0.5 beta`` beyond: quadratic near zero, robust to outliers.
 
     beta=0 is the L1 loss (composed, as in PyTorch). Shapes that differ broadcast with a warning, as in PyTorch.
     """
@@ -205,7 +205,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
 
 @autocast_op("fp32")
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
-    """0.5 d^2 where |d| < delta, delta * (|d| - 0.5 delta) beyond (smooth_l1 scaled by delta).
+    """``0.5 d^2`` where ``|d| < delta``, ``delta * (|d| - 0.5 delta)`` beyond (smooth_l1 scaled by delta).
 
     Shapes that differ broadcast with a warning, as in PyTorch; weight multiplies before the plain mean.
     """

@@ -271,7 +271,7 @@ def _blend_instance_stats(input, axes, spatial, running_mean, running_var, momen
 
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
                   momentum=0.1, eps=1e-5):
-    """Normalise each channel of each sample over its spatial dims (N, C, *spatial), then scale and shift.
+    """Normalise each channel of each sample over its spatial dims ``(N, C, *spatial)``, then scale and shift.
 
     With running statistics given, the batch's are blended into them; use_input_stats=False normalises
     with the running statistics instead.

@@ -283,7 +283,7 @@ def pixel_unshuffle(input, downscale_factor):
 
 
 def channel_shuffle(input, groups):
-    """(N, C, *) with the channels of ``groups`` groups interleaved: (g, C/g) transposed to (C/g, g) (ShuffleNet)."""
+    """``(N, C, *)`` with the channels of ``groups`` groups interleaved: ``(g, C/g)`` transposed to ``(C/g, g)`` (ShuffleNet)."""
     if not isinstance(input, TrackedTensor):
         raise TypeError(f"channel_shuffle: expected the input to be a gradlab Tensor, got {type(input).__name__}")
     if groups <= 0:

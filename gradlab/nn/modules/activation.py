@@ -99,7 +99,7 @@ class Tanh(_Plain):
 
 
 class Softsign(_Plain):
-    """x / (1 + |x|)."""
+    """``x / (1 + |x|)``."""
 
     _function = staticmethod(F.softsign)
 
@@ -294,7 +294,7 @@ class PReLU(Module):
 
 
 class Hardshrink(Module):
-    """x where |x| > lambd, else 0."""
+    """``x`` where ``|x| > lambd``, else 0."""
 
     _function = staticmethod(F.hardshrink)
 

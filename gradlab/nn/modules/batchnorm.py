@@ -115,7 +115,7 @@ class SyncBatchNorm(_BatchNorm):
 
     gradlab trains in one process, so the statistics are this batch's: exactly what PyTorch's
     SyncBatchNorm computes when no process group is initialised (it then calls plain batch norm).
-    Any (N, C, *) input; ``process_group`` is kept for compatibility.
+    Any ``(N, C, *)`` input; ``process_group`` is kept for compatibility.
     """
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,

@@ -60,6 +60,6 @@ class AlphaDropout(_DropoutNd):
 
 
 class FeatureAlphaDropout(_DropoutNd):
-    """Alpha dropout of whole channels of (N, C, *) inputs."""
+    """Alpha dropout of whole channels of ``(N, C, *)`` inputs."""
 
     _function = staticmethod(feature_alpha_dropout)

@@ -9,7 +9,7 @@ __all__ = ["Fold", "Unfold"]
 
 
 class Fold(Module):
-    """Columns (N, C · prod(kernel_size), L) summed back into (N, C, *output_size) (col2im)."""
+    """Columns ``(N, C · prod(kernel_size), L)`` summed back into ``(N, C, *output_size)`` (col2im)."""
 
     def __init__(self, output_size, kernel_size, dilation=1, padding=0, stride=1):
         super().__init__()

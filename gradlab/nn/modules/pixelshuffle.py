@@ -41,7 +41,7 @@ class PixelUnshuffle(Module):
 
 
 class ChannelShuffle(Module):
-    """(N, C, *) with its channels split into ``groups`` groups and interleaved."""
+    """``(N, C, *)`` with its channels split into ``groups`` groups and interleaved."""
 
     def __init__(self, groups: int):
         super().__init__()
