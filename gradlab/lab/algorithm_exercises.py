@@ -17,7 +17,7 @@ from ..scalar import Scalar
 from ..autograd.functional import jvp
 from ..creation import tensor
 from ..dtypes import float64
-from .exercises import Verdict, _not_done, _not_done_yet, check
+from .exercises import Verdict, check, not_done, not_done_yet
 
 
 # --- a topological order ----------------------------------------------------------------------------
@@ -56,15 +56,15 @@ def check_topological_order(name: str, order, output) -> Verdict:
     For a tensor the nodes are the engine's (``loss.grad_fn`` and, along ``next_functions``, every node
     down to the leaves' ``AccumulateGrad``); for a Scalar they are the Scalars (inputs: ``.parents``).
     Any valid order passes: a graph with fan-out has many. Backward runs such an order reversed."""
-    if _not_done(order):
-        return _not_done_yet(name)
+    if not_done(order):
+        return not_done_yet(name)
     inputs = _graph(output)
     try:
         order = list(order)
     except TypeError:
         return Verdict(name, "fail", f"expected a list of nodes, got a {type(order).__name__}")
-    if any(_not_done(node) for node in order):
-        return _not_done_yet(name)
+    if any(not_done(node) for node in order):
+        return not_done_yet(name)
     if any(isinstance(node, TrackedTensor) for node in order):
         return Verdict(name, "fail", "your list holds tensors; the graph's nodes are their grad_fn (and the leaves' "
                                      "AccumulateGrad nodes, which you reach through next_functions)")
@@ -105,8 +105,8 @@ def check_prediction(name: str, mine, expected, mistakes: dict | None = None) ->
 
     A prediction equal to one of those values fails with that hint (the lab writes it: "the value one
     backward leaves: .grad is added into, never overwritten"); any other wrong value gets check's hints."""
-    if _not_done(mine):
-        return _not_done_yet(name)
+    if not_done(mine):
+        return not_done_yet(name)
     verdict = check(name, mine, expected)
     if verdict.passed or verdict.status != "fail":
         return verdict
@@ -145,8 +145,8 @@ def check_dual(name: str, dual, operations=("__mul__", "tanh")) -> Verdict:
     tangent compared with the engine's ``jvp`` of the same operation on tensors; the hint names the operation, the inputs and
     what is off (a product rule with one term, the chain rule's factor forgotten), never the rule itself.
     An operation whose body is still ``...`` (it returns None) is not done yet."""
-    if _not_done(dual):
-        return _not_done_yet(name)
+    if not_done(dual):
+        return not_done_yet(name)
     if not isinstance(dual, type):
         return Verdict(name, "fail", f"give the class itself (Dual), not a {type(dual).__name__}")
     unknown = [op for op in operations if op not in PROBES]
@@ -162,8 +162,8 @@ def check_dual(name: str, dual, operations=("__mul__", "tanh")) -> Verdict:
                 got = run(*duals)
             except Exception as error:  # the learner's code: its failure is the verdict
                 return Verdict(name, "fail", f"{shown} raised {type(error).__name__}: {error}")
-            if _not_done(got) or got is NotImplemented:
-                return _not_done_yet(name)
+            if not_done(got) or got is NotImplemented:
+                return not_done_yet(name)
             if not isinstance(got, dual):
                 return Verdict(name, "fail", f"{shown} should give a {dual.__name__}, got a {type(got).__name__}")
             mine = (float(got.value), float(got.tangent))
@@ -217,13 +217,13 @@ def check_cheaper_mode(name: str, mine: dict) -> Verdict:
     """``mine`` maps shapes ``(n, m)`` of functions R^n → R^m to "forward" or "reverse": the mode that gets
     the whole m × n Jacobian in fewer passes. Forward mode gives one column per pass (n passes), reverse
     one row (m passes); a shape with n == m is not asked. The hint names the shapes answered wrong."""
-    if _not_done(mine):
-        return _not_done_yet(name)
+    if not_done(mine):
+        return not_done_yet(name)
     if not isinstance(mine, dict):
         return Verdict(name, "fail", "expected a dict of (n, m) -> 'forward' or 'reverse', got a "
                                      f"{type(mine).__name__}")
-    if any(_not_done(answer) for answer in mine.values()):
-        return _not_done_yet(name)
+    if any(not_done(answer) for answer in mine.values()):
+        return not_done_yet(name)
     truth, wrong = {}, []
     for shape, answer in mine.items():
         if not (isinstance(shape, tuple) and len(shape) == 2 and all(isinstance(s, int) and s > 0 for s in shape)):

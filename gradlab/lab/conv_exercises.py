@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .exercises import Verdict, _as_array, _not_done, _not_done_yet, check_function, check_gradient
+from .exercises import Verdict, _as_array, check_function, check_gradient, not_done, not_done_yet
 from .tensor_exercises import check_function_cases
 
 # (H, k, p, s): the sizes the output-size formula is tried on (the last ones catch a slip that small ones hide)
@@ -35,8 +35,8 @@ SIZE_MISTAKES = [
 def check_output_size(name: str, mine) -> Verdict:
     """``mine(H, k, p, s)`` is the size of a convolution's output along one side: an input of ``H`` pixels, a
     ``k``-wide kernel, ``p`` zeros of padding on each side, stride ``s``. Tried on several sizes."""
-    if _not_done(mine):
-        return _not_done_yet(name)
+    if not_done(mine):
+        return not_done_yet(name)
     verdict = check_function_cases(name, mine, _output_size, SIZE_CASES)
     if verdict.passed or verdict.status == "not done" or not callable(mine):
         return verdict

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import numbers
 
-from .exercises import Verdict, _not_done, _not_done_yet
+from .exercises import Verdict, not_done, not_done_yet
 
 # (f, how the hint names it, x): smooth functions whose one-sided and centred differences differ at h = 1e-3
 CASES = ((lambda x: x ** 3, "x³", 1.5), (math.exp, "exp(x)", 0.5), (math.sin, "sin(x)", 1.0))
@@ -21,8 +21,8 @@ CLOSE = 1e-9  # relative: far above the rounding of the formula's ways of writin
 def check_centred_difference(name: str, mine) -> Verdict:
     """Call ``mine(f, x, h)`` on three smooth functions with h = 1e-3 and compare it with the centred
     difference (f(x + h) − f(x − h)) / 2h; a one-sided difference, a missing 2 or a flipped sign is named."""
-    if _not_done(mine):
-        return _not_done_yet(name)
+    if not_done(mine):
+        return not_done_yet(name)
     if not callable(mine):
         return Verdict(name, "fail", f"expected a function of (f, x, h), got a {type(mine).__name__}")
     worst = 0.0
@@ -31,8 +31,8 @@ def check_centred_difference(name: str, mine) -> Verdict:
             got = mine(f, x, STEP)
         except Exception as error:  # the learner's code: its failure is the verdict, not a traceback
             return Verdict(name, "fail", f"your function raised {type(error).__name__}: {error}")
-        if _not_done(got):
-            return _not_done_yet(name)
+        if not_done(got):
+            return not_done_yet(name)
         if isinstance(got, bool) or not isinstance(got, numbers.Real):
             return Verdict(name, "fail", f"it should return a number (the slope), returned a {type(got).__name__}")
         want = (f(x + STEP) - f(x - STEP)) / (2 * STEP)

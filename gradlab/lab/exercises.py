@@ -99,9 +99,9 @@ def check(name: str, mine, expected, *, tolerance: float | None = None) -> Verdi
 
     Passes when the largest relative error is at most ``tolerance`` (1e-6 in float64, 1e-3 when either
     side is float32 or lower). A wrong shape names the shape expected; wrong values get a hint."""
-    _check_name("check", name)
-    if _not_done(mine):
-        return _not_done_yet(name)
+    check_name("check", name)
+    if not_done(mine):
+        return not_done_yet(name)
     truth = _as_array(expected, "check", "expected", name)
     answer = _answer_array(mine, name)
     if isinstance(answer, Verdict):
@@ -114,7 +114,7 @@ def check_gradient(name: str, mine, of, *, tolerance: float | None = None) -> Ve
     is the truth, after ``loss.backward()``, or the true gradient itself as an array.
 
     ``check_gradient("dlogits", dlogits, logits)`` is Zero to Hero's ``cmp("logits", dlogits, logits)``."""
-    _check_name("check_gradient", name)
+    check_name("check_gradient", name)
     if isinstance(of, (TrackedTensor, Scalar)):
         truth = of.grad
         if truth is None:
@@ -122,7 +122,7 @@ def check_gradient(name: str, mine, of, *, tolerance: float | None = None) -> Ve
                      if isinstance(of, TrackedTensor) and of.grad_fn is not None
                      else "run loss.backward() first")
             raise ValueError(f"check_gradient({name!r}): the tensor given as the truth has no .grad yet; {where}")
-        verdict = _not_done_yet(name) if _not_done(mine) else check(name, mine, truth, tolerance=tolerance)
+        verdict = not_done_yet(name) if not_done(mine) else check(name, mine, truth, tolerance=tolerance)
         verdict.of = of
         return verdict
     return check(name, mine, of, tolerance=tolerance)
@@ -148,17 +148,10 @@ def check_function(name: str, mine, reference, *inputs, tolerance: float | None 
 
     With ``gradients=True`` the gradients of each output's sum with respect to every input that requires
     grad are compared too (the learner's function must be differentiable by the engine)."""
-    _check_name("check_function", name)
-    if _not_done(mine):
-        return _not_done_yet(name)
-    if not callable(mine):
-        return Verdict(name, "fail", f"expected a function, got a {type(mine).__name__}")
-    try:
-        got = mine(*inputs)
-    except Exception as error:  # the learner's code: its failure is the verdict, not a traceback
-        return Verdict(name, "fail", f"your function raised {type(error).__name__}: {error}")
-    if _not_done(got):
-        return _not_done_yet(name)
+    check_name("check_function", name)
+    got = call_learner(mine, inputs, name)
+    if isinstance(got, Verdict):
+        return got
     want = reference(*inputs)
     verdict = check(name, got, want, tolerance=tolerance)
     if not (verdict.passed and gradients):
@@ -171,7 +164,7 @@ def check_function(name: str, mine, reference, *inputs, tolerance: float | None 
         mine_grads = autograd_grad(got.sum(), wrt, allow_unused=True)
     except Exception as error:  # the learner's backward: its failure (or its ...) is the verdict
         if "got ellipsis" in str(error):
-            return _not_done_yet(name)
+            return not_done_yet(name)
         return Verdict(name, "fail", f"the values are right, but your backward raised {type(error).__name__}: {error}")
     true_grads = autograd_grad(want.sum(), wrt, allow_unused=True)
     for i, (g, t) in enumerate(zip(mine_grads, true_grads)):
@@ -192,9 +185,9 @@ def check_numerically(name: str, mine, f, x, *, coordinates: int = 6, step: floa
     ``f(x)`` returns the loss (a number or a one-element tensor) for a tensor ``x`` of ``x``'s shape; at
     ``coordinates`` random elements the slope ``(f(x + h) − f(x − h)) / 2h`` is compared with ``mine``. The
     verdict names CS231n's band of the worst relative error, and passes below 1e-4."""
-    _check_name("check_numerically", name)
-    if _not_done(mine):
-        return _not_done_yet(name)
+    check_name("check_numerically", name)
+    if not_done(mine):
+        return not_done_yet(name)
     if not callable(f):
         raise TypeError(f"check_numerically({name!r}): f is the loss as a function of x (f(x) -> a number), "
                         f"got a {type(f).__name__}")
@@ -228,12 +221,12 @@ def check_this_node(name: str, view, node) -> Verdict:
     """"Check this node" as an exercise's check: a Function's backward (the node ``node`` of the GraphView
     ``view``) against finite differences on the inputs it got; the view's inspector shows the result too.
     A backward that still returns ``...`` is not done yet."""
-    _check_name("check_this_node", name)
+    check_name("check_this_node", name)
     try:
         result = view.check(node)
     except TypeError as error:  # the learner's backward: its ... (or a wrong return) is the verdict
         if "ellipsis" in str(error):  # (a tensor op says "got ellipsis"; float maths "not ellipsis")
-            return _not_done_yet(name)
+            return not_done_yet(name)
         return Verdict(name, "fail", f"your backward raised TypeError: {error}")
     errors = [row["error"] for row in result.get("inputs", []) if row.get("error") is not None]
     worst = max(errors) if errors else None
@@ -335,18 +328,50 @@ def _as_array(value, where: str, what: str, name: str) -> np.ndarray:
         raise TypeError(f"{where}({name!r}): {what} is a {type(value).__name__}, which is not numbers") from None
 
 
-def _not_done(value) -> bool:
-    """``...`` or None; a list or tuple is not done while any of its answers is still ``...``."""
+def not_done(value) -> bool:
+    """Is this answer still the placeholder: ``...`` or None (a list or tuple: while any of its answers is
+    still ``...``)."""
     if isinstance(value, (list, tuple)):
         return any(v is Ellipsis for v in value)
     return any(value is marker for marker in NOT_DONE)
 
 
-def _not_done_yet(name: str) -> Verdict:
+def not_done_yet(name: str) -> Verdict:
+    """The verdict of an exercise the learner has not written yet (○: not a failure)."""
     return Verdict(name, "not done", "not done yet: write your answer in place of the ... in the cell above")
 
 
-def _check_name(where: str, name) -> None:
+def answer_number(value, name: str):
+    """The learner's answer as a float; or the verdict instead: not done yet, or what it was if not one number."""
+    if not_done(value):
+        return not_done_yet(name)
+    try:
+        array = as_numpy(value) if hasattr(value, "detach") else np.asarray(value)
+    except (TypeError, ValueError):
+        array = None
+    if array is None or isinstance(value, (str, bytes, bool)) or array.size != 1 or \
+            not np.issubdtype(array.dtype, np.number):
+        return Verdict(name, "fail", f"expected one number, got {type(value).__name__}"
+                                     + (f" of shape {tuple(array.shape)}" if array is not None and array.ndim else ""))
+    return float(array.reshape(()))
+
+
+def call_learner(mine, inputs, name: str):
+    """What the learner's function returns on ``inputs``; or the verdict instead: not done yet, not a
+    function, or the exception it raised (the learner's failure is a verdict, never a traceback)."""
+    if not_done(mine):
+        return not_done_yet(name)
+    if not callable(mine):
+        return Verdict(name, "fail", f"expected a function, got a {type(mine).__name__}")
+    try:
+        got = mine(*inputs)
+    except Exception as error:
+        return Verdict(name, "fail", f"your function raised {type(error).__name__}: {error}")
+    return not_done_yet(name) if not_done(got) else got
+
+
+def check_name(where: str, name) -> None:
+    """Refuse a check called without the exercise's name first (a mistake in the lab, not the learner's)."""
     if not isinstance(name, str):
         raise TypeError(f"{where}: the first argument is the exercise's name (a string, e.g. 'dW1'), got "
                         f"{type(name).__name__}; write {where}('dW1', your_answer, ...)")

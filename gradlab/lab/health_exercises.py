@@ -11,26 +11,13 @@ import math
 
 import numpy as np
 
-from .exercises import Verdict, _not_done, _not_done_yet, _check_name
+from .exercises import Verdict, answer_number, check_name
 from .summary import as_numpy
 
 STD_BAND = 0.1  # an init std within 10 % of the one that keeps the variance passes (the measurement's noise: ~2 %)
 CLOSE = 0.06  # how near a factor must be to a known slip's before the hint names it
 FRACTION_TOLERANCE = 1e-6  # a float32 mean of booleans; two fractions of a batch's units differ by far more
 RATIO_TOLERANCE = 1e-2  # relative: an update ratio is an order of magnitude, and ‖W_after‖ vs ‖W_before‖ is ~1e-3
-
-
-def _number(value, name: str):
-    """The answer as a float, or a failing Verdict saying what it was instead."""
-    try:
-        array = as_numpy(value) if hasattr(value, "detach") else np.asarray(value)
-    except (TypeError, ValueError):
-        array = None
-    if array is None or isinstance(value, (str, bytes, bool)) or array.size != 1 or \
-            not np.issubdtype(array.dtype, np.number):
-        return Verdict(name, "fail", f"expected one number, got {type(value).__name__}"
-                                     + (f" of shape {tuple(array.shape)}" if array is not None and array.ndim else ""))
-    return float(array.reshape(()))
 
 
 def measured_variance_ratio(std: float, fan_in: int, fan_out: int, activation: str, seed: int = 0) -> float:
@@ -45,15 +32,13 @@ def measured_variance_ratio(std: float, fan_in: int, fan_out: int, activation: s
 def check_init_std(name: str, std, *, fan_in: int, fan_out: int, activation: str = "relu") -> Verdict:
     """Is ``std`` the init std of a Linear(fan_in, fan_out) after ``activation`` ("relu" or "linear") that keeps
     the variance of the pre-activations layer after layer? Measured, not looked up: the hint says how far off."""
-    _check_name("check_init_std", name)
+    check_name("check_init_std", name)
     if activation not in ("relu", "linear"):
         raise ValueError(f"check_init_std({name!r}, activation=...): 'relu' or 'linear', got {activation!r}")
     for what, fan in (("fan_in", fan_in), ("fan_out", fan_out)):
         if isinstance(fan, bool) or not isinstance(fan, int) or fan < 1:
             raise ValueError(f"check_init_std({name!r}, {what}=...): a positive int, got {fan!r}")
-    if _not_done(std):
-        return _not_done_yet(name)
-    value = _number(std, name)
+    value = answer_number(std, name)
     if isinstance(value, Verdict):
         return value
     if not value > 0 or not math.isfinite(value):
@@ -84,14 +69,12 @@ def _near(a: float, b: float) -> bool:
 def check_dead_fraction(name: str, mine, activation) -> Verdict:
     """The fraction of dead units of a recorded ReLU output ``activation`` of shape (examples, units): the
     units that are 0 for every example of the batch."""
-    _check_name("check_dead_fraction", name)
+    check_name("check_dead_fraction", name)
     h = as_numpy(activation).astype(np.float64)
     if h.ndim != 2:
         raise ValueError(f"check_dead_fraction({name!r}, ..., activation): an output of shape (examples, units), "
                          f"got shape {tuple(h.shape)}")
-    if _not_done(mine):
-        return _not_done_yet(name)
-    value = _number(mine, name)
+    value = answer_number(mine, name)
     if isinstance(value, Verdict):
         return value
     zero = h <= 0
@@ -118,14 +101,12 @@ def check_dead_fraction(name: str, mine, activation) -> Verdict:
 def check_update_ratio(name: str, mine, before, after, *, grad=None) -> Verdict:
     """‖W_after − W_before‖ / ‖W_before‖ for one layer's weights after one optimizer step (``grad``: the
     gradient that step used, so that a ratio of the gradient instead of the update is recognised)."""
-    _check_name("check_update_ratio", name)
+    check_name("check_update_ratio", name)
     w0, w1 = as_numpy(before).astype(np.float64), as_numpy(after).astype(np.float64)
     if w0.shape != w1.shape:
         raise ValueError(f"check_update_ratio({name!r}): before and after are the same weights, got shapes "
                          f"{tuple(w0.shape)} and {tuple(w1.shape)}")
-    if _not_done(mine):
-        return _not_done_yet(name)
-    value = _number(mine, name)
+    value = answer_number(mine, name)
     if isinstance(value, Verdict):
         return value
     step, norm = np.linalg.norm(w1 - w0), np.linalg.norm(w0)
@@ -171,13 +152,11 @@ def typical_update_ratio(flow) -> float:
 def check_learning_rate(name: str, lr, trial, *, target: float = 1e-3, within: float = 2.0) -> Verdict:
     """Does training with ``lr`` give update-to-weight ratios near ``target`` (within a factor ``within``)?
     ``trial(lr)`` trains a fresh model a few steps and returns its GradientFlow (or the ratio itself)."""
-    _check_name("check_learning_rate", name)
+    check_name("check_learning_rate", name)
     if not callable(trial):
         raise TypeError(f"check_learning_rate({name!r}, lr, trial): trial is a function of the learning rate that "
                         f"trains and returns a GradientFlow, got {type(trial).__name__}")
-    if _not_done(lr):
-        return _not_done_yet(name)
-    value = _number(lr, name)
+    value = answer_number(lr, name)
     if isinstance(value, Verdict):
         return value
     if not value > 0 or not math.isfinite(value):

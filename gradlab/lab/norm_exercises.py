@@ -13,7 +13,7 @@ import numpy as np
 from ..autograd import grad as autograd_grad
 from ..creation import tensor
 from ..dtypes import float64
-from .exercises import Verdict, _answer_array, _check_name, _compare, _not_done, _not_done_yet, check
+from .exercises import Verdict, _answer_array, _compare, check, check_name, not_done, not_done_yet
 from .mistakes import relative_errors
 from .summary import as_numpy
 
@@ -58,18 +58,18 @@ def check_norm_forward(name: str, mine, x, gamma, beta, *, over: str = "batch", 
     """The learner's normalisation ``mine(x, gamma, beta)`` against the engine's (over="batch": BatchNorm in
     training mode; over="features": LayerNorm), with hints for the unbiased variance, ε outside the root, the
     wrong dimension and a forgotten scale and shift."""
-    _check_name("check_norm_forward", name)
+    check_name("check_norm_forward", name)
     axis = _axis(f"check_norm_forward({name!r})", over)
-    if _not_done(mine):
-        return _not_done_yet(name)
+    if not_done(mine):
+        return not_done_yet(name)
     if not callable(mine):
         return Verdict(name, "fail", f"expected a function of (x, gamma, beta), got a {type(mine).__name__}")
     try:
         got = mine(x, gamma, beta)
     except Exception as error:  # the learner's code: its failure is the verdict
         return Verdict(name, "fail", f"your function raised {type(error).__name__}: {error}")
-    if _not_done(got):
-        return _not_done_yet(name)
+    if not_done(got):
+        return not_done_yet(name)
     verdict = check(name, got, _reference_forward(x, gamma, beta, over, eps))
     answer = _answer_array(got, name)
     if verdict.passed or isinstance(answer, Verdict):
@@ -96,10 +96,10 @@ def check_norm_backward(name: str, mine, x, gamma, dy, *, over: str = "batch", e
     engine's backward of ``F.batch_norm`` / ``F.layer_norm`` for that ``dy``. The hints name the path left out
     (the mean's, the variance's), the unbiased variance, a forgotten γ and the sums taken over the wrong
     dimension."""
-    _check_name("check_norm_backward", name)
+    check_name("check_norm_backward", name)
     axis = _axis(f"check_norm_backward({name!r})", over)
-    if _not_done(mine):
-        return _not_done_yet(name)
+    if not_done(mine):
+        return not_done_yet(name)
     xs, g, d = _f64(x), _f64(gamma), _f64(dy)
     if xs.shape != d.shape:
         raise ValueError(f"check_norm_backward({name!r}): x has shape {xs.shape} and dy {d.shape}; dy is the "
@@ -151,12 +151,12 @@ def check_running_stats(name: str, mine, batches, *, momentum: float = 0.1, stat
     one training step on each of ``batches`` (a list of (N, C) tensors), against the buffers of a real
     ``nn.BatchNorm1d(C, momentum=momentum)``; the hints name the momentum's weights swapped, the biased
     variance, the wrong start, and a plain average where a moving one is kept."""
-    _check_name("check_running_stats", name)
+    check_name("check_running_stats", name)
     if stat not in ("mean", "var"):
         raise ValueError(f"check_running_stats({name!r}): stat={stat!r}; use 'mean' (running_mean) or 'var' "
                          "(running_var)")
-    if _not_done(mine):
-        return _not_done_yet(name)
+    if not_done(mine):
+        return not_done_yet(name)
     if not batches:
         raise ValueError(f"check_running_stats({name!r}): give the list of batches the BatchNorm was trained on")
     from ..autograd.grad_mode import no_grad
@@ -209,9 +209,9 @@ def check_eval_norm(name: str, mine, x, running_mean, running_var, gamma, beta, 
     """The learner's BatchNorm in eval mode, ``mine(x, running_mean, running_var, gamma, beta)``, against
     ``F.batch_norm(..., training=False)``; the hints name the batch's own statistics used (training mode's),
     the variance used as a standard deviation, ε in the wrong place and a forgotten scale and shift."""
-    _check_name("check_eval_norm", name)
-    if _not_done(mine):
-        return _not_done_yet(name)
+    check_name("check_eval_norm", name)
+    if not_done(mine):
+        return not_done_yet(name)
     if not callable(mine):
         return Verdict(name, "fail", "expected a function of (x, running_mean, running_var, gamma, beta), got a "
                                      f"{type(mine).__name__}")
@@ -219,8 +219,8 @@ def check_eval_norm(name: str, mine, x, running_mean, running_var, gamma, beta, 
         got = mine(x, running_mean, running_var, gamma, beta)
     except Exception as error:  # the learner's code: its failure is the verdict
         return Verdict(name, "fail", f"your function raised {type(error).__name__}: {error}")
-    if _not_done(got):
-        return _not_done_yet(name)
+    if not_done(got):
+        return not_done_yet(name)
     from ..nn import functional as F
     verdict = check(name, got, F.batch_norm(x, running_mean, running_var, gamma, beta, training=False, eps=eps))
     answer = _answer_array(got, name)

@@ -17,7 +17,7 @@ from ..creation import tensor
 from ..dtypes import float64
 from ..nn.parameter import Parameter
 from ..optim.optimizer import Optimizer
-from .exercises import Verdict, _not_done, _not_done_yet, check
+from .exercises import Verdict, check, not_done, not_done_yet
 from .mistakes import _constant_factor
 
 START = (1.5, -0.8, 0.3)  # the point both start from, and the loss's weights: a bowl steep in one direction
@@ -28,8 +28,8 @@ def check_optimizer_step(name: str, mine, optimizer, *, steps: int = 5) -> Verdi
     """Run your ``mine(p, grad, state, group)`` and ``optimizer(params)`` (e.g. ``lambda params:
     gl.optim.Adam(params, lr=0.1)``) ``steps`` steps on one loss; pass when every position, and every
     entry of your ``state`` that the optimizer keeps too, agree."""
-    if _not_done(mine):
-        return _not_done_yet(name)
+    if not_done(mine):
+        return not_done_yet(name)
     if not callable(mine):
         return Verdict(name, "fail", f"expected a function step(p, grad, state, group), got a {type(mine).__name__}")
     p = Parameter(tensor(list(START), dtype=float64))
@@ -50,8 +50,8 @@ def check_optimizer_step(name: str, mine, optimizer, *, steps: int = 5) -> Verdi
                 got = mine(before.clone(), grad, state, dict(group))
         except Exception as error:  # the learner's code: its failure is the verdict
             return Verdict(name, "fail", f"at step {t} your function raised {type(error).__name__}: {error}")
-        if _not_done(got):
-            return _not_done_yet(name)
+        if not_done(got):
+            return not_done_yet(name)
         if not isinstance(got, TrackedTensor):
             return Verdict(name, "fail", f"your function should return the new p, a tensor like p; it returned a "
                                          f"{type(got).__name__}")

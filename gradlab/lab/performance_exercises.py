@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import math
 
-from .exercises import Verdict, _check_name, _not_done, _not_done_yet
-from .health_exercises import _number
+from .exercises import Verdict, answer_number, call_learner, check_name, not_done, not_done_yet
 
 FLOAT32_BYTES = 4
 SAVED_BYTES_CASES = ((32, 20, 64), (8, 64, 10), (256, 64, 256))  # (batch, n_in, n_out)
@@ -27,14 +26,12 @@ def matmul_flops(sizes, batch: int) -> int:
 def check_step_flops(name: str, mine, *, sizes, batch: int) -> Verdict:
     """Is ``mine`` the matmul FLOPs of one training step (forward and backward) of an MLP with Linear widths
     ``sizes`` on ``batch`` rows? Every Linear counts three matmuls: the forward's, and backward's two."""
-    _check_name("check_step_flops", name)
+    check_name("check_step_flops", name)
     sizes = [int(s) for s in sizes]
     if len(sizes) < 2 or min(sizes) < 1 or batch < 1:
         raise ValueError(f"check_step_flops({name!r}, sizes=..., batch=...): at least two positive widths and a "
                          f"positive batch, got sizes={sizes}, batch={batch}")
-    if _not_done(mine):
-        return _not_done_yet(name)
-    value = _number(mine, name)
+    value = answer_number(mine, name)
     if isinstance(value, Verdict):
         return value
     forward = matmul_flops(sizes, batch)
@@ -78,9 +75,9 @@ def measured_linear_saved_bytes(batch: int, n_in: int, n_out: int) -> int:
 def check_saved_bytes(name: str, mine) -> Verdict:
     """Does ``mine(batch, n_in, n_out)`` give the bytes a float32 Linear's node saves for backward? Each case is
     measured by profiling a real ``nn.Linear``; a hint names the tensor counted or forgotten."""
-    _check_name("check_saved_bytes", name)
-    if _not_done(mine):
-        return _not_done_yet(name)
+    check_name("check_saved_bytes", name)
+    if not_done(mine):
+        return not_done_yet(name)
     if not callable(mine):
         return Verdict(name, "fail", f"expected a function of (batch, n_in, n_out), got a {type(mine).__name__}")
     for number, (batch, n_in, n_out) in enumerate(SAVED_BYTES_CASES, 1):
@@ -88,9 +85,7 @@ def check_saved_bytes(name: str, mine) -> Verdict:
             got = mine(batch, n_in, n_out)
         except Exception as error:  # the learner's code: its failure is the verdict
             return Verdict(name, "fail", f"your function raised {type(error).__name__}: {error}")
-        if _not_done(got):
-            return _not_done_yet(name)
-        value = _number(got, name)
+        value = answer_number(got, name)
         if isinstance(value, Verdict):
             return value
         truth = measured_linear_saved_bytes(batch, n_in, n_out)
@@ -127,21 +122,16 @@ def best_segment_count(n: int) -> int:
 
 def _call(mine, name, *args):
     """The learner's ``mine(*args)`` as a number, or a Verdict saying why not (not done, raised, not a number)."""
-    try:
-        got = mine(*args)
-    except Exception as error:  # the learner's code: its failure is the verdict
-        return Verdict(name, "fail", f"your function raised {type(error).__name__}: {error}")
-    if _not_done(got):
-        return _not_done_yet(name)
-    return _number(got, name)
+    got = call_learner(mine, args, name)
+    return got if isinstance(got, Verdict) else answer_number(got, name)
 
 
 def check_peak_memory(name: str, mine) -> Verdict:
     """Does ``mine(n, k)`` give the peak activations (in layer outputs) of an n-layer chain in k checkpointed
     segments, as the lab models it? Hints name the part of the peak left out."""
-    _check_name("check_peak_memory", name)
-    if _not_done(mine):
-        return _not_done_yet(name)
+    check_name("check_peak_memory", name)
+    if not_done(mine):
+        return not_done_yet(name)
     if not callable(mine):
         return Verdict(name, "fail", f"expected a function of (n, k), got a {type(mine).__name__}")
     for number, (n, k) in enumerate(PEAK_CASES, 1):
@@ -172,9 +162,9 @@ def check_peak_memory(name: str, mine) -> Verdict:
 def check_segment_count(name: str, mine) -> Verdict:
     """Does ``mine(n)`` give the segment count with the least peak for an n-layer chain (the fewest among
     equal peaks)? Each answer is judged by ``peak_with_segments``; hints say how far its peak is from the least."""
-    _check_name("check_segment_count", name)
-    if _not_done(mine):
-        return _not_done_yet(name)
+    check_name("check_segment_count", name)
+    if not_done(mine):
+        return not_done_yet(name)
     if not callable(mine):
         return Verdict(name, "fail", f"expected a function of n, got a {type(mine).__name__}")
     for number, n in enumerate(SEGMENT_CASES, 1):

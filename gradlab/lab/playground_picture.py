@@ -15,6 +15,7 @@ import numpy as np
 
 from .colors import (AXIS_INK, CLASS_COLORS, FRAME, GRID, TEXT_INK, TITLE_INK, class_tint, decades, layer_color,
                      series_class)
+from .heatmap import row_runs
 from .playground_data import EXTENT, GRID_CELLS, grid_centres
 
 LEVELS = 20  # P(label 1) is shown in steps of 1/20
@@ -108,13 +109,9 @@ def boundary_svg(probabilities, X, labels, left: float, top: float) -> str:
            f'shape-rendering="crispEdges">'
            f'<text x="{left}" y="{top - 8}" font-size="12" class="gl-ink-title" fill="{TITLE_INK}">the model\'s P(label 1), '
            f'and the points</text>']
-    for row in range(GRID_CELLS):
-        start = 0
-        for col in range(1, GRID_CELLS + 1):
-            if col == GRID_CELLS or levels[row, col] != levels[row, start]:
-                out.append(f'<rect x="{left + start * CELL}" y="{top + row * CELL}" width="{(col - start) * CELL}" '
-                           f'height="{CELL}" fill="{class_tint(levels[row, start] / LEVELS)}"/>')
-                start = col
+    for row, start, stop, level in row_runs(levels):
+        out.append(f'<rect x="{left + start * CELL}" y="{top + row * CELL}" width="{(stop - start) * CELL}" '
+                   f'height="{CELL}" fill="{class_tint(level / LEVELS)}"/>')
     out.append("</g>")
     scale = MAP / (2 * EXTENT)
     for label in (0, 1):

@@ -18,6 +18,7 @@ from html import escape
 import numpy as np
 
 from .colors import AXIS_INK, FRAME, GRID, TEXT_INK, TITLE_INK, layer_color, scale_color
+from .heatmap import row_runs
 from .race import grid_losses
 
 CELLS, BANDS = 64, 14  # the surface's grid, and how many bands of loss it is drawn in
@@ -106,13 +107,9 @@ def _surface(surface, left: float, top: float, map_h: int, runs: int) -> str:
     cw, ch = MAP_W / CELLS, map_h / CELLS
     out = [f'<g class="gl-race-surface" shape-rendering="crispEdges" data-bands="{BANDS}" '
            f'data-box="{left} {top} {MAP_W} {map_h}">']
-    for row in range(CELLS):
-        start = 0
-        for col in range(1, CELLS + 1):
-            if col == CELLS or bands[row, col] != bands[row, start]:
-                out.append(f'<rect x="{left + start * cw:.1f}" y="{top + row * ch:.1f}" width="{(col - start) * cw + 0.4:.1f}" '
-                           f'height="{ch + 0.4:.1f}" fill="{band_color(int(bands[row, start]))}"/>')
-                start = col
+    for row, start, stop, band in row_runs(bands):
+        out.append(f'<rect x="{left + start * cw:.1f}" y="{top + row * ch:.1f}" width="{(stop - start) * cw + 0.4:.1f}" '
+                   f'height="{ch + 0.4:.1f}" fill="{band_color(int(band))}"/>')
     out.append("</g>")
     keys = [f'<g class="gl-race-bands" transform="translate({left + MAP_W + 24},{top + 44 + 20 * runs})">'
             f'<text class="gl-race-label" x="0" y="-6" fill="{TEXT_INK}">loss of each band (low to high)</text>']

@@ -16,7 +16,7 @@ import numpy as np
 from ..creation import tensor
 from ..random import manual_seed
 from ..autograd.function import TrackedTensor
-from .exercises import Verdict, _not_done, _not_done_yet
+from .exercises import Verdict, not_done, not_done_yet
 
 RUNS, SHAPE = 20, (100, 50)  # 20 calls of 5,000 elements: the zero fraction's std is about 0.1 percentage points
 ZERO_TOLERANCE, MEAN_TOLERANCE = 0.01, 0.02
@@ -26,8 +26,8 @@ def check_dropout(name: str, mine, *, p: float = 0.25) -> Verdict:
     """Call ``mine(x, p, training)`` (inverted dropout) ``RUNS`` times in training, each under its own seed,
     and once in evaluation; pass when about a fraction p is zeroed, every survivor is scaled by one factor
     that keeps the mean, the masks differ from call to call, and evaluation returns x unchanged."""
-    if _not_done(mine):
-        return _not_done_yet(name)
+    if not_done(mine):
+        return not_done_yet(name)
     if not callable(mine):
         return Verdict(name, "fail", f"expected a function dropout(x, p, training), got a {type(mine).__name__}")
     if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 < p < 1:
@@ -38,13 +38,13 @@ def check_dropout(name: str, mine, *, p: float = 0.25) -> Verdict:
         manual_seed(1000 + run)
         got = _call(mine, tensor(x_values), p, True)
         if isinstance(got, Verdict):
-            return got if got.status != "not done" else _not_done_yet(name)
+            return got if got.status != "not done" else not_done_yet(name)
         if isinstance(got, str):
             return Verdict(name, "fail", f"in training, {got}")
         outputs.append(got)
     ran = _call(mine, tensor(x_values), p, False)
     if isinstance(ran, Verdict):
-        return ran if ran.status != "not done" else _not_done_yet(name)
+        return ran if ran.status != "not done" else not_done_yet(name)
     if isinstance(ran, str):
         return Verdict(name, "fail", f"in evaluation, {ran}")
     outs = np.stack(outputs)
@@ -74,10 +74,10 @@ def _call(mine, x, p, training):
         got = mine(x, p, training)
     except Exception as error:  # the learner's code: its failure is the verdict
         if "ellipsis" in str(error):
-            return _not_done_yet("")
+            return not_done_yet("")
         return Verdict("", "fail", f"your function raised {type(error).__name__} (training={training}): {error}")
-    if _not_done(got):
-        return _not_done_yet("")
+    if not_done(got):
+        return not_done_yet("")
     if not isinstance(got, TrackedTensor):
         return f"your function returned a {type(got).__name__}; it should return a tensor like x"
     if tuple(got.shape) != tuple(x.shape):
@@ -172,8 +172,8 @@ def check_early_stopping(name: str, mine) -> Verdict:
     """Call ``mine(val_losses, patience)`` on a few validation curves; pass when each answer is the pair
     (best epoch, last epoch run) of ``early_stopping``. A wrong answer that follows one of the usual wrong
     rules on every curve is named; otherwise the first curve it gets wrong is shown."""
-    if _not_done(mine):
-        return _not_done_yet(name)
+    if not_done(mine):
+        return not_done_yet(name)
     if not callable(mine):
         return Verdict(name, "fail", f"expected a function (val_losses, patience) -> (best epoch, last epoch run), "
                                      f"got a {type(mine).__name__}")
@@ -184,8 +184,8 @@ def check_early_stopping(name: str, mine) -> Verdict:
         except Exception as error:  # the learner's code: its failure is the verdict
             return Verdict(name, "fail", f"your function raised {type(error).__name__} on {losses} with "
                                          f"patience={patience}: {error}")
-        if _not_done(got):
-            return _not_done_yet(name)
+        if not_done(got):
+            return not_done_yet(name)
         if not (isinstance(got, (tuple, list)) and len(got) == 2
                 and all(isinstance(e, (int, np.integer)) and not isinstance(e, bool) for e in got)):
             return Verdict(name, "fail", f"return a pair of whole numbers (best epoch, last epoch run), counted from "

@@ -15,7 +15,7 @@ from ..autograd.grad_mode import no_grad
 from ..creation import tensor
 from ..ops.activations import relu
 from ..random import manual_seed, randn
-from .exercises import Verdict, _check_name, _not_done, _not_done_yet, check
+from .exercises import Verdict, check, check_name, not_done, not_done_yet
 from .summary import as_numpy
 
 CLOSE = 1e-4  # relative: two float32 results of the same formula agree to ~1e-6; a slip is off by far more
@@ -39,7 +39,7 @@ def check_residual_block(name: str, block_class, *, width: int = 8, trials: int 
 
     The block keeps its branch F as ``self.f`` (a module); the check compares the output with x + self.f(x) and
     names the slips: F(x) alone, x alone, relu(x + F(x)), a shape that cannot be the block's."""
-    _check_name("check_residual_block", name)
+    check_name("check_residual_block", name)
     if not isinstance(block_class, type):
         raise TypeError(f"check_residual_block({name!r}, block_class): the class itself (e.g. ResidualBlock), "
                         f"got {type(block_class).__name__}")
@@ -54,8 +54,8 @@ def check_residual_block(name: str, block_class, *, width: int = 8, trials: int 
         x = tensor(generator.standard_normal((5, width)).astype(np.float32))
         with no_grad():
             out = block(x)
-            if _not_done(out):
-                return _not_done_yet(name)
+            if not_done(out):
+                return not_done_yet(name)
             if not hasattr(out, "shape"):
                 return Verdict(name, "fail", f"forward returned a {type(out).__name__}; it returns a tensor, "
                                              f"the block's output")
@@ -92,9 +92,9 @@ def check_skip_gradient(name: str, mine, F, x, upstream) -> Verdict:
 
     ``x`` is a vector. Names the slips: the identity term forgotten (only ∂F/∂xᵀ·g), only the skip's g, F's
     Jacobian not transposed (J·g for Jᵀ·g)."""
-    _check_name("check_skip_gradient", name)
-    if _not_done(mine):
-        return _not_done_yet(name)
+    check_name("check_skip_gradient", name)
+    if not_done(mine):
+        return not_done_yet(name)
     leaf = tensor(_array(x).astype(np.float32), requires_grad=True)
     g = _array(upstream)
     ((leaf + F(leaf)) * tensor(g.astype(np.float32))).sum().backward()
@@ -129,9 +129,9 @@ def _array_or_none(value):
 def check_jacobian_bound(name: str, mine, jacobians, top_gradient) -> Verdict:
     """Is ``mine`` the chain rule's bound ‖∂L/∂h₀‖ ≤ ‖∂L/∂h_L‖ · Π ‖J_l‖, with ‖J‖ the spectral norm (largest
     singular value)? Names the slips: norms added, Frobenius norms, the top gradient's norm left out."""
-    _check_name("check_jacobian_bound", name)
-    if _not_done(mine):
-        return _not_done_yet(name)
+    check_name("check_jacobian_bound", name)
+    if not_done(mine):
+        return not_done_yet(name)
     matrices = [_array(j) for j in jacobians]
     if not matrices or any(m.ndim != 2 for m in matrices):
         raise ValueError(f"check_jacobian_bound({name!r}, jacobians=...): a list of 2-D Jacobians, got "
@@ -168,15 +168,15 @@ def check_jacobian_bound(name: str, mine, jacobians, top_gradient) -> Verdict:
 def check_skip(name: str, make_skip, *, cases=((8, 8), (8, 16), (16, 8))) -> Verdict:
     """Is ``make_skip(width_in, width_out)`` a module the block can add to F(x)? The identity when the widths match
     (no parameters, x unchanged); a map of (n, width_in) to (n, width_out) otherwise, a projection."""
-    _check_name("check_skip", name)
+    check_name("check_skip", name)
     if not callable(make_skip):
         raise TypeError(f"check_skip({name!r}, make_skip): the function itself, make_skip(width_in, width_out), "
                         f"got {type(make_skip).__name__}")
     for width_in, width_out in cases:
         manual_seed(7)
         skip = make_skip(width_in, width_out)
-        if _not_done(skip):
-            return _not_done_yet(name)
+        if not_done(skip):
+            return not_done_yet(name)
         if not callable(skip):
             return Verdict(name, "fail", f"make_skip({width_in}, {width_out}) returned a {type(skip).__name__}; "
                                          f"it returns a module, called on x as skip(x)")

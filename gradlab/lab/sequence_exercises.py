@@ -19,8 +19,7 @@ from ..nn.functional import scaled_dot_product_attention
 from ..nn.modules.rnn import RNNCell
 from ..ops.elementwise import tanh
 from ..random import get_rng_state, manual_seed, randn, set_rng_state
-from .exercises import Verdict, _check_name, _not_done, _not_done_yet, check
-from .health_exercises import _number
+from .exercises import Verdict, answer_number, call_learner, check, check_name, not_done, not_done_yet
 from .summary import as_numpy
 
 RATIO_BAND = 0.02  # relative: a predicted ratio within 2 % of the measured one passes (0.107 for 0.8**10 does)
@@ -35,19 +34,6 @@ def _seeded(seed: int):
         yield
     finally:
         set_rng_state(saved)
-
-
-def _run(mine, inputs, name):
-    """The learner's output on ``inputs``, or a Verdict (not done, or what went wrong)."""
-    if _not_done(mine):
-        return _not_done_yet(name)
-    if not callable(mine):
-        return Verdict(name, "fail", f"expected a function, got a {type(mine).__name__}")
-    try:
-        got = mine(*inputs)
-    except Exception as error:  # the learner's code: its failure is the verdict, not a traceback
-        return Verdict(name, "fail", f"your function raised {type(error).__name__}: {error}")
-    return _not_done_yet(name) if _not_done(got) else got
 
 
 def _same(got, value) -> bool:
@@ -89,7 +75,7 @@ def _gradients_flow(name, got, inputs, verdict) -> Verdict:
 def check_rnn_step(name: str, mine, *, hidden: int = 5, features: int = 3, batch: int = 4, seed: int = 0) -> Verdict:
     """``mine(h, x, W, U, b)`` is one step of a vanilla RNN, h_new = tanh(h Wᵀ + x Uᵀ + b), for a batch
     of rows; compared with ``RNNCell``'s step with the same weights (its two biases added into ``b``)."""
-    _check_name("check_rnn_step", name)
+    check_name("check_rnn_step", name)
     with _seeded(seed):
         cell = RNNCell(features, hidden)
         h, x = randn(batch, hidden), randn(batch, features)
@@ -99,7 +85,7 @@ def check_rnn_step(name: str, mine, *, hidden: int = 5, features: int = 3, batch
         cell.weight_hh.copy_(W)
         cell.weight_ih.copy_(U)
     inputs = [t.clone().requires_grad_() for t in (h, x, W, U, b)]
-    got = _run(mine, inputs, name)
+    got = call_learner(mine, inputs, name)
     if isinstance(got, Verdict):
         return got
     with no_grad():
@@ -123,10 +109,8 @@ def check_rnn_step(name: str, mine, *, hidden: int = 5, features: int = 3, batch
 def check_bptt_ratio(name: str, mine, *, measured: float, scale: float, steps: int) -> Verdict:
     """A predicted ‖∂L/∂h_{T−steps}‖ / ‖∂L/∂h_T‖ against the ratio ``measured`` with the engine, for a
     recurrence whose Jacobian is ``scale`` times an orthogonal matrix; within 2 % passes."""
-    _check_name("check_bptt_ratio", name)
-    if _not_done(mine):
-        return _not_done_yet(name)
-    got = _number(mine, name)
+    check_name("check_bptt_ratio", name)
+    got = answer_number(mine, name)
     if isinstance(got, Verdict):
         return got
     if not math.isfinite(got) or got <= 0:
@@ -152,12 +136,12 @@ def check_bptt_ratio(name: str, mine, *, measured: float, scale: float, steps: i
 def check_causal_attention(name: str, mine, *, batch: int = 2, length: int = 6, dim: int = 8, seed: int = 0) -> Verdict:
     """``mine(q, k, v)`` is causal scaled dot-product attention on (batch, length, dim) tensors; compared
     with ``scaled_dot_product_attention(q, k, v, is_causal=True)``, and its gradients too."""
-    _check_name("check_causal_attention", name)
+    check_name("check_causal_attention", name)
     with _seeded(seed):
         q, k, v = (randn(batch, length, dim) for _ in range(3))
     q = q * 2  # (large enough scores that a missing or wrong scale shows)
     inputs = [t.clone().requires_grad_() for t in (q, k, v)]
-    got = _run(mine, inputs, name)
+    got = call_learner(mine, inputs, name)
     if isinstance(got, Verdict):
         return got
     with no_grad():
@@ -192,7 +176,7 @@ def _future_leak(mine, q, k, v, got) -> str | None:
         moved = mine(q.clone(), k2, v2)
     except Exception:  # noqa: BLE001 — it ran once already: a failure here says nothing about the mask
         return None
-    if _not_done(moved):
+    if not_done(moved):
         return None
     before, after = as_numpy(got.detach())[:, :-1], as_numpy(moved.detach())[:, :-1]
     if not np.allclose(before, after, atol=1e-5):
@@ -221,9 +205,9 @@ def check_softmax_backward(name: str, mine, scores, upstream) -> Verdict:
     """``mine`` is ∂L/∂scores for p = softmax(scores) over the last axis and ∂L/∂p = ``upstream``: the VJP
     of softmax, compared with the engine's backward; the usual slips (the Jacobian's diagonal alone, the
     sum over the whole batch, p ⊙ forgotten) are named."""
-    _check_name("check_softmax_backward", name)
-    if _not_done(mine):
-        return _not_done_yet(name)
+    check_name("check_softmax_backward", name)
+    if not_done(mine):
+        return not_done_yet(name)
     s = scores.detach().clone().requires_grad_()
     g = upstream.detach()
     truth = autograd_grad((s.softmax(-1) * g).sum(), [s])[0]

@@ -11,14 +11,14 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd.function import TrackedTensor
-from .exercises import Verdict, _not_done, _not_done_yet, check, check_function
+from .exercises import Verdict, check, check_function, not_done, not_done_yet
 from .summary import shape_text
 
 
 def check_strides(name: str, mine, of) -> Verdict:
     """Compare the learner's strides (a tuple of whole numbers, in elements) with ``of.stride()``."""
-    if _not_done(mine):
-        return _not_done_yet(name)
+    if not_done(mine):
+        return not_done_yet(name)
     truth = tuple(of.stride())
     answer = _whole_numbers(mine)
     if answer is None:
@@ -47,8 +47,8 @@ def check_strides(name: str, mine, of) -> Verdict:
 def check_view(name: str, mine, of, values=None) -> Verdict:
     """Pass when ``mine`` shares memory with ``of`` (it is a view of it, not a copy) and, where ``values``
     is given, holds those values. Compares memory on the CPU."""
-    if _not_done(mine):
-        return _not_done_yet(name)
+    if not_done(mine):
+        return not_done_yet(name)
     if not isinstance(mine, TrackedTensor):
         return Verdict(name, "fail", f"expected a tensor, got a {type(mine).__name__}")
     for what, t in (("your tensor", mine), ("the tensor it should be a view of", of)):
@@ -69,8 +69,8 @@ def check_view(name: str, mine, of, values=None) -> Verdict:
 
 def check_broadcast_shape(name: str, mine, *shapes) -> Verdict:
     """Compare the learner's prediction with the shape that broadcasting ``shapes`` together gives."""
-    if _not_done(mine):
-        return _not_done_yet(name)
+    if not_done(mine):
+        return not_done_yet(name)
     shapes = [tuple(s) for s in shapes]
     truth = _broadcast(shapes, from_right=True)
     if truth is None:
@@ -101,8 +101,8 @@ def check_broadcast_shape(name: str, mine, *shapes) -> Verdict:
 def check_function_cases(name: str, mine, reference, cases, *, tolerance: float | None = None) -> Verdict:
     """``check_function`` on several inputs: ``cases`` is a list of argument tuples. Passes when every case
     does; otherwise the first that fails is named by its inputs' shapes, with its hint."""
-    if _not_done(mine):
-        return _not_done_yet(name)
+    if not_done(mine):
+        return not_done_yet(name)
     worst, exact = 0.0, True
     for number, case in enumerate(cases, 1):
         verdict = check_function(name, mine, reference, *case, tolerance=tolerance)
