@@ -217,7 +217,7 @@ def test_thresholds_are_constructor_arguments():
 def test_a_model_with_no_parameters_is_a_clear_error():
     with pytest.raises(FlowError, match=r"GradientFlow\(model\): Sequential has no trainable parameters"):
         Flow(nn.Sequential(nn.ReLU(), nn.Tanh()))
-    with pytest.raises(FlowError, match=r"model must be a gradlab.nn.Module, got Tensor"):
+    with pytest.raises(FlowError, match=r"model must be a gradlab.nn.Module or a torch.nn.Module, got Tensor"):
         Flow(gl.randn(3))
 
 
