@@ -4,7 +4,8 @@ A layer is a module that owns parameters itself (``0``, ``layers.2.fc``). One fo
 puts a hook on its output, so that when backward reaches the layer we learn ‖∂L/∂output‖ (the gradient
 flowing out of it, towards the input) and keep a copy of its weights before the optimizer moves them.
 ``update()`` after ``optimizer.step()`` then reads ‖∂L/∂W‖, ‖W‖ and ‖W_after − W_before‖ / ‖W_before‖.
-No anywidget here: scripts use ``Flow`` directly; ``flow_picture.py`` draws it, ``gradient_flow.py`` shows it live.
+The model may be gradlab's or PyTorch's: the few tensor operations that differ go through the engine's reader
+(``flow_reader.py``). No anywidget here: scripts use ``Flow`` directly; ``flow_picture.py`` draws it, ``gradient_flow.py`` shows it live.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from collections import deque
 import numpy as np
 
 from .arguments import described
-from .flow_reader import FlowError, reader_for
+from .flow_errors import FlowError, FlowWarning
+from .flow_reader import reader_for
 from .ownership import counts_as_training
 from .summary import summarize
 
@@ -30,10 +32,6 @@ FIGURES = {
 
 
 NO_FIGURES = (None, None, None, None)  # a layer at an update it was not part of the model
-
-
-class FlowWarning(UserWarning):
-    """The model changed under a GradientFlow: a layer was replaced, added or removed during training."""
 
 
 class _Layer:

@@ -16,12 +16,9 @@ import numpy as np
 from ..autograd import is_grad_enabled
 from ..tensor import Tensor
 from .arguments import described
+from .flow_errors import FlowError
 from .pytorch import is_torch_module
 from .summary import as_numpy
-
-
-class FlowError(ValueError):
-    """A GradientFlow asked for something it cannot give (no parameters, no backward yet, no such layer)."""
 
 
 def host(value) -> np.ndarray:

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from ..arguments import described
-from ..flow_reader import FlowError
+from ..flow_errors import FlowError
 
 _EXACT = (torch.float32, torch.float64)  # summed in their own dtype, as numpy sums gradlab's; others as float32
 
