@@ -172,7 +172,7 @@ class EngineComparison:
             if only_t:
                 parts.append(f"{_count(only_t, 'parameter')} only in PyTorch ({', '.join(only_t)})")
             if shapes:
-                parts.append(f"{_count(shapes, 'shape')} differ ("
+                parts.append(f"{_count(shapes, 'shape')} {'differs' if len(shapes) == 1 else 'differ'} ("
                              + ", ".join(f"{r.name}: {r.gradlab.shape} vs {r.torch.shape}" for r in shapes) + ")")
             if weights:
                 parts.append(f"different weights in {', '.join(weights)}")
