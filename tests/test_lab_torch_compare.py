@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from html import escape
 
 import numpy as np
 import pytest
@@ -261,3 +262,77 @@ def test_torch_inputs_in_gradlabs_places_are_clear_errors():
         compare_engines(loss, torch_model(torch.ones(5, 3)), model, torch_model)
     with pytest.raises(ValueError, match=r"tolerance=...\): a positive relative difference such as 1e-4, got 0"):
         compare_engines(loss, torch_loss, model, torch_model, tolerance=0)
+
+
+# --- the two graphs ---------------------------------------------------------------------------------------
+
+@pytest.fixture
+def drawn():
+    pytest.importorskip("anywidget", reason="the graphs need anywidget: pip install 'gradlab[lab]'")
+    loss, torch_loss, model, torch_model = both()
+    return compare_engines(loss, torch_loss, model, torch_model), model, torch_model
+
+
+def test_each_engine_draws_its_own_graph_with_every_parameter_named(drawn):
+    comparison, model, torch_model = drawn
+    g_view, t_view = comparison.views
+    assert t_view.graph.source == "torch" and g_view.graph.source == "tensor"
+    names = [k for k, _ in model.named_parameters()]
+    for view in comparison.views:
+        assert sorted(view._compare_params.values()) == sorted(names)
+        assert all(view.graph.nodes[i].kind == "param" and view.graph.nodes[i].label == n
+                   for i, n in view._compare_params.items())
+    # PyTorch's Linear transposes its weight in a node of its own (TBackward0); gradlab's Addmm takes it as it is
+    t_ops = [n.op for n in t_view.graph.nodes.values() if n.kind == "op"]
+    assert t_ops.count("TBackward0") == 4 and "TBackward0" not in {n.op for n in g_view.graph.nodes.values()}
+    assert "PyTorch's alone: TBackward0 ×4" in comparison.graphs_line()
+    assert escape(comparison.graphs_line()) in comparison.to_html() and comparison.graphs_line() in str(comparison)
+
+
+def test_both_graphs_are_coloured_by_each_parameters_difference(drawn):
+    comparison, _, _ = drawn
+    for view in comparison.views:
+        assert view.color_mode == "difference" and view.color_labels["difference"] == "difference between the engines"
+        sizes = view._added_modes["difference"][0]
+        for node_id, name in view._compare_params.items():
+            assert sizes[node_id] == max(comparison[name].relative, 1e-8)
+        assert all(sizes[n] is None for n in view.graph.nodes if n not in view._compare_params)
+
+
+def test_a_parameter_selected_in_one_graph_is_selected_in_the_other(drawn):
+    comparison, _, _ = drawn
+    g_view, t_view = comparison.views
+    by_name = {view: {n: i for i, n in view._compare_params.items()} for view in comparison.views}
+    g_view.selected = by_name[g_view]["blocks.1.fc.weight"]  # what a click in gradlab's graph sets
+    assert t_view.selected == by_name[t_view]["blocks.1.fc.weight"]
+    t_view.selected = by_name[t_view]["inp.bias"]
+    assert g_view.selected == by_name[g_view]["inp.bias"]
+    comparison.select("out.weight")
+    assert [view.selected for view in comparison.views] == [by_name[v]["out.weight"] for v in comparison.views]
+    op = next(n.id for n in g_view.graph.nodes.values() if n.kind == "op")
+    g_view.selected = op  # an operation has no match: the other graph keeps its selection
+    assert t_view.selected == by_name[t_view]["out.weight"]
+
+
+def test_the_widget_puts_the_table_above_the_two_graphs(drawn):
+    comparison, _, _ = drawn
+    widget = comparison.widget
+    top, columns = widget.children
+    assert "gradlab-compare" in widget._dom_classes and escape(comparison.headline()) in top.value
+    assert [column.children[1] for column in columns.children] == list(comparison.views)
+    data, _ = comparison._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in data and data["text/html"] == comparison.to_html()
+
+
+def test_models_that_do_not_match_are_drawn_each_as_its_own_and_said_not_to_match():
+    pytest.importorskip("anywidget", reason="the graphs need anywidget: pip install 'gradlab[lab]'")
+    loss, torch_loss, model, torch_model = both(torch_model=TorchNet(depth=3))
+    comparison = compare_engines(loss, torch_loss, model, torch_model)
+    g_view, t_view = comparison.views
+    assert "blocks.2.fc.weight" in t_view._compare_params.values()
+    assert "blocks.2.fc.weight" not in g_view._compare_params.values()
+    only_torch = next(i for i, n in t_view._compare_params.items() if n == "blocks.2.fc.weight")
+    assert t_view._added_modes["difference"][0][only_torch] == 1.0  # nothing to compare with: the top of the scale
+    t_view.selected = only_torch
+    assert g_view.selected == ""  # no such parameter in gradlab's graph: nothing selected there
+    assert "These are not the same model" in comparison.to_html()

@@ -220,3 +220,22 @@ def test_the_widget_and_update_ratios_draw_a_torch_models_flow(widgets):
     picture = gl.lab.update_ratios(flow)
     assert "dashed: the 0.001 guide" in picture and picture.count("<polyline") == 3  # one line per layer
     assert repr(flow).startswith("<gradlab.lab.GradientFlow: 3 layers, 4 updates")
+
+
+def test_opening_a_torch_layer_draws_its_graph_with_the_layers_parameters_coloured(widgets):
+    model = torch_net(depth=3)
+    flow = widgets(model)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(3):
+        torch_step(model, optimizer, torch.randn(8, 3), torch.randn(8, 2), flow)
+    view = flow.open("2")
+    assert flow.widget.children == (flow.chart, view) and view.graph.source == "torch"
+    sizes = view._added_modes["flow"][0]
+    params = {n.label: n.id for n in view.graph.nodes.values() if n.kind == "param"}
+    assert set(params) == {"0.weight", "0.bias", "2.weight", "2.bias", "4.weight", "4.bias"}
+    latest = flow.latest("grad_norm")
+    for name, node_id in params.items():
+        assert sizes[node_id] == latest[name.split(".")[0]]
+    assert all(sizes[n.id] is None for n in view.graph.nodes.values() if n.kind != "param")
+    assert view.graph.nodes[view.selected].label == "2.weight"
+    assert model.training  # back in training mode after the forward drawn in eval mode

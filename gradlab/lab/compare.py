@@ -12,6 +12,7 @@ imports torch: a PyTorch model's parameters are read by ``pytorch/compare.py``.
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from html import escape
 
 import numpy as np
@@ -25,6 +26,9 @@ from .summary import as_numpy
 
 TOLERANCE = {"low": 1e-4, "float64": 1e-10}  # the largest relative difference that is the same gradient
 MODE, LIMITS = "difference", (1e-8, 1.0)  # the views' colour mode: each parameter's relative difference
+TABLE_STYLE = (".gl-compare-table th, .gl-compare-table td { padding: 2px 10px 2px 0; text-align: left; "
+               "border-bottom: 1px solid var(--jp-border-color2, #e5e7eb); } .gl-compare-table th { font-weight: 600; "
+               "color: var(--jp-ui-font-color2, #6b7280); }")
 SYMBOLS = {"same": "✓", "differs": "✗", "no gradient": "○", "mismatch": "✗"}
 
 
@@ -194,6 +198,20 @@ class EngineComparison:
             said.append(f"{len(missing)} have no gradient in one engine ({', '.join(missing)})")
         return f"The same model in both engines, but {'; '.join(said)} ({loss})."
 
+    def graphs_line(self) -> str:
+        """How the two graphs differ in their operations: counts, and the op names one engine has more of."""
+        if self.views is None:
+            return ""
+        counts = [Counter(n.op for n in view.graph.nodes.values() if n.kind == "op") for view in self.views]
+        g, t = counts
+        line = f"Graphs: gradlab's backward has {sum(g.values())} operations, PyTorch's {sum(t.values())}"
+        more = []
+        for engine, mine, theirs in (("gradlab", g, t), ("PyTorch", t, g)):
+            extra = [f"{op} ×{mine[op] - theirs[op]}" for op in mine if mine[op] > theirs[op]]
+            if extra:
+                more.append(f"{engine}'s alone: {', '.join(extra)}")
+        return line + ("; " + "; ".join(more) if more else ", the same ones") + "."
+
     # --- text and HTML ------------------------------------------------------------------------------
 
     def table(self) -> list:
@@ -213,7 +231,7 @@ class EngineComparison:
         cells = [list(self.HEAD)] + self.table()
         widths = [max(len(line[i]) for line in cells) for i in range(len(self.HEAD) - 1)]
         lines = ["  ".join(c.ljust(w) for c, w in zip(line[:-1], widths)) + "  " + line[-1] for line in cells]
-        return "\n".join([self.headline(), *lines])
+        return "\n".join([self.headline(), *([self.graphs_line()] if self.views else []), *lines])
 
     def __repr__(self):
         return str(self)
@@ -235,9 +253,11 @@ class EngineComparison:
         notes = "".join(f'<li><code>{escape(r.name)}</code>: {escape(r.why)}</li>' for r in self.rows
                         if r.verdict != "same")
         return (f'<div class="gl-compare" style="font-family:Helvetica,Arial,sans-serif;font-size:12.5px;'
-                f'color:var(--jp-ui-font-color1, #1f2937)">'
+                f'color:var(--jp-ui-font-color1, #1f2937)"><style>{TABLE_STYLE}</style>'
                 f'<p class="gl-compare-headline" style="border-left:4px solid {ink};padding:4px 10px;margin:4px 0">'
                 f"<b>{escape(self.headline())}</b></p>"
+                + (f'<p class="gl-compare-graphs" style="margin:2px 0 6px 14px">{escape(self.graphs_line())}</p>'
+                   if self.views else "") +
                 f'<table class="gl-compare-table" style="border-collapse:collapse"><thead><tr>{head}</tr></thead>'
                 f"<tbody>{''.join(body)}</tbody></table>"
                 + (f'<ul class="gl-compare-notes" style="margin:4px 0">{notes}</ul>' if notes else "") + "</div>")

@@ -36,7 +36,7 @@ class GradlabReader:
     """gradlab's tensors: values read as numpy arrays, the snapshot a numpy copy."""
 
     engine = "gradlab"
-    model_kind = "a gradlab.nn.Module"
+    recorded = True  # record() watches its forward: an opened layer's graph has module boxes
 
     @staticmethod
     def training_forward() -> bool:

@@ -37,7 +37,7 @@ class TorchReader:
     """PyTorch's tensors: hooks on ``grad_fn`` outputs, norms reduced on the tensor's own device."""
 
     engine = "PyTorch"
-    model_kind = "a torch.nn.Module"
+    recorded = False  # record() does not watch PyTorch yet: an opened layer's graph is drawn from the output
 
     @staticmethod
     def training_forward() -> bool:
