@@ -55,8 +55,8 @@ def test_each_parameter_gets_its_verdict_and_why():
 
 def test_different_weights_are_a_mismatch_not_a_gradient_difference():
     rows = match({"w": side("w", [1.0], value=[0.5])}, {"w": side("w", [1.0], value=[0.7])})
-    assert rows[0].verdict == "mismatch" and rows[0].why.startswith("the weights differ (max |Δ| 0.2): not the "
-                                                                    "same numbers, so their gradients cannot agree")
+    assert rows[0].verdict == "mismatch" and rows[0].why == ("the weights differ (max |Δ| 0.2): not the same numbers, "
+                                                             "so their gradients cannot agree")
 
 
 def test_the_tolerance_is_float32s_or_float64s_or_the_one_given():
@@ -78,6 +78,7 @@ def test_the_headline_says_when_the_models_are_not_the_same_model():
         "These are not the same model: 1 parameter only in gradlab (b.weight); 1 parameter only in PyTorch "
         "(c.weight); 1 shape differs (a.weight: [1, 2] vs [2, 1]). Only parameters in both, of the same shape and "
         "weights, are compared; each graph is its own engine's (loss 1 in gradlab, 1.5 in PyTorch).")
+    assert [line[2] for line in comparison.table()] == ["1×2 vs 2×1", "1", "1"]
     html = comparison.to_html()
     assert html.count('class="gl-compare-row gl-compare-mismatch"') == 3
     assert "var(--jp-error-color1, #b91c1c)" in html  # the alarm ink follows the learner's theme
@@ -242,8 +243,10 @@ def test_weights_not_copied_across_are_named_as_the_reason():
     loss.backward()
     torch_loss.backward()
     comparison = compare_engines(loss, torch_loss, model, torch_model, draw=False)
-    assert comparison["weight"].verdict == "mismatch" and "copy them across first" in comparison["weight"].why
-    assert comparison.headline().startswith("These are not the same model: different weights in weight, bias")
+    assert comparison["weight"].verdict == "mismatch" and comparison["weight"].why.startswith("the weights differ")
+    assert comparison.headline().startswith(
+        "These are not the same model: different weights in weight, bias (copy them across first: "
+        "torch_model.load_state_dict({k: torch.tensor(v.numpy()) for k, v in model.state_dict().items()}))")
 
 
 def test_a_missing_torch_backward_is_no_gradient_not_a_difference():

@@ -26,6 +26,7 @@ from .summary import as_numpy
 
 TOLERANCE = {"low": 1e-4, "float64": 1e-10}  # the largest relative difference that is the same gradient
 MODE, LIMITS = "difference", (1e-8, 1.0)  # the views' colour mode: each parameter's relative difference
+COPY_WEIGHTS = "torch_model.load_state_dict({k: torch.tensor(v.numpy()) for k, v in model.state_dict().items()})"
 TABLE_STYLE = (".gl-compare-table th, .gl-compare-table td { padding: 2px 10px 2px 0; text-align: left; "
                "border-bottom: 1px solid var(--jp-border-color2, #e5e7eb); } .gl-compare-table th { font-weight: 600; "
                "color: var(--jp-ui-font-color2, #6b7280); }")
@@ -106,8 +107,7 @@ def _row(name, g, t, tolerance) -> Row:
     if weights[1] > tol:
         return Row(name, module, g, t, "mismatch",
                    f"the weights differ (max |Δ| {weights[0]:.3g}): not the same numbers, so their gradients cannot "
-                   "agree; copy them across first (torch_model.load_state_dict({k: torch.tensor(v.numpy()) for k, v "
-                   "in model.state_dict().items()}))", tolerance=tol)
+                   "agree", tolerance=tol)
     if g.grad is None or t.grad is None:
         missing = [engine for engine, side in (("gradlab", g), ("PyTorch", t)) if side.grad is None]
         return Row(name, module, g, t, "no gradient",
@@ -179,7 +179,8 @@ class EngineComparison:
                 parts.append(f"{_count(shapes, 'shape')} {'differs' if len(shapes) == 1 else 'differ'} ("
                              + ", ".join(f"{r.name}: {r.gradlab.shape} vs {r.torch.shape}" for r in shapes) + ")")
             if weights:
-                parts.append(f"different weights in {', '.join(weights)}")
+                parts.append(f"different weights in {', '.join(weights)} (copy them across first: "
+                             f"{COPY_WEIGHTS})")
             return (f"These are not the same model: {'; '.join(parts)}. Only parameters in both, of the same shape "
                     f"and weights, are compared; each graph is its own engine's ({loss}).")
         count = len(self.rows)
@@ -210,7 +211,11 @@ class EngineComparison:
             extra = [f"{op} ×{mine[op] - theirs[op]}" for op in mine if mine[op] > theirs[op]]
             if extra:
                 more.append(f"{engine}'s alone: {', '.join(extra)}")
-        return line + ("; " + "; ".join(more) if more else ", the same ones") + "."
+        line += ("; " + "; ".join(more) if more else ", the same ones") + "."
+        if any(view.graph.freed for view in self.views):  # said once here, not in each view
+            line += (" Both backwards have run, so what forward saved is freed: a node shows its gradient, not what "
+                     "it saved.")
+        return line
 
     # --- text and HTML ------------------------------------------------------------------------------
 
@@ -219,8 +224,8 @@ class EngineComparison:
         lines = []
         for module, rows in self._by_module():
             for row in rows:
-                shape = row.gradlab.shape if row.gradlab else row.torch.shape
-                lines.append([self._module_label(module), row.name, "×".join(map(str, shape)) or "scalar",
+                shapes = [_shape(side.shape) for side in (row.gradlab, row.torch) if side is not None]
+                lines.append([self._module_label(module), row.name, " vs ".join(dict.fromkeys(shapes)),
                               _figure(row.max_abs), _figure(row.relative, ".1e"),
                               f"{SYMBOLS[row.verdict]} {row.verdict}", row.why])
         return lines
@@ -316,6 +321,10 @@ class EngineComparison:
 def _count(items, word: str) -> str:
     n = len(items)
     return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _shape(shape: list) -> str:
+    return "×".join(map(str, shape)) or "scalar"
 
 
 def _figure(value, spec=".3g") -> str:
@@ -415,6 +424,8 @@ def _views(comparison, loss, torch_loss, model, torch_model) -> tuple:
                             label="difference between the engines", missing="not a parameter",
                             text=lambda v: f"{v:.0e}", limits=LIMITS)
         view.color_mode = MODE
+        if view.graph.freed:
+            view.notice = ""  # the table says it once, for both graphs (graphs_line)
         view.add_class("gradlab-compare-" + ("gradlab" if engine == "gradlab" else "torch"))
         views.append(view)
     _link(*views)
