@@ -223,7 +223,10 @@ def test_the_widget_puts_the_table_above_the_two_graphs(drawn):
     assert "gradlab-compare" in widget._dom_classes and escape(comparison.headline()) in top.value
     assert [column.children[1] for column in columns.children] == list(comparison.views)
     data, _ = comparison._repr_mimebundle_()
-    assert "application/vnd.jupyter.widget-view+json" in data and data["text/html"] == comparison.to_html()
+    assert "application/vnd.jupyter.widget-view+json" in data and data["text/html"].startswith(comparison.to_html())
+    saved = data["text/html"][len(comparison.to_html()):]  # a saved notebook's picture: both graphs, as drawn
+    assert saved.count('<svg xmlns="http://www.w3.org/2000/svg"') == 2
+    assert all(saved.count(f">{row.name}</text>") == 2 for row in comparison.rows)  # each parameter, in each graph
 
 
 def test_models_that_do_not_match_are_drawn_each_as_its_own_and_said_not_to_match():

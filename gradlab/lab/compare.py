@@ -309,13 +309,23 @@ class EngineComparison:
             self._widget = _widget(self)
         return self._widget
 
+    def saved_html(self) -> str:
+        """The table and, side by side, both graphs as drawn now (SVG): what a saved notebook shows."""
+        if self.views is None:
+            return self.to_html()
+        columns = "".join(f'<div style="flex:1 1 0;min-width:0"><b>{engine}</b>{view.to_svg()}</div>'
+                          for engine, view in zip(("gradlab", "PyTorch"), self.views))
+        return (self.to_html() + '<div class="gl-compare-graphs-saved" style="display:flex;gap:12px;'
+                'font-family:Helvetica,Arial,sans-serif"><style>.gl-compare-graphs-saved svg { max-width: 100%; '
+                f'height: auto; }}</style>{columns}</div>')
+
     def _repr_mimebundle_(self, **kwargs):
-        """The live widget where there is one, with the table as HTML for GitHub, nbviewer and nbconvert."""
+        """The live widget where there is one, and for GitHub, nbviewer and nbconvert the table and both graphs."""
         if self.views is None:
             return {"text/plain": str(self), "text/html": self.to_html()}, {}
         bundle_ = self.widget._repr_mimebundle_(**kwargs)
         data, metadata = bundle_ if isinstance(bundle_, tuple) else (bundle_, {})
-        return {**data, "text/html": self.to_html()}, metadata
+        return {**data, "text/html": self.saved_html()}, metadata
 
 
 def _count(items, word: str) -> str:
