@@ -116,7 +116,7 @@ def test_a_torch_model_that_is_not_the_same_model_is_said_not_to_be(probe):
     headline = compare.locator(".gl-compare-headline").inner_text()
     assert headline.startswith("These are not the same model: 3 shapes differ (2.weight: [16, 16] vs [8, 16], "
                                "2.bias: [16] vs [8], 4.weight: [2, 16] vs [2, 8]); different weights in 0.weight, "
-                               "0.bias, 4.bias. Only parameters in both")
+                               "0.bias, 4.bias (copy them across first: torch_model.load_state_dict(")
     assert compare.locator(".gl-compare-mismatch").count() == 6
     screenshot(compare, "torch-compare-not-the-same-model")
 
