@@ -110,9 +110,10 @@ def _row(name, g, t, tolerance) -> Row:
                    "agree", tolerance=tol)
     if g.grad is None or t.grad is None:
         missing = [engine for engine, side in (("gradlab", g), ("PyTorch", t)) if side.grad is None]
-        return Row(name, module, g, t, "no gradient",
-                   f"no gradient in {' or '.join(missing)}: call backward() on {'both losses' if len(missing) == 2 else 'its loss'} "
-                   "first, or the parameter is not used by the loss", tolerance=tol)
+        losses = "both losses" if len(missing) == 2 else "its loss"
+        return Row(name, module, g, t, "no gradient", f"no gradient in {' or '.join(missing)}: call backward() on "
+                                                      f"{losses} first, or the parameter is not used by the loss",
+                   tolerance=tol)
     max_abs, relative = _relative(g.grad, t.grad)
     verdict = "same" if relative <= tol else "differs"
     why = (f"the same gradient: relative difference {relative:.1e} ≤ {tol:.0e}" if verdict == "same" else

@@ -4,8 +4,9 @@ A layer is a module that owns parameters itself (``0``, ``layers.2.fc``). One fo
 puts a hook on its output, so that when backward reaches the layer we learn ‖∂L/∂output‖ (the gradient
 flowing out of it, towards the input) and keep a copy of its weights before the optimizer moves them.
 ``update()`` after ``optimizer.step()`` then reads ‖∂L/∂W‖, ‖W‖ and ‖W_after − W_before‖ / ‖W_before‖.
-The model may be gradlab's or PyTorch's: the few tensor operations that differ go through the engine's reader
-(``flow_reader.py``). No anywidget here: scripts use ``Flow`` directly; ``flow_picture.py`` draws it, ``gradient_flow.py`` shows it live.
+The model may be gradlab's or PyTorch's: the few tensor operations that differ go through the engine's
+reader (``flow_reader.py``). No anywidget here: scripts use ``Flow`` directly; ``flow_picture.py`` draws it,
+``gradient_flow.py`` shows it live.
 """
 
 from __future__ import annotations
