@@ -14,16 +14,18 @@ import importlib
 from collections.abc import Mapping
 
 from ..autograd.function import Node, TrackedTensor
+from ..nn.modules.module import Module
 from .arguments import check_drawable, described
 from .capture import capture
 from .colors import DOT_FILLS, KIND_COLORS, MISSING
 from .graph import Graph, GraphNode
+from .pytorch import is_torch_module, is_torch_tensor
 
 MISSING_PACKAGE = ("gl.lab.{call} needs the Python package graphviz, which is not installed: "
                    "pip install 'gradlab[lab]' (or pip install graphviz)")
 TAKES = ("a loss tensor (gradlab's or PyTorch's, the result of operations on tensors with requires_grad=True), "
          "a recording (with gl.lab.record() as rec: loss = ...) or a gradlab.Scalar")
-PARAMS = "{name: tensor}, such as dict(model.named_parameters())"
+PARAMS = "{name: tensor}, such as dict(model.named_parameters()), or the model itself"
 
 # torchviz's look: small filled boxes, text in a monospace font
 NODE_ATTR = dict(style="filled", shape="box", align="left", fontsize="10", ranksep="0.1", height="0.2",
@@ -77,9 +79,11 @@ def _backward_graph(var, params) -> Graph:
 
 
 def _checked_params(params):
-    """``params`` as {name: tensor} (torchviz's), from a dict or from (name, tensor) pairs."""
+    """``params`` as {name: tensor} (torchviz's), from a dict, (name, tensor) pairs or a model."""
     if params is None:
         return None
+    if isinstance(params, Module) or is_torch_module(params):
+        params = dict(params.named_parameters())
     if isinstance(params, (str, bytes)) or not (isinstance(params, Mapping) or hasattr(params, "__iter__")):
         raise TypeError(f"make_dot: params= takes {PARAMS}; got {described(params)}")
     named = {}
@@ -92,7 +96,7 @@ def _checked_params(params):
 
 
 def _is_tensor(value) -> bool:
-    return isinstance(value, TrackedTensor) or type(value).__module__.split(".")[0] == "torch"
+    return isinstance(value, TrackedTensor) or is_torch_tensor(value)
 
 
 # --- the picture, as boxes and edges ---------------------------------------------------------------------
@@ -150,7 +154,7 @@ def torchviz_drawing(graph: Graph, show_attrs: bool, show_saved: bool, max_attr_
             else:  # a Scalar's leaf is the value itself
                 drawing.box(node.id, _tensor_label(name, node.output_shape), "leaf", name, node.output_shape)
             continue
-        attrs, tensors = saved_of(graph, node)
+        attrs, tensors = saved_of(node)
         label = node.op if not show_attrs else _with_attributes(node.op, attrs, max_attr_chars)
         drawing.box(node.id, label, "op", node.op)
         if show_saved:
@@ -191,19 +195,17 @@ def _with_attributes(name: str, attrs: dict, max_chars: int) -> str:
     return "\n".join([name, "-" * max(key_width + value_width + 2, len(name)), *rows])
 
 
-def saved_of(graph: Graph, node: GraphNode) -> tuple[dict, list]:
-    """What a node keeps for backward: ({attribute: text}, as torchviz lists them under it, sorted) and
-    [(name, shape)] of its saved tensors (the orange boxes)."""
-    if graph.source == "torch":
-        from .pytorch.saved import saved_of as torch_saved_of
-        return torch_saved_of(node.ref)
-    tensors = [(item["name"], item.get("shape")) for item in node.saved if not item.get("freed")]
-    attrs = {name: "[saved tensor]" for name, _ in tensors}
-    if any(item.get("freed") for item in node.saved):
+def saved_of(node: GraphNode) -> tuple[dict, list]:
+    """What a node keeps for backward, from the graph (any engine's): ({attribute: text}, as torchviz lists
+    them under the node, sorted) and [(name, shape)] of its saved tensors (the orange boxes)."""
+    saved = [item for item in node.saved if not item.get("freed")]
+    tensors = [(item["name"], item["shape"]) for item in saved if "shape" in item]
+    attrs = {item["name"]: item["text"] if "text" in item else "[saved tensor]" for item in saved}
+    if len(saved) < len(node.saved):
         attrs["saved"] = "[freed by backward]"
-    if isinstance(node.ref, Node):  # what forward kept on ctx besides tensors (ctx.dim = ...)
-        attrs.update((k, " ".join(str(v).split())) for k, v in vars(node.ref).items() if not k.startswith("_"))
-    return dict(sorted(attrs.items())), tensors
+    if isinstance(node.ref, Node):  # what a gradlab forward kept on ctx besides tensors (ctx.dim = ...)
+        attrs.update((k, str(v)) for k, v in vars(node.ref).items() if not k.startswith("_"))
+    return {k: " ".join(v.split()) for k, v in sorted(attrs.items())}, tensors
 
 
 # --- what a view draws now -------------------------------------------------------------------------------
@@ -211,9 +213,9 @@ def saved_of(graph: Graph, node: GraphNode) -> tuple[dict, list]:
 def view_to_dot(view):
     """A GraphView's drawing now as a Digraph: each box drawn (a closed module as one box), open modules as
     clusters, the fills of the colour mode shown, edges merged as drawn ("×3")."""
-    from graphviz import nohtml
     from .scene import GROUP_PREFIX, clip, sub_text
     digraph_class = picture_class("GraphView.to_dot")
+    from graphviz import nohtml
     scene, placement, colors = view.scene, view.scene.placement(), view._colors_now()
     dot = digraph_class(graph_attr=dict(rankdir="LR"), node_attr=dict(style="filled", shape="box",
                                                                       fontname="Helvetica", fontsize="11"))
