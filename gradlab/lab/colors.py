@@ -36,6 +36,7 @@ KIND_COLORS = {
 # .grad light blue, what a node saved orange, the output green.
 DOT_FILLS = {"op": ("lightgrey", "#d3d3d3"), "leaf": ("lightblue", "#add8e6"), "saved": ("orange", "#ffa500"),
              "output": ("darkolivegreen1", "#caff70")}
+MODULE_FRAME, CLOSED_MODULE_BORDER = "#c4b5fd", "#7c3aed"  # GraphView.to_dot's modules, as svg.py's STYLE draws them
 
 # One colour per layer of a gradient-flow chart, first layer (nearest the input) first; repeats past ten.
 LAYER_COLORS = ("#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#ca8a04", "#db2777",

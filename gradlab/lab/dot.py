@@ -17,7 +17,7 @@ from ..autograd.function import Node, TrackedTensor
 from ..nn.modules.module import Module
 from .arguments import check_drawable, described
 from .capture import capture
-from .colors import DOT_FILLS, KIND_COLORS, MISSING
+from .colors import CLOSED_MODULE_BORDER, DOT_FILLS, KIND_COLORS, MISSING, MODULE_FRAME, TITLE_INK
 from .graph import Graph, GraphNode
 from .pytorch import is_torch_module, is_torch_tensor
 
@@ -132,7 +132,7 @@ class Drawing:
         for box_id, (_, role, name, shape) in self.boxes.items():
             graph.add(GraphNode(box_id, kinds[role], name, name, output_shape=shape))
         graph.edges = [(tail, head) for tail, head, _ in self.edges]
-        colors = {box_id: (DOT_FILLS[role][1], "#111827") for box_id, (_, role, _, _) in self.boxes.items()}
+        colors = {box_id: (DOT_FILLS[role][1], TITLE_INK) for box_id, (_, role, _, _) in self.boxes.items()}
         return render(Scene(graph), colors=colors)
 
 
@@ -214,7 +214,7 @@ def view_to_dot(view):
     """A GraphView's drawing now as a Digraph: each box drawn (a closed module as one box), open modules as
     clusters, the fills of the colour mode shown, edges merged as drawn ("×3")."""
     from .scene import GROUP_PREFIX, clip, sub_text
-    digraph_class = picture_class("GraphView.to_dot")
+    digraph_class = picture_class("GraphView.to_dot")  # (imports graphviz, or says how to install it)
     from graphviz import nohtml
     scene, placement, colors = view.scene, view.scene.placement(), view._colors_now()
     dot = digraph_class(graph_attr=dict(rankdir="LR"), node_attr=dict(style="filled", shape="box",
@@ -227,19 +227,19 @@ def view_to_dot(view):
         return item.replace(":", "_")
 
     def fill(item, default):
-        return colors.get(item, (default, "#111827"))
+        return colors.get(item, (default, TITLE_INK))
 
     def draw(level, into) -> None:
         for item in inside.get(level, ()):
             if item in placement.expanded:
                 with into.subgraph(name="cluster_" + dot_id(item)[len("g_"):]) as cluster:
-                    cluster.attr(label="▾ " + scene.group_label(item), style="dashed", color="#c4b5fd",
+                    cluster.attr(label="▾ " + scene.group_label(item), style="dashed", color=MODULE_FRAME,
                                  fontname="Helvetica", fontsize="11")
                     draw(item, cluster)
             elif item.startswith(GROUP_PREFIX) and item not in scene.graph.nodes:
                 color, ink = fill(item, KIND_COLORS["group"])
                 into.node(dot_id(item), nohtml(f"▸ {clip(scene.group_label(item))}\n{scene.group_sub(item)}"),
-                          fillcolor=color, fontcolor=ink, color="#7c3aed", penwidth="1.4")
+                          fillcolor=color, fontcolor=ink, color=CLOSED_MODULE_BORDER, penwidth="1.4")
             else:
                 node = scene.graph.nodes[item]
                 color, ink = fill(item, MISSING)
