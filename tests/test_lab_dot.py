@@ -222,7 +222,7 @@ def test_a_notebook_without_dot_shows_gradlabs_drawing_of_the_same_boxes(no_dot_
 def test_with_dot_installed_it_renders_as_graphviz():
     w = gl.ones(2, requires_grad=True)
     svg = gl.lab.make_dot((w * 2).sum(), params={"w": w}).pipe(format="svg", encoding="utf-8")
-    assert "MulBackward0" in svg and "lightblue" not in svg  # (dot writes the colour as hex)
+    assert "<svg" in svg and "MulBackward0" in svg and ">w<" in svg
 
 
 def test_without_the_graphviz_package_the_error_says_pip_install(monkeypatch):
@@ -289,7 +289,8 @@ def test_to_dot_follows_the_colour_mode():
     view.color_mode = "grad"
     fills = {i: a["fillcolor"] for i, a in parse(view.to_dot().source)["nodes"].items()}
     assert fills == {i: view.colors["grad"][i][0] for i in fills}
-    assert fills != {i: a["fillcolor"] for i, a in parse(gl.lab.GraphView(rec, color="kind").to_dot().source)["nodes"].items()}
+    by_kind = parse(gl.lab.GraphView(rec, color="kind").to_dot().source)["nodes"]
+    assert fills != {i: a["fillcolor"] for i, a in by_kind.items()}
 
 
 def test_to_dot_counts_merged_edges_as_the_view_does(no_dot_program):

@@ -117,7 +117,8 @@ def test_an_mlp_is_drawn_as_torchviz_draws_it():
 def test_an_mlp_with_show_attrs_and_show_saved_is_drawn_as_torchviz_draws_it():
     model, loss = _mlp()
     params = dict(model.named_parameters())
-    for options in (dict(show_attrs=True), dict(show_saved=True), dict(show_attrs=True, show_saved=True, max_attr_chars=8)):
+    for options in (dict(show_attrs=True), dict(show_saved=True),
+                    dict(show_attrs=True, show_saved=True, max_attr_chars=8)):
         dot = gl.lab.make_dot(loss, params=params, **options)
         assert (boxes(dot), labelled_edges(dot)) == torchviz_picture(loss, params, **options), options
     tables = [label for label, _ in boxes(gl.lab.make_dot(loss, show_attrs=True))]
@@ -157,7 +158,8 @@ def test_a_custom_function_is_drawn_by_its_node_name():
 
 def test_a_torch_model_as_params_names_its_parameters():
     model, loss = _mlp()
-    assert boxes(gl.lab.make_dot(loss, params=model)) == boxes(gl.lab.make_dot(loss, params=dict(model.named_parameters())))
+    named = dict(model.named_parameters())
+    assert boxes(gl.lab.make_dot(loss, params=model)) == boxes(gl.lab.make_dot(loss, params=named))
 
 
 def test_graphview_to_dot_draws_pytorchs_graph_as_the_view_does():

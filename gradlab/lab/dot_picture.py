@@ -12,6 +12,8 @@ from html import escape
 
 import graphviz
 
+from .colors import AXIS_INK, html_ink
+
 INSTALL_DOT = ("apt install graphviz (Debian, Ubuntu), conda install -c conda-forge graphviz, "
                "or brew install graphviz (macOS)")
 
@@ -52,5 +54,5 @@ class DotPicture(graphviz.Digraph):
             note = (f"Graphviz's dot program is not installed, so this is gradlab's own drawing of the same graph. "
                     f"For Graphviz's: {INSTALL_DOT}.")
             svg = self.fallback()
-            return {"text/html": f'<p class="gl-dot-note">{escape(note)}</p>{svg}', "image/svg+xml": svg,
-                    "text/plain": note}
+            shown = f'<p class="gl-dot-note" style="font-size: 0.9em; color: {html_ink(AXIS_INK)}">{escape(note)}</p>'
+            return {"text/html": shown + svg, "image/svg+xml": svg, "text/plain": note}
