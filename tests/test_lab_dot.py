@@ -236,15 +236,15 @@ def test_without_the_graphviz_package_the_error_says_pip_install(monkeypatch):
                                     "pip install 'gradlab[lab]' (or pip install graphviz)")
 
 
-def test_importing_the_lab_loads_graphviz_only_at_the_first_make_dot():
+def test_importing_the_lab_loads_graphviz_only_at_the_first_make_dot_and_never_torch():
     code = ("import sys, gradlab as gl, gradlab.lab\n"
             "print('graphviz' in sys.modules)\n"
             "w = gl.ones(2, requires_grad=True)\n"
-            "gl.lab.make_dot((w * 2).sum())\n"
-            "print('graphviz' in sys.modules)\n")
+            "gl.lab.make_dot((w * 2).sum(), show_attrs=True, show_saved=True)\n"
+            "print('graphviz' in sys.modules, 'torch' in sys.modules)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["False", "True"]
+    assert out.stdout.split() == ["False", "True", "False"]
 
 
 # --- GraphView.to_dot(): what the view draws now -------------------------------------------------------------
