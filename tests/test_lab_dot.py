@@ -149,6 +149,19 @@ def test_after_backward_the_attributes_say_what_was_freed():
     assert not any(label.startswith("out\n") for label in labels)  # nothing saved is left to draw
 
 
+def test_several_outputs_share_the_nodes_they_have_in_common():
+    w = gl.ones(2, requires_grad=True)
+    h = (w * 2).tanh()
+    dot = gl.lab.make_dot((h.sum(), h.mean()))
+    assert boxes(dot) == Counter({("\n (2)", BLUE): 1, ("AccumulateGrad", GREY): 1, ("MulBackward0", GREY): 1,
+                                  ("TanhBackward0", GREY): 1, ("SumBackward0", GREY): 1, ("MeanBackward0", GREY): 1,
+                                  ("\n ()", GREEN): 2})
+    assert labelled_edges(dot) == Counter({
+        ("\n (2)", "AccumulateGrad", None): 1, ("AccumulateGrad", "MulBackward0", None): 1,
+        ("MulBackward0", "TanhBackward0", None): 1, ("TanhBackward0", "SumBackward0", None): 1,
+        ("TanhBackward0", "MeanBackward0", None): 1, ("SumBackward0", "\n ()", None): 1, ("MeanBackward0", "\n ()", None): 1})
+
+
 def test_a_scalar_expression_draws_its_values_as_leaves():
     a, b = gl.Scalar(2.0, label="a"), gl.Scalar(-3.0, label="b")
     dot = gl.lab.make_dot((a * b + a).tanh())
@@ -175,8 +188,10 @@ def test_what_cannot_be_drawn_is_named():
     model, w = _mlp(), gl.ones(2, requires_grad=True)
     with pytest.raises(TypeError, match=r"make_dot: got a model \(Sequential\), not what it computed"):
         gl.lab.make_dot(model)
-    with pytest.raises(TypeError, match=r"make_dot: got a tuple of 2; it draws the graph of one tensor"):
-        gl.lab.make_dot((w.sum(), w.mean()))
+    with pytest.raises(TypeError, match=r"make_dot: a tuple of outputs holds tensors only .*; got tuple \(\)"):
+        gl.lab.make_dot(())
+    with pytest.raises(TypeError, match=r"make_dot: a list of outputs holds tensors only"):
+        gl.lab.make_dot([w.sum(), 3.0])
     with pytest.raises(TypeError, match=r"make_dot: show_attrs= is True or False; got str 'yes'"):
         gl.lab.make_dot(w.sum(), show_attrs="yes")
     with pytest.raises(TypeError, match=r"make_dot: max_attr_chars= is a whole number of characters"):

@@ -71,9 +71,10 @@ def torchviz_picture(var, params=None, show_attrs=False, show_saved=False, max_a
                 edges.append((id(child), id(fn), None))
                 add(child)
 
-    nodes[id(var)] = (tensor_label(var), "darkolivegreen1")
-    add(var.grad_fn)
-    edges.append((id(var.grad_fn), id(var), None))
+    for out in var if isinstance(var, tuple) else (var,):
+        nodes[id(out)] = (tensor_label(out), "darkolivegreen1")
+        add(out.grad_fn)
+        edges.append((id(out.grad_fn), id(out), None))
     return (Counter(nodes.values()), Counter((nodes[t][0], nodes[h][0], d) for t, h, d in edges))
 
 
@@ -135,6 +136,16 @@ def test_a_cnn_and_a_shared_weight_are_drawn_as_torchviz_draws_them():
         assert (boxes(dot), labelled_edges(dot)) == torchviz_picture(loss, params, show_attrs=True), type(model)
     tied = boxes(gl.lab.make_dot(loss, params=model))
     assert tied[("w\n (4, 4)", "lightblue")] == 1 and tied[("AccumulateGrad", "lightgrey")] == 1
+
+
+def test_a_tuple_of_outputs_is_drawn_as_torchviz_draws_it():
+    model, loss = _mlp()
+    hidden = model[1](model[0](torch.randn(2, 8)))
+    outputs = (loss, hidden.sum(), model[2](hidden).max())
+    params = dict(model.named_parameters())
+    dot = gl.lab.make_dot(outputs, params=params)
+    assert (boxes(dot), labelled_edges(dot)) == torchviz_picture(outputs, params)
+    assert boxes(dot)[("\n ()", "darkolivegreen1")] == 3
 
 
 def test_a_custom_function_is_drawn_by_its_node_name():

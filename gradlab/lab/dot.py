@@ -10,6 +10,7 @@ holds the DOT text; only rendering it needs Graphviz's ``dot`` program.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from collections.abc import Mapping
 
@@ -35,7 +36,8 @@ NODE_ATTR = dict(style="filled", shape="box", align="left", fontsize="10", ranks
 def make_dot(var, params=None, show_attrs=False, show_saved=False, max_attr_chars=50):
     """The backward graph of ``var`` as a ``graphviz.Digraph``, as torchviz's ``make_dot`` draws it.
 
-    ``var`` is a gradlab tensor, a recording or a PyTorch tensor; ``params`` names the leaves
+    ``var`` is a gradlab tensor, a recording, a PyTorch tensor or a tuple of tensors (the nodes they
+    share drawn once); ``params`` names the leaves
     (``dict(model.named_parameters())``). ``show_attrs`` lists under each node what it keeps for
     backward (a tensor as "[saved tensor]", any other value as it is, cut to ``max_attr_chars``);
     ``show_saved`` draws each saved tensor as an orange box beside its node. Show it in a notebook, or
@@ -70,12 +72,36 @@ def picture_class(call: str):
 
 
 def _backward_graph(var, params) -> Graph:
-    if isinstance(var, (tuple, list)):
-        raise TypeError(f"make_dot: got a {type(var).__name__} of {len(var)}; it draws the graph of one tensor: "
-                        "give it one (make_dot(loss)), or record the forward that makes them all "
-                        "(with gl.lab.record() as rec: ...; then make_dot(rec))")
-    check_drawable("make_dot", var, TAKES)
-    return capture(var, _checked_params(params))
+    names = _checked_params(params)
+    if not isinstance(var, (tuple, list)):
+        check_drawable("make_dot", var, TAKES)
+        return capture(var, names)
+    if not var or not all(isinstance(v, TrackedTensor) or is_torch_tensor(v) for v in var):
+        raise TypeError(f"make_dot: a {type(var).__name__} of outputs holds tensors only (as in torchviz's "
+                        f"make_dot((a, b))); got {described(var)}")
+    return _one_graph([capture(v, names) for v in var])
+
+
+def _one_graph(graphs) -> Graph:
+    """The graphs of several outputs as one (torchviz draws a tuple so): a node they share is drawn once."""
+    merged = Graph(source=graphs[0].source)
+    for graph in graphs:
+        refs = {}  # node id -> the engine objects it stands for
+        for ref, node_id in graph.by_ref.items():
+            refs.setdefault(node_id, []).append(ref)
+        now, added = {}, set()  # this graph's ids -> the merged graph's; those new in it
+        for node in graph.nodes.values():
+            known = next((merged.by_ref[r] for r in refs.get(node.id, ()) if r in merged.by_ref), None)
+            if known is None:
+                known = merged.new_id()
+                merged.add(dataclasses.replace(node, id=known))
+                merged.by_ref.update(dict.fromkeys(refs.get(node.id, ()), known))
+                added.add(known)
+            now[node.id] = known
+        # a node met before came with the edges from its inputs: only the edges into new nodes are new
+        merged.edges += [(now[a], now[b]) for a, b in graph.edges if now[b] in added]
+        merged.outputs += [now[o] for o in graph.outputs if now[o] not in merged.outputs]
+    return merged
 
 
 def _checked_params(params):
