@@ -37,9 +37,9 @@ def make_dot(var, params=None, show_attrs=False, show_saved=False, max_attr_char
     """The backward graph of ``var`` as a ``graphviz.Digraph``, as torchviz's ``make_dot`` draws it.
 
     ``var`` is a gradlab tensor, a recording, a PyTorch tensor or a tuple of tensors (the nodes they
-    share drawn once); ``params`` names the leaves
-    (``dict(model.named_parameters())``). ``show_attrs`` lists under each node what it keeps for
-    backward (a tensor as "[saved tensor]", any other value as it is, cut to ``max_attr_chars``);
+    share drawn once); ``params`` names the leaves (``dict(model.named_parameters())``).
+    ``show_attrs`` lists under each node what it keeps for backward (a tensor as "[saved tensor]",
+    any other value as it is, cut to ``max_attr_chars``);
     ``show_saved`` draws each saved tensor as an orange box beside its node. Show it in a notebook, or
     ``.render("graph", format="png")``: both need Graphviz's dot program; without it a notebook shows
     gradlab's own drawing of the same boxes and ``render`` says what to install.
