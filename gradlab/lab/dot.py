@@ -76,7 +76,7 @@ def _backward_graph(var, params) -> Graph:
     if not isinstance(var, (tuple, list)):
         check_drawable("make_dot", var, TAKES)
         return capture(var, names)
-    if not var or not all(isinstance(v, TrackedTensor) or is_torch_tensor(v) for v in var):
+    if not var or not all(_is_tensor(v) for v in var):
         raise TypeError(f"make_dot: a {type(var).__name__} of outputs holds tensors only (as in torchviz's "
                         f"make_dot((a, b))); got {described(var)}")
     return _one_graph([capture(v, names) for v in var])
