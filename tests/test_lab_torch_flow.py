@@ -221,3 +221,24 @@ def test_opening_a_torch_layer_draws_its_graph_with_the_layers_parameters_colour
     assert all(sizes[n.id] is None for n in view.graph.nodes.values() if n.kind != "param")
     assert view.graph.nodes[view.selected].label == "2.weight"
     assert model.training  # back in training mode after the forward drawn in eval mode
+
+
+@pytest.mark.parametrize("dtype_name", ["float64", "bfloat16"])
+def test_the_figures_of_a_float64_or_bfloat16_torch_model_match_numpy(dtype_name):
+    """float64 is read through numpy on the tensors' memory; bfloat16, which numpy has not, through torch
+    itself (the path a GPU's tensors take), summed in float32."""
+    dtype = getattr(torch, dtype_name)
+    model = torch_net().to(dtype)
+    flow = Flow(model)
+    before = {k: v.detach().double().numpy().copy() for k, v in model.named_parameters()}
+    torch_step(model, torch.optim.SGD(model.parameters(), lr=0.1), torch.randn(5, 3, dtype=dtype),
+               torch.randn(5, 2, dtype=dtype), flow)
+    after = {k: v.detach().double().numpy() for k, v in model.named_parameters()}
+    grads = {k: v.grad.double().numpy() for k, v in model.named_parameters()}
+    rel = 1e-12 if dtype_name == "float64" else 1e-5
+    for layer in ("0", "2"):
+        w, b = f"{layer}.weight", f"{layer}.bias"
+        assert flow.series["grad_norm"][layer][-1] == pytest.approx(norm(grads[w], grads[b]), rel=rel)
+        moved = norm(after[w] - before[w], after[b] - before[b]) / norm(before[w], before[b])
+        assert flow.series["update_ratio"][layer][-1] == pytest.approx(moved, rel=max(rel, 1e-4))
+    assert sum(flow.histograms["0"][0]["counts"]) == 16

@@ -3,7 +3,8 @@
 The figures are the same as for gradlab (flow.py computes them); only the tensor work is PyTorch's.
 The weights' copy before the step stays on the parameter's device and the norms are reduced there, so
 a model on a GPU sends one number per tensor to the host, not its values (the histogram, taken every
-``histogram_every`` steps, copies the gradient itself).
+``histogram_every`` steps, copies the gradient itself). On the CPU the copy and the norms are numpy's,
+on the tensors' own memory.
 """
 
 from __future__ import annotations
@@ -19,6 +20,14 @@ from ..flow_errors import FlowError
 _EXACT = (torch.float32, torch.float64)  # summed in their own dtype, as numpy sums gradlab's; others as float32
 
 
+def _host_view(value: torch.Tensor):
+    """The tensor's values as a numpy array on its own memory, where it can be one (a dense CPU tensor of
+    float32 or float64); else None."""
+    if value.device.type != "cpu" or value.layout != torch.strided or value.dtype not in _EXACT:
+        return None
+    return value.detach().numpy()
+
+
 def _flat(value: torch.Tensor) -> torch.Tensor:
     """The values of a tensor (dense, detached, one line), in a dtype whose sum of squares does not overflow."""
     value = value.detach()
@@ -28,9 +37,15 @@ def _flat(value: torch.Tensor) -> torch.Tensor:
     return value if value.dtype in _EXACT else value.float()
 
 
-def _sq(value: torch.Tensor) -> float:
+def _sq(value) -> float:
+    """‖value‖², nan and inf carried through. A CPU tensor goes through numpy on its own memory (one BLAS call:
+    torch.dot on a small tensor costs more in calling and waking its thread pool than in the sum); a GPU
+    tensor is reduced on its device, and only the number comes back."""
+    array = value if isinstance(value, np.ndarray) else _host_view(value)
+    if array is not None:
+        return float(np.vdot(array, array))
     flat = _flat(value)
-    return float(torch.dot(flat, flat))  # nan and inf carry through, as they should
+    return float(torch.dot(flat, flat))
 
 
 class TorchReader:
@@ -50,8 +65,10 @@ class TorchReader:
                 out.register_hook(on_grad)
 
     @staticmethod
-    def snapshot(param) -> torch.Tensor:
-        return param.detach().clone()
+    def snapshot(param):
+        """A numpy copy of a CPU parameter; a copy on its own device of any other (a GPU's stays there)."""
+        array = _host_view(param)
+        return array.copy() if array is not None else param.detach().clone()
 
     @staticmethod
     def squared(value) -> float:
@@ -59,7 +76,12 @@ class TorchReader:
 
     @staticmethod
     def squared_moved(param, snapshot) -> float:
-        return _sq(param.detach() - snapshot)
+        if isinstance(snapshot, np.ndarray):
+            return _sq(_host_view(param) - snapshot)
+        now = param.detach()
+        if now.dtype not in _EXACT:  # (bfloat16's 8 bits would round the difference itself: subtract in float32)
+            now, snapshot = now.float(), snapshot.float()
+        return _sq(now - snapshot)
 
     @staticmethod
     def flat_values(grad) -> np.ndarray:
