@@ -238,6 +238,10 @@ def from_recording(rec, names: dict | None = None) -> Graph:
     """
     if rec.active:
         raise CaptureError("gl.lab: the recording is still running; draw it after the `with gl.lab.record()` block ends")
+    if rec.torch is not None and rec.torch.events:  # it watched PyTorch (torch is loaded: the user's code used it)
+        from .pytorch.recorded import check_not_mixed, from_torch_recording
+        check_not_mixed(rec)
+        return from_torch_recording(rec, names)
     if not rec.ops:
         raise CaptureError("gl.lab: the recording is empty: no operation ran inside `with gl.lab.record() as rec:`. "
                            "Run the forward pass (loss = loss_fn(model(x), y)) inside the block")

@@ -18,6 +18,7 @@ from ..autograd import backward_steps
 from ..autograd.function import AccumulateGrad, Node, TrackedTensor
 from .capture import CaptureError, capture, reachable
 from .ownership import lab_pass
+from .pytorch import is_torch_tensor
 from .record import Recording, record
 from .summary import summarize
 
@@ -49,8 +50,11 @@ def profile(fn, *args, repeats: int = 1, keep_grads: bool = False) -> "Profile":
     first = runs[0]
     for i, run in enumerate(runs[1:], start=2):
         if len(run.recording) != len(first.recording):
-            raise RuntimeError(f"gl.lab.profile: fn ran {len(first.forward)} operations the first time and "
-                               f"{len(run.forward)} on repeat {i}; profile a function that does the same work each time")
+            raise RuntimeError(f"gl.lab.profile: fn ran {len(first.recording)} operations the first time and "
+                               f"{len(run.recording)} on repeat {i}; profile a function that does the same work each time")
+    if getattr(first, "torch", False):
+        from .pytorch.profile import TorchProfile
+        return TorchProfile(first, runs)
     return Profile(first, runs)
 
 
@@ -83,6 +87,9 @@ def _run_once(fn, args, keep_grads: bool) -> _Run:
         started = _clock()
         out = fn(*args)
         forward_wall = _clock() - started
+    if is_torch_tensor(out):  # a PyTorch forward: its backward is timed by hooks on PyTorch's nodes
+        from .pytorch.profile import torch_run
+        return torch_run(rec, out, forward_wall, keep_grads)
     _check_output(out, rec)
     kept = {id(r.node): kept_bytes(r.node) for r in rec.op_records() if r.node is not None}
     synchronize = out.device.backend.synchronize
@@ -200,6 +207,9 @@ def node_figures(obj, graph) -> dict:
     if isinstance(obj, Profile):
         return obj.figures
     figures: dict = {}
+    if isinstance(obj, Recording) and graph.source == "torch":
+        from .pytorch.profile import recording_figures
+        return recording_figures(obj, graph)
     if isinstance(obj, Recording):
         given = _given_ids(obj)
         for node_id, record_, seconds in zip(_op_ids(graph), obj.op_records(), obj.forward_seconds):

@@ -98,6 +98,7 @@ class Recording:
         self._arguments: dict = {}  # id -> each tensor passed to a module call (kept, so that no id is reused)
         self._handles = []
         self.active = False
+        self.torch = None  # what it saw of PyTorch (pytorch/record.py), when the user's code had imported torch
 
     @functools.cached_property
     def calls(self) -> dict:
@@ -207,7 +208,7 @@ class Recording:
         return (record for record, _, _ in self._ops)
 
     def __len__(self):
-        return len(self._ops)
+        return len(self._ops) + (len(self.torch) if self.torch is not None else 0)
 
     def __repr__(self):
         state = "recording" if self.active else "finished"
@@ -284,6 +285,9 @@ class record:
             module_hooks.register_module_forward_pre_hook(rec._on_enter),
             module_hooks.register_module_forward_hook(rec._on_exit, always_call=True),
         ]
+        if "torch" in sys.modules:  # the user's code uses PyTorch: watch it too (pytorch/record.py)
+            from .pytorch.record import watch_torch
+            rec._handles += watch_torch(rec)
         rec.active = True
         _note_frameworks()
         rec._restart_clock()

@@ -1,0 +1,204 @@
+"""``record()`` on PyTorch: watch each torch call as it runs, with its module and your line of code.
+
+A ``TorchFunctionMode`` sees every torch function and Tensor method your code calls (``F.linear``,
+``x.relu()``, ``loss_fn(...)``), at the level you wrote them, and the tensors they return, whose
+``grad_fn`` is the node PyTorch's backward will run. PyTorch's global module hooks give the module
+path, as gradlab's do for gradlab modules: both feed the one ``Recording``. A call that makes no
+``grad_fn`` (a shape, an initialisation under no_grad) is no part of the backward graph and is not kept.
+
+Values are copied only where needed: each tensor's version (``t._version``, bumped by every
+in-place write) is noted as the call ran, and a tensor about to be written in place that the
+forward already used is copied first, so the graph can show what the forward really computed.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import time
+from threading import get_ident
+from typing import NamedTuple
+
+import torch
+from torch import Tensor, is_grad_enabled
+from torch.overrides import TorchFunctionMode
+
+from .. import record as _  # noqa: F401  (loaded; its module, not the class gradlab.lab exports by that name:)
+
+gradlab_record = sys.modules["gradlab.lab.record"]
+TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+_clock = time.perf_counter
+
+
+class TorchCall(NamedTuple):
+    """One torch call of a recorded forward, as it ran."""
+
+    function: object  # what was called: torch.nn.functional.linear, Tensor.relu, ...
+    inputs: tuple  # the tensors it was given (in its arguments, and one level into lists)
+    before: tuple  # each input's grad_fn and version just before the call (in-place calls change both)
+    outputs: tuple  # the tensors it returned
+    made: tuple  # each output's grad_fn and version just after the call
+    call: int  # the index of the module call it ran in (Recording._calls), or -1
+    where: tuple  # (filename, line) of your code that made it, or ("", 0)
+    seconds: float  # how long the call itself took
+
+    @property
+    def name(self) -> str:
+        return getattr(self.function, "__name__", None) or str(self.function)
+
+
+class TorchWatcher(TorchFunctionMode):
+    """Notes each torch call that makes a backward node, into ``rec.torch`` (a ``TorchRecording``).
+    (Torch function modes are per thread: other threads' calls are not seen.)"""
+
+    def __init__(self, rec, torch_recording):
+        super().__init__()
+        self.stack, self.calls, self.noted = rec._stack, torch_recording, torch_recording.noted
+        self.synchronize = rec.synchronize and torch.cuda.is_available()
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        # kept short: it runs for every torch call of the forward (see the overhead figures in docs/lab.md)
+        if kwargs:
+            inputs = _tensors_in(args + tuple(kwargs.values()))
+            target = _written(func, args, kwargs)
+        else:
+            kwargs = {}
+            inputs = _tensors_in(args)
+            target = args[0] if _IN_PLACE[func] and args and isinstance(args[0], Tensor) else None
+        if target is not None and is_grad_enabled():  # keep what the forward saw before it is overwritten
+            self.calls.copies[(id(target), target._version)] = target.detach().clone()
+        before = [(t.grad_fn, t._version) for t in inputs]
+        started = _clock()
+        out = func(*args, **kwargs)
+        if self.synchronize:
+            torch.cuda.synchronize()
+        seconds = _clock() - started
+        outputs = (out,) if isinstance(out, Tensor) else _outputs(out)
+        made = [(o.grad_fn, o._version) for o in outputs]
+        for fn, _ in made:
+            if fn is not None:
+                stack = self.stack
+                self.noted.append((func, inputs, before, outputs, made, stack[-1] if stack else -1, where(), seconds))
+                break
+        return out
+
+
+class TorchRecording:
+    """The torch part of a ``Recording``: the calls in order, the tensors given to modules, and the
+    copies kept of values that an in-place write overwrote."""
+
+    def __init__(self):
+        self.noted: list = []  # each call as a plain tuple, cheap to note: ``events`` names the fields
+        self.arguments: dict = {}  # id -> each torch tensor given to a module call (kept: no id is reused)
+        self.copies: dict = {}  # (id(tensor), version) -> a copy of what it held at that version
+
+    @functools.cached_property
+    def events(self) -> list:
+        """The calls that made backward nodes, in order (``TorchCall``); read once the recording has ended."""
+        return [TorchCall(*noted) for noted in self.noted]
+
+    def passed_to_a_module(self, t) -> bool:
+        return self.arguments.get(id(t)) is t
+
+    def holder(self, t, version):
+        """``t`` if it still holds what it held at ``version``, else the copy kept of that, else None."""
+        if version is None or t._version == version:
+            return t
+        return self.copies.get((id(t), version))
+
+    @property
+    def output(self):
+        """The last tensor with a grad_fn the forward made (usually the loss)."""
+        for event in reversed(self.events):
+            for out, (fn, _) in zip(reversed(event.outputs), reversed(event.made)):
+                if fn is not None:
+                    return out
+        return None
+
+    def __len__(self):
+        return len(self.noted)
+
+
+class _Handle:
+    def __init__(self, remove):
+        self.remove = remove
+
+
+def watch_torch(rec) -> list:
+    """Start watching PyTorch for ``rec``: its calls (a TorchFunctionMode) and module calls (global
+    hooks). Returns the handles whose ``remove()`` stops it (the mode is left last in, first out)."""
+    calls = rec.torch = TorchRecording()
+    hooks = torch.nn.modules.module
+
+    def enter(module, args):
+        rec._on_enter(module, args)
+        calls.arguments.update((id(a), a) for a in args if isinstance(a, torch.Tensor))
+
+    def leave(module, args, output):
+        rec._on_exit(module, args, output)
+
+    handles = [hooks.register_module_forward_pre_hook(enter),
+               hooks.register_module_forward_hook(leave, always_call=True)]
+    mode = TorchWatcher(rec, calls)
+    mode.__enter__()
+    return [_Handle(lambda: mode.__exit__(None, None, None)), *handles]
+
+
+def _tensors_in(values) -> tuple:
+    """The tensors among a call's arguments, and in the lists among them (``torch.cat([a, b])``)."""
+    found = [v for v in values if isinstance(v, Tensor)]
+    if len(found) < len(values):
+        for value in values:
+            if isinstance(value, (list, tuple)):
+                found.extend(v for v in value if isinstance(v, Tensor))
+    return tuple(found)
+
+
+def _outputs(out) -> tuple:
+    if isinstance(out, (list, tuple)):
+        return tuple(o for o in out if isinstance(o, Tensor))
+    return ()
+
+
+class _InPlace(dict):
+    """function -> whether its name says it writes its first argument: ``add_``, ``__iadd__``, ``__setitem__``."""
+
+    def __missing__(self, func):
+        name = getattr(func, "__name__", "") or ""
+        self[func] = in_place = ((name.endswith("_") and not name.startswith("_")) or name == "__setitem__"
+                                 or (name.startswith("__i") and name.endswith("__")))
+        return in_place
+
+
+_IN_PLACE = _InPlace()
+
+
+def _written(func, args, kwargs):
+    """The tensor this call is about to write in place: ``x.add_(y)``, ``x += y``, ``x[0] = 1``,
+    ``F.relu(x, inplace=True)``, ``torch.add(a, b, out=c)``; None for most calls."""
+    out = kwargs.get("out")
+    if isinstance(out, Tensor):
+        return out
+    if (_IN_PLACE[func] or kwargs.get("inplace") is True) and args and isinstance(args[0], Tensor):
+        return args[0]
+    return None
+
+
+_code_is_ours: dict = {}
+
+
+def where() -> tuple:
+    """(filename, line) of the innermost frame that is your code: not torch's, nor gradlab's, nor a
+    framework's (the same idea as gradlab's ``record._where``)."""
+    not_users = gradlab_record._not_users + (TORCH_DIR,)
+    frame = sys._getframe(2)
+    while frame is not None:
+        code = frame.f_code
+        ours = _code_is_ours.get(code)
+        if ours is None:
+            ours = _code_is_ours[code] = code.co_filename.startswith(not_users)
+        if not ours:
+            return code.co_filename, frame.f_lineno
+        frame = frame.f_back
+    return "", 0
