@@ -212,7 +212,7 @@ class Recording:
 
     def __repr__(self):
         state = "recording" if self.active else "finished"
-        return f"<gradlab.lab.Recording: {len(self._ops)} operations in {len(self._calls)} module calls, {state}>"
+        return f"<gradlab.lab.Recording: {len(self)} operations in {len(self._calls)} module calls, {state}>"
 
     # --- what the observers call: note the event, no more --------------------------------------------
 

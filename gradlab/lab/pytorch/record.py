@@ -22,6 +22,7 @@ from typing import NamedTuple
 
 import torch
 from torch import Tensor, is_grad_enabled
+from torch._C._autograd import _get_sequence_nr as next_node_number
 from torch.overrides import TorchFunctionMode
 
 from .. import record as _  # noqa: F401  (loaded; its module, not the class gradlab.lab exports by that name:)
@@ -42,6 +43,7 @@ class TorchCall(NamedTuple):
     call: int  # the index of the module call it ran in (Recording._calls), or -1
     where: tuple  # (filename, line) of your code that made it, or ("", 0)
     seconds: float  # how long the call itself took
+    first: int  # the sequence number PyTorch gave the first node this call made (or would have)
 
     @property
     def name(self) -> str:
@@ -69,17 +71,21 @@ class TorchWatcher(TorchFunctionMode):
         if target is not None and is_grad_enabled():  # keep what the forward saw before it is overwritten
             self.calls.copies[(id(target), target._version)] = target.detach().clone()
         before = [(t.grad_fn, t._version) for t in inputs]
+        first = next_node_number()
         started = _clock()
         out = func(*args, **kwargs)
         if self.synchronize:
             torch.cuda.synchronize()
         seconds = _clock() - started
         outputs = (out,) if isinstance(out, Tensor) else _outputs(out)
+        if target is not None and not any(o is target for o in outputs):  # x[0] = 1 returns None: x is what it made
+            outputs += (target,)
         made = [(o.grad_fn, o._version) for o in outputs]
         for fn, _ in made:
             if fn is not None:
                 stack = self.stack
-                self.noted.append((func, inputs, before, outputs, made, stack[-1] if stack else -1, where(), seconds))
+                self.noted.append((func, inputs, before, outputs, made, stack[-1] if stack else -1, where(), seconds,
+                                   first))
                 break
         return out
 
@@ -89,6 +95,7 @@ class TorchRecording:
     copies kept of values that an in-place write overwrote."""
 
     def __init__(self):
+        self.first = next_node_number()  # nodes numbered below this were made before the recording
         self.noted: list = []  # each call as a plain tuple, cheap to note: ``events`` names the fields
         self.arguments: dict = {}  # id -> each torch tensor given to a module call (kept: no id is reused)
         self.copies: dict = {}  # (id(tensor), version) -> a copy of what it held at that version
@@ -161,13 +168,16 @@ def _outputs(out) -> tuple:
     return ()
 
 
+IN_PLACE_OPERATORS = {f"__i{op}__" for op in ("add", "sub", "mul", "matmul", "truediv", "floordiv", "mod", "pow",
+                                              "and", "or", "xor", "lshift", "rshift")} | {"__setitem__"}
+
+
 class _InPlace(dict):
     """function -> whether its name says it writes its first argument: ``add_``, ``__iadd__``, ``__setitem__``."""
 
     def __missing__(self, func):
         name = getattr(func, "__name__", "") or ""
-        self[func] = in_place = ((name.endswith("_") and not name.startswith("_")) or name == "__setitem__"
-                                 or (name.startswith("__i") and name.endswith("__")))
+        self[func] = in_place = (name.endswith("_") and not name.startswith("_")) or name in IN_PLACE_OPERATORS
         return in_place
 
 

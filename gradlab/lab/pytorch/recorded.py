@@ -22,6 +22,8 @@ CONSTANT_WORDS = ("data made inside this module's forward (a mask, a constant): 
 DATA_WORDS = "data: it needs no gradient, so backward stops here"
 BEFORE_WORDS = ("computed before the recording started: its history is drawn no further (record the code that "
                 "made it too, to see it)")
+UNSEEN_WORDS = ("made by a call the recording does not see, such as a custom autograd.Function's apply: "
+                "its line of code is not known")
 CHANGED = ("changed in place after the forward {what} it (version {then} → {now}), and no copy was kept: these "
            "are its values now")
 
@@ -37,21 +39,25 @@ def from_torch_recording(rec, names=None) -> Graph:
     made_by = []  # per call: the graph ids of the nodes it made, the output's last
     for event in calls.events:
         group = group_ids[event.call] if event.call >= 0 else None
-        new = _nodes_made(event)
+        new, unseen = _nodes_made(graph, event, calls.first)
         source = _source(event.where)
         ids = []
-        for node in new:
+        for node in unseen + new:
             _add_inputs_of(graph, rec, node, event, group, labels)
             box = op_node(graph.new_id(), node, group)
-            box.source, box.code = source
+            if node in new:
+                box.source, box.code = source
+            else:
+                box.words = f"{box.words} ({UNSEEN_WORDS})"
             graph.add(box, node)
-            ids.append(box.id)
+            if node in new:
+                ids.append(box.id)
             for child, _ in node.next_functions:
                 if child is not None:
                     graph.edges.append((graph.by_ref[id(child)], box.id))
-        for out, (fn, version) in zip(event.outputs, event.made):
+        for out, (fn, version) in [*zip(event.outputs, event.made), *zip(event.inputs, event.before)]:
             box = graph.node_for(fn) if fn is not None else None
-            if box is not None and box.value is None:
+            if box is not None and box.value is None:  # (an input: what an unseen call made, as this call used it)
                 box.value = _value(calls, out, version, "computed")
         if ids:
             _add_data(graph, rec, event, new, group, labels)
@@ -64,18 +70,19 @@ def from_torch_recording(rec, names=None) -> Graph:
     return graph
 
 
-def _nodes_made(event) -> list:
-    """The backward nodes this call made, oldest first: from each output's grad_fn back to the nodes its
-    inputs had before (and the leaves' AccumulateGrad), which were there already."""
-    known = {id(fn) for fn, _ in event.before if fn is not None}
+def _nodes_made(graph, event, first: int) -> tuple[list, list]:
+    """The backward nodes this call made, oldest first, and those the recording made without seeing the call
+    that made them (a custom Function's ``apply`` is no torch function): walking back from each output's
+    grad_fn through the nodes not drawn yet that were made since the recording began (``first``)."""
     found, stack = {}, [fn for fn, _ in event.made if fn is not None]
     while stack:
         node = stack.pop()
-        if id(node) in known or id(node) in found or is_accumulator(node):
+        if id(node) in found or is_accumulator(node) or graph.node_for(node) is not None or node._sequence_nr() < first:
             continue
         found[id(node)] = node
         stack.extend(child for child, _ in node.next_functions if child is not None)
-    return sorted(found.values(), key=lambda n: n._sequence_nr())
+    nodes = sorted(found.values(), key=lambda n: n._sequence_nr())
+    return [n for n in nodes if n._sequence_nr() >= event.first], [n for n in nodes if n._sequence_nr() < event.first]
 
 
 def _add_inputs_of(graph, rec, node, event, group, labels) -> None:
