@@ -268,3 +268,12 @@ def test_what_was_computed_before_the_recording_is_one_box_that_says_so():
     assert before.ref is h.grad_fn and "computed before the recording started" in before.words
     assert before.value["mean"] == pytest.approx(h.detach().double().mean().item())
     assert all(n.ref is not w for n in graph.nodes.values())
+
+
+def test_an_input_that_needs_no_gradient_still_has_its_shape_in_the_box():
+    conv, x = torch.nn.Conv2d(1, 2, 3), torch.randn(2, 1, 5, 5)
+    with gl.lab.record() as rec:
+        conv(x).sum()
+    box = next(n for n in ops(gl.lab.capture(rec)) if n.op == "ConvolutionBackward0")
+    assert box.ref.next_functions[0][0] is None  # PyTorch keeps no node for the data
+    assert box.input_shapes == [[2, 1, 5, 5], [2, 1, 3, 3], [2]]

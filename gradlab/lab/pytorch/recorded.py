@@ -47,6 +47,8 @@ def from_torch_recording(rec, names=None) -> Graph:
             box = op_node(graph.new_id(), node, group)
             if node in new:
                 box.source, box.code = source
+                if len(new) == 1 and len(node.next_functions) == len(event.inputs):  # inputs needing no gradient
+                    box.input_shapes = [list(t.shape) for t in event.inputs]  # have no next_function to say theirs
             else:
                 box.words = f"{box.words} ({UNSEEN_WORDS})"
             graph.add(box, node)
