@@ -17,7 +17,6 @@ import functools
 import os
 import sys
 import time
-from threading import get_ident
 from typing import NamedTuple
 
 import torch
@@ -37,7 +36,7 @@ class TorchCall(NamedTuple):
 
     function: object  # what was called: torch.nn.functional.linear, Tensor.relu, ...
     inputs: tuple  # the tensors it was given (in its arguments, and one level into lists)
-    before: tuple  # each input's grad_fn and version just before the call (in-place calls change both)
+    before: tuple  # each input's grad_fn and version as the call took it (a call writing it in place changes both)
     outputs: tuple  # the tensors it returned
     made: tuple  # each output's grad_fn and version just after the call
     call: int  # the index of the module call it ran in (Recording._calls), or -1
@@ -60,33 +59,40 @@ class TorchWatcher(TorchFunctionMode):
         self.synchronize = rec.synchronize and torch.cuda.is_available()
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        # kept short: it runs for every torch call of the forward (see the overhead figures in docs/lab.md)
+        # kept short: it runs for every torch call of the forward (docs/lab.md has the overhead it adds)
         if kwargs:
-            inputs = _tensors_in(args + tuple(kwargs.values()))
             target = _written(func, args, kwargs)
         else:
             kwargs = {}
-            inputs = _tensors_in(args)
             target = args[0] if _IN_PLACE[func] and args and isinstance(args[0], Tensor) else None
-        if target is not None and is_grad_enabled():  # keep what the forward saw before it is overwritten
-            self.calls.copies[(id(target), target._version)] = target.detach().clone()
-        before = [(t.grad_fn, t._version) for t in inputs]
+        if target is not None:  # its grad_fn and version change: note them, and keep what the forward saw
+            written = (target.grad_fn, target._version)
+            if is_grad_enabled():
+                self.calls.copies[(id(target), written[1])] = target.detach().clone()
         first = next_node_number()
         started = _clock()
         out = func(*args, **kwargs)
         if self.synchronize:
             torch.cuda.synchronize()
         seconds = _clock() - started
-        outputs = (out,) if isinstance(out, Tensor) else _outputs(out)
+        if isinstance(out, Tensor):
+            if out.grad_fn is None and target is None:
+                return out
+            outputs = (out,)
+        elif isinstance(out, (list, tuple)) and type(out) is not torch.Size:
+            outputs = tuple(o for o in out if isinstance(o, Tensor))
+        else:
+            outputs = ()
         if target is not None and not any(o is target for o in outputs):  # x[0] = 1 returns None: x is what it made
             outputs += (target,)
         made = [(o.grad_fn, o._version) for o in outputs]
-        for fn, _ in made:
-            if fn is not None:
-                stack = self.stack
-                self.noted.append((func, inputs, before, outputs, made, stack[-1] if stack else -1, where(), seconds,
-                                   first))
-                break
+        if not any(fn is not None for fn, _ in made):
+            return out
+        # an input's grad_fn and version change only if the call writes it: read them now, but the target's before
+        inputs = _tensors_in(args + tuple(kwargs.values()) if kwargs else args)
+        before = [written if t is target else (t.grad_fn, t._version) for t in inputs]
+        stack = self.stack
+        self.noted.append((func, inputs, before, outputs, made, stack[-1] if stack else -1, where(), seconds, first))
         return out
 
 
@@ -160,12 +166,6 @@ def _tensors_in(values) -> tuple:
             if isinstance(value, (list, tuple)):
                 found.extend(v for v in value if isinstance(v, Tensor))
     return tuple(found)
-
-
-def _outputs(out) -> tuple:
-    if isinstance(out, (list, tuple)):
-        return tuple(o for o in out if isinstance(o, Tensor))
-    return ()
 
 
 IN_PLACE_OPERATORS = {f"__i{op}__" for op in ("add", "sub", "mul", "matmul", "truediv", "floordiv", "mod", "pow",
