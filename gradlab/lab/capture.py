@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
 
 from ..autograd.function import AccumulateGrad, Function, Node, TrackedTensor
 from ..scalar import Scalar, ScalarFunction
@@ -243,8 +244,10 @@ def from_recording(rec, names: dict | None = None) -> Graph:
         check_not_mixed(rec)
         return from_torch_recording(rec, names)
     if not rec.ops:
+        late = " (PyTorch is watched only if imported before the block starts)" if rec.torch is None and \
+            "torch" in sys.modules else ""
         raise CaptureError("gl.lab: the recording is empty: no operation ran inside `with gl.lab.record() as rec:`. "
-                           "Run the forward pass (loss = loss_fn(model(x), y)) inside the block")
+                           f"Run the forward pass (loss = loss_fn(model(x), y)) inside the block{late}")
     graph = Graph(source="recording")
     labels = {id(t): name for t, name in name_pairs(names)}
     for call in rec.calls.values():

@@ -52,9 +52,6 @@ def profile(fn, *args, repeats: int = 1, keep_grads: bool = False) -> "Profile":
         if len(run.recording) != len(first.recording):
             raise RuntimeError(f"gl.lab.profile: fn ran {len(first.recording)} operations the first time and "
                                f"{len(run.recording)} on repeat {i}; profile a function that does the same work each time")
-    if getattr(first, "torch", False):
-        from .pytorch.profile import TorchProfile
-        return TorchProfile(first, runs)
     return Profile(first, runs)
 
 
@@ -249,12 +246,16 @@ class Profile:
     def __init__(self, first: _Run, runs: list):
         self.recording, self.output, self.repeats = first.recording, first.output, len(runs)
         self._runs = runs
+        self._torch = getattr(first, "torch", False)  # PyTorch's runs: their figures come from pytorch/profile.py
         self.forward_wall_s = statistics.median(run.forward_wall for run in runs)
         self.backward_wall_s = statistics.median(run.backward_wall for run in runs)
 
     @functools.cached_property
     def _times(self) -> tuple[list, dict]:
         """The medians over the runs: forward seconds per op, backward seconds per key (see _Run.times)."""
+        if self._torch:
+            from .pytorch.profile import times
+            return times(self._runs)
         runs = [run.times() for run in self._runs]
         if len(runs) == 1:
             return runs[0]
@@ -266,6 +267,9 @@ class Profile:
     def graph(self):
         """The recorded forward as the lab draws it (made when first asked for), with the gradient
         that reached each node in the profiled backward."""
+        if self._torch:
+            from .pytorch.profile import profiled_graph
+            return profiled_graph(self.recording, self.output, self._runs[0])
         graph = capture(self.recording)
         for engine_node, _, grads_in in self._runs[0].steps:
             ref = engine_node.variable if engine_node.__class__ is AccumulateGrad else engine_node
@@ -277,6 +281,9 @@ class Profile:
     @functools.cached_property
     def figures(self) -> dict:
         """{graph node id: {forward_s, backward_s, saved_bytes, saved_for_backward_bytes}}; None = not run."""
+        if self._torch:
+            from .pytorch.profile import figures
+            return figures(self.graph, self.output, self._runs[0], self._times)
         forward, backward = self._times
         given = _given_ids(self.recording)  # (the graph was kept: what forward saved is still there)
         figures = {}
@@ -302,6 +309,11 @@ class Profile:
     def totals(self) -> dict:
         """Sums over the nodes, and the wall time of the whole forward and backward."""
         rows = self.rows()
+        if self._torch:
+            from .pytorch.profile import totals
+            return {**totals(rows, self.graph, self.output, self._runs[0], self._times),
+                    "forward_wall_s": self.forward_wall_s, "backward_wall_s": self.backward_wall_s,
+                    "nodes": len(rows), "repeats": self.repeats}
         unique = {}  # an array two nodes saved is counted once
         given = _given_ids(self.recording)
         for r in self.recording.op_records():

@@ -285,11 +285,11 @@ class record:
             module_hooks.register_module_forward_pre_hook(rec._on_enter),
             module_hooks.register_module_forward_hook(rec._on_exit, always_call=True),
         ]
-        if "torch" in sys.modules:  # the user's code uses PyTorch: watch it too (pytorch/record.py)
-            from .pytorch.record import watch_torch
-            rec._handles += watch_torch(rec)
         rec.active = True
         _note_frameworks()
+        if "torch" in sys.modules:  # the user's code uses PyTorch: watch it too (pytorch/record.py)
+            from .pytorch.record import watch_torch
+            rec._handles += watch_torch(rec, _not_users)
         rec._restart_clock()
         return rec
 

@@ -5,12 +5,11 @@ PyTorch runs around each node of ``loss.backward()``: a pre-hook when its gradie
 a hook when it has computed its inputs' gradients. The memory of a node is the bytes of the tensors
 it saved for backward (``_saved_*``), each storage counted once: a saved view of a big tensor holds
 all of that tensor's storage. What was given to the forward (parameters, data) is held anyway; the
-rest is held only for backward.
+rest is held only for backward. ``profiling.Profile`` asks the functions below for a torch run's figures.
 """
 
 from __future__ import annotations
 
-import functools
 import statistics
 import time
 
@@ -18,9 +17,9 @@ import torch
 
 from ..capture_basics import CaptureError
 from ..ownership import lab_pass
-from ..profiling import Profile, _figures
 from ..summary import summarize
 from .graph import _saved_attributes, is_accumulator, reachable
+from .recorded import check_not_mixed, from_torch_recording
 
 _clock = time.perf_counter
 
@@ -81,6 +80,9 @@ def torch_run(rec, out, forward_wall: float, keep_grads: bool) -> TorchRun:
 
 
 def _check_output(out, rec) -> None:
+    if rec.torch is None:
+        raise CaptureError("gl.lab.profile: fn returned a torch tensor, but torch was imported only inside fn, so the "
+                           "recording did not watch it; import torch before calling gl.lab.profile")
     if out.grad_fn is None:
         raise CaptureError(
             f"gl.lab.profile: fn returned a torch tensor with no graph (shape {list(out.shape)}): nothing in it "
@@ -148,66 +150,63 @@ def _bytes(storages: dict) -> tuple:
     return sum(size for size, _ in storages.values()), sum(size for size, only in storages.values() if only)
 
 
-class TorchProfile(Profile):
-    """A ``Profile`` of a torch forward + backward: the same tables, colours and totals as gradlab's.
+# --- what a Profile of a torch run reads (profiling.Profile asks for these when its runs are torch's) -----
 
-    A call that made several nodes (``F.cross_entropy``) is timed as one: its time is on the node of what it
-    returned. Each node's backward time is its own, from hooks PyTorch runs around it."""
+def times(runs) -> tuple[list, dict]:
+    """([forward seconds of each call], {key: backward seconds}): the medians over the runs."""
+    forwards = [run.forward() for run in runs]
+    forward = [statistics.median(f[i] for f in forwards) for i in range(len(forwards[0]))]
+    keys = set().union(*(run.backward for run in runs))
+    return forward, {key: statistics.median(run.backward.get(key, 0.0) for run in runs) for key in keys}
 
-    @functools.cached_property
-    def _times(self) -> tuple:
-        forwards = [run.forward() for run in self._runs]
-        forward = [statistics.median(f[i] for f in forwards) for i in range(len(forwards[0]))]
-        keys = set().union(*(run.backward for run in self._runs))
-        backward = {key: statistics.median(run.backward.get(key, 0.0) for run in self._runs) for key in keys}
-        return forward, backward
 
-    @functools.cached_property
-    def _keys(self) -> dict:
-        return node_keys_of(self.graph, self.output)
+def profiled_graph(recording, output, first: TorchRun):
+    """The recorded forward as drawn, with the gradient that reached each node in the profiled backward."""
+    graph = _capture(recording)
+    for node_id, key in node_keys_of(graph, output).items():
+        if first.grads.get(key) is not None:
+            graph.nodes[node_id].grad = summarize(first.grads[key])
+    return graph
 
-    @functools.cached_property
-    def graph(self):
-        graph = _capture(self.recording)
-        grads = self._runs[0].grads
-        for node_id, key in node_keys_of(graph, self.output).items():
-            if grads.get(key) is not None:
-                graph.nodes[node_id].grad = summarize(grads[key])
-        return graph
 
-    @functools.cached_property
-    def figures(self) -> dict:
-        forward, backward = self._times
-        saved = self._runs[0].saved
-        figures = {}
-        keys = self._keys
-        for i, ids in enumerate(self.graph.made_by):
-            for node_id in ids:
-                key = keys.get(node_id)
-                figures[node_id] = _figures(None, backward.get(key), *_bytes(saved.get(key, {})))
-            if ids:
-                figures[ids[-1]]["forward_s"] = forward[i]
-        for node_id, key in keys.items():
-            if key[0] == "leaf" and key in backward:
-                figures[node_id] = _figures(None, backward[key], 0, 0)
-        return figures
+def figures(graph, output, first: TorchRun, times_) -> dict:
+    """{graph node id: figures}: a call's forward time on the node of what it returned (a call that made several
+    nodes, such as F.cross_entropy, is timed as one), each node's own backward time and saved bytes."""
+    forward, backward = times_
+    keys = node_keys_of(graph, output)
+    found = {}
+    for i, ids in enumerate(graph.made_by):
+        for node_id in ids:
+            key = keys.get(node_id)
+            found[node_id] = _figures(None, backward.get(key), *_bytes(first.saved.get(key, {})))
+        if ids:
+            found[ids[-1]]["forward_s"] = forward[i]
+    for node_id, key in keys.items():
+        if key[0] == "leaf" and key in backward:
+            found[node_id] = _figures(None, backward[key], 0, 0)
+    return found
 
-    @property
-    def totals(self) -> dict:
-        rows = self.rows()
-        unique = {}
-        for storages in self._runs[0].saved.values():
-            unique.update(storages)
-        drawn = set(self._keys.values())
-        outside = sum(seconds for key, seconds in self._times[1].items() if key not in drawn)
-        return {
-            "forward_s": sum(r["forward_s"] or 0.0 for r in rows),
-            "backward_s": sum(r["backward_s"] or 0.0 for r in rows) + outside,
-            "forward_wall_s": self.forward_wall_s, "backward_wall_s": self.backward_wall_s,
-            "saved_bytes": sum(size for size, _ in unique.values()),
-            "saved_for_backward_bytes": sum(size for size, only in unique.values() if only),
-            "nodes": len(rows), "repeats": self.repeats,
-        }
+
+def totals(rows: list, graph, output, first: TorchRun, times_) -> dict:
+    """The sums over the nodes (a storage two nodes saved counted once), and what backward spent on nodes
+    made before the recording."""
+    unique = {}
+    for storages in first.saved.values():
+        unique.update(storages)
+    drawn = set(node_keys_of(graph, output).values())
+    outside = sum(seconds for key, seconds in times_[1].items() if key not in drawn)
+    return {
+        "forward_s": sum(r["forward_s"] or 0.0 for r in rows),
+        "backward_s": sum(r["backward_s"] or 0.0 for r in rows) + outside,
+        "saved_bytes": sum(size for size, _ in unique.values()),
+        "saved_for_backward_bytes": sum(size for size, only in unique.values() if only),
+    }
+
+
+def _figures(forward_s, backward_s, saved_bytes, saved_for_backward_bytes) -> dict:
+    """A node's figures, with the names profiling.FIGURES gives them."""
+    return {"forward_s": forward_s, "backward_s": backward_s, "saved_bytes": saved_bytes,
+            "saved_for_backward_bytes": saved_for_backward_bytes}
 
 
 def node_keys_of(graph, output) -> dict:
@@ -223,6 +222,5 @@ def node_keys_of(graph, output) -> dict:
 
 
 def _capture(rec):
-    from .recorded import check_not_mixed, from_torch_recording
     check_not_mixed(rec)
     return from_torch_recording(rec)

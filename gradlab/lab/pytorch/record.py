@@ -24,9 +24,6 @@ from torch import Tensor, is_grad_enabled
 from torch._C._autograd import _get_sequence_nr as next_node_number
 from torch.overrides import TorchFunctionMode
 
-from .. import record as _  # noqa: F401  (loaded; its module, not the class gradlab.lab exports by that name:)
-
-gradlab_record = sys.modules["gradlab.lab.record"]
 TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 _clock = time.perf_counter
 
@@ -53,9 +50,10 @@ class TorchWatcher(TorchFunctionMode):
     """Notes each torch call that makes a backward node, into ``rec.torch`` (a ``TorchRecording``).
     (Torch function modes are per thread: other threads' calls are not seen.)"""
 
-    def __init__(self, rec, torch_recording):
+    def __init__(self, rec, torch_recording, not_users=()):
         super().__init__()
         self.stack, self.calls, self.noted = rec._stack, torch_recording, torch_recording.noted
+        self.not_users = (*not_users, TORCH_DIR)  # where code is not the user's: gradlab's, frameworks', torch's
         self.synchronize = rec.synchronize and torch.cuda.is_available()
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
@@ -92,7 +90,8 @@ class TorchWatcher(TorchFunctionMode):
         inputs = _tensors_in(args + tuple(kwargs.values()) if kwargs else args)
         before = [written if t is target else (t.grad_fn, t._version) for t in inputs]
         stack = self.stack
-        self.noted.append((func, inputs, before, outputs, made, stack[-1] if stack else -1, where(), seconds, first))
+        self.noted.append((func, inputs, before, outputs, made, stack[-1] if stack else -1, where(self.not_users),
+                           seconds, first))
         return out
 
 
@@ -138,9 +137,10 @@ class _Handle:
         self.remove = remove
 
 
-def watch_torch(rec) -> list:
+def watch_torch(rec, not_users=()) -> list:
     """Start watching PyTorch for ``rec``: its calls (a TorchFunctionMode) and module calls (global
-    hooks). Returns the handles whose ``remove()`` stops it (the mode is left last in, first out)."""
+    hooks); ``not_users`` are the folders and files whose code is not the user's (record.py's, to
+    which torch's is added). Returns the handles whose ``remove()`` stops it."""
     calls = rec.torch = TorchRecording()
     hooks = torch.nn.modules.module
 
@@ -153,7 +153,7 @@ def watch_torch(rec) -> list:
 
     handles = [hooks.register_module_forward_pre_hook(enter),
                hooks.register_module_forward_hook(leave, always_call=True)]
-    mode = TorchWatcher(rec, calls)
+    mode = TorchWatcher(rec, calls, not_users)
     mode.__enter__()
     return [_Handle(lambda: mode.__exit__(None, None, None)), *handles]
 
@@ -198,10 +198,9 @@ def _written(func, args, kwargs):
 _code_is_ours: dict = {}
 
 
-def where() -> tuple:
-    """(filename, line) of the innermost frame that is your code: not torch's, nor gradlab's, nor a
-    framework's (the same idea as gradlab's ``record._where``)."""
-    not_users = gradlab_record._not_users + (TORCH_DIR,)
+def where(not_users: tuple = (TORCH_DIR,)) -> tuple:
+    """(filename, line) of the innermost frame whose file is not in ``not_users`` (torch's, gradlab's, a
+    framework's): your code that made the call (the same idea as gradlab's ``record._where``)."""
     frame = sys._getframe(2)
     while frame is not None:
         code = frame.f_code
