@@ -277,3 +277,12 @@ def test_an_input_that_needs_no_gradient_still_has_its_shape_in_the_box():
     box = next(n for n in ops(gl.lab.capture(rec)) if n.op == "ConvolutionBackward0")
     assert box.ref.next_functions[0][0] is None  # PyTorch keeps no node for the data
     assert box.input_shapes == [[2, 1, 5, 5], [2, 1, 3, 3], [2]]
+
+
+def test_the_recordings_output_is_the_last_torch_tensor_with_a_graph():
+    m = torch.nn.Linear(3, 2)
+    with gl.lab.record() as rec:
+        loss = m(torch.randn(4, 3)).tanh().sum()
+        loss.detach()
+    assert rec.output is loss and len(rec) == 3
+    assert "3 operations in 1 module calls" in repr(rec)

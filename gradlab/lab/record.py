@@ -186,6 +186,8 @@ class Recording:
     @property
     def output(self):
         """The last tensor the forward produced that has a graph (usually the loss)."""
+        if self.torch is not None and self.torch.noted and not self._ops:  # a PyTorch forward (pytorch/record.py)
+            return self.torch.output
         last = None
         for record, _, _ in reversed(self._ops):
             for out in record.outputs:
