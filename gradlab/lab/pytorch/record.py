@@ -54,6 +54,7 @@ class TorchWatcher(TorchFunctionMode):
         super().__init__()
         self.stack, self.calls, self.noted = rec._stack, torch_recording, torch_recording.noted
         self.not_users = (*not_users, TORCH_DIR)  # where code is not the user's: gradlab's, frameworks', torch's
+        self.lines = {}  # id(frame) -> (frame, your line above it): see where()
         self.synchronize = rec.synchronize and torch.cuda.is_available()
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
@@ -73,25 +74,24 @@ class TorchWatcher(TorchFunctionMode):
         if self.synchronize:
             torch.cuda.synchronize()
         seconds = _clock() - started
-        if isinstance(out, Tensor):
-            if out.grad_fn is None and target is None:
+        if isinstance(out, Tensor) and (target is None or out is target):  # most calls: one tensor out
+            fn = out.grad_fn
+            if fn is None:
                 return out
-            outputs = (out,)
-        elif isinstance(out, (list, tuple)) and type(out) is not torch.Size:
-            outputs = tuple(o for o in out if isinstance(o, Tensor))
+            outputs, made = (out,), [(fn, out._version)]
         else:
-            outputs = ()
-        if target is not None and not any(o is target for o in outputs):  # x[0] = 1 returns None: x is what it made
-            outputs += (target,)
-        made = [(o.grad_fn, o._version) for o in outputs]
-        if not any(fn is not None for fn, _ in made):
-            return out
+            outputs = _tensors_out(out)
+            if target is not None and not any(o is target for o in outputs):  # x[0] = 1 returns None: x it made
+                outputs += (target,)
+            made = [(o.grad_fn, o._version) for o in outputs]
+            if all(fn is None for fn, _ in made):
+                return out
         # an input's grad_fn and version change only if the call writes it: read them now, but the target's before
         inputs = _tensors_in(args + tuple(kwargs.values()) if kwargs else args)
         before = [written if t is target else (t.grad_fn, t._version) for t in inputs]
         stack = self.stack
-        self.noted.append((func, inputs, before, outputs, made, stack[-1] if stack else -1, where(self.not_users),
-                           seconds, first))
+        self.noted.append((func, inputs, before, outputs, made, stack[-1] if stack else -1,
+                           where(self.not_users, self.lines), seconds, first))
         return out
 
 
@@ -143,17 +143,22 @@ def watch_torch(rec, not_users=()) -> list:
     which torch's is added). Returns the handles whose ``remove()`` stops it."""
     calls = rec.torch = TorchRecording()
     hooks = torch.nn.modules.module
+    mode = TorchWatcher(rec, calls, not_users)
+    arguments, stack, lines = calls.arguments, rec._stack, mode.lines
 
     def enter(module, args):
         rec._on_enter(module, args)
-        calls.arguments.update((id(a), a) for a in args if isinstance(a, torch.Tensor))
+        for a in args:
+            if isinstance(a, Tensor):
+                arguments[id(a)] = a
 
     def leave(module, args, output):
         rec._on_exit(module, args, output)
+        if not stack:  # the outermost module returned: the frames where() remembered are done
+            lines.clear()
 
     handles = [hooks.register_module_forward_pre_hook(enter),
                hooks.register_module_forward_hook(leave, always_call=True)]
-    mode = TorchWatcher(rec, calls, not_users)
     mode.__enter__()
     return [_Handle(lambda: mode.__exit__(None, None, None)), *handles]
 
@@ -170,6 +175,15 @@ def _tensors_in(values) -> tuple:
 
 IN_PLACE_OPERATORS = {f"__i{op}__" for op in ("add", "sub", "mul", "matmul", "truediv", "floordiv", "mod", "pow",
                                               "and", "or", "xor", "lshift", "rshift")} | {"__setitem__"}
+
+
+def _tensors_out(out) -> tuple:
+    """The tensors a call returned: one, or those in the tuple or list it returned (a Size is no such tuple)."""
+    if isinstance(out, Tensor):
+        return (out,)
+    if isinstance(out, (list, tuple)) and type(out) is not torch.Size:
+        return tuple(o for o in out if isinstance(o, Tensor))
+    return ()
 
 
 class _InPlace(dict):
@@ -198,16 +212,34 @@ def _written(func, args, kwargs):
 _code_is_ours: dict = {}
 
 
-def where(not_users: tuple = (TORCH_DIR,)) -> tuple:
+def where(not_users: tuple = (TORCH_DIR,), lines=None) -> tuple:
     """(filename, line) of the innermost frame whose file is not in ``not_users`` (torch's, gradlab's, a
-    framework's): your code that made the call (the same idea as gradlab's ``record._where``)."""
+    framework's): your code that made the call (the same idea as gradlab's ``record._where``).
+
+    Each frame looked at becomes a frame object, and a call inside ``nn.Linear`` looks through a dozen of
+    torch's (its forward, the module machinery, a Sequential's...): ``lines`` remembers the answer for each
+    torch frame passed. While that frame runs, the frames above it wait, so the answer stays right; the
+    frame object is kept with it, so that its id cannot be another frame's.
+    """
     frame = sys._getframe(2)
+    passed = []
     while frame is not None:
+        known = lines.get(id(frame)) if lines is not None else None
+        if known is not None:
+            found = known[1]
+            break
         code = frame.f_code
         ours = _code_is_ours.get(code)
         if ours is None:
             ours = _code_is_ours[code] = code.co_filename.startswith(not_users)
         if not ours:
-            return code.co_filename, frame.f_lineno
+            found = (code.co_filename, frame.f_lineno)
+            break
+        passed.append(frame)
         frame = frame.f_back
-    return "", 0
+    else:
+        found = ("", 0)
+    if lines is not None:
+        for frame in passed:
+            lines[id(frame)] = (frame, found)
+    return found
