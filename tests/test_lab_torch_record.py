@@ -286,3 +286,24 @@ def test_the_recordings_output_is_the_last_torch_tensor_with_a_graph():
         loss.detach()
     assert rec.output is loss and len(rec) == 3
     assert "3 operations in 1 module calls" in repr(rec)
+
+
+def test_a_transformer_layer_draws_the_nodes_multi_head_attention_makes_inside_one_call():
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(d_model=16, nhead=2, dim_feedforward=32, norm_first=True,
+                                             batch_first=True)
+    lstm = torch.nn.LSTM(16, 8, batch_first=True)
+    with gl.lab.record() as rec:
+        out, (h, c) = lstm(layer(torch.randn(3, 5, 16)))  # line: the layer
+        loss = out.pow(2).mean()
+    graph = gl.lab.capture(rec)
+    reached = {id(node) for node in pytorch_nodes_in_order(loss.grad_fn)}
+    drawn = [n for n in ops(graph) if id(n.ref) in reached]
+    assert [n.op for n in drawn] == [node.name() for node in pytorch_nodes_in_order(loss.grad_fn)]
+    unreached = [n.ref for n in ops(graph) if id(n.ref) not in reached]  # the LSTM's h and c: made, not in the loss
+    assert {id(node) for node in unreached} == {id(h.grad_fn), id(c.grad_fn)}
+    attention = [n for n in ops(graph) if n.group == "self_attn"]
+    assert len(attention) > 20 and {"BmmBackward0", "AddBackward0"} <= {n.op for n in attention}  # one call, many nodes
+    assert {n.source for n in attention} == {line_of("# line: " + "the layer")}
+    names = {name for name, _ in layer.named_modules() if name} - {"self_attn.out_proj"}  # (F.linear'd, not called)
+    assert set(graph.groups) == names | {"TransformerEncoderLayer", "LSTM"}

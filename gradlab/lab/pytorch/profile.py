@@ -138,11 +138,11 @@ def recording_figures(rec, graph) -> dict:
     each node's saved bytes."""
     figures = {}
     given = _given_storages(rec)
-    for event, ids in zip(rec.torch.events, graph.made_by):
+    for event, (ids, returned) in zip(rec.torch.events, graph.made_by):
         for node_id in ids:
             figures[node_id] = _figures(None, None, *_bytes(saved_storages(graph.nodes[node_id].ref, given)))
-        if ids:
-            figures[ids[-1]]["forward_s"] = (figures[ids[-1]]["forward_s"] or 0.0) + event.seconds
+        if returned is not None:
+            figures[returned]["forward_s"] = event.seconds
     return figures
 
 
@@ -175,12 +175,12 @@ def figures(graph, output, first: TorchRun, times_) -> dict:
     forward, backward = times_
     keys = node_keys_of(graph, output)
     found = {}
-    for i, ids in enumerate(graph.made_by):
+    for i, (ids, returned) in enumerate(graph.made_by):
         for node_id in ids:
             key = keys.get(node_id)
             found[node_id] = _figures(None, backward.get(key), *_bytes(first.saved.get(key, {})))
-        if ids:
-            found[ids[-1]]["forward_s"] = forward[i]
+        if returned is not None:
+            found[returned]["forward_s"] = forward[i]
     for node_id, key in keys.items():
         if key[0] == "leaf" and key in backward:
             found[node_id] = _figures(None, backward[key], 0, 0)

@@ -36,7 +36,7 @@ def from_torch_recording(rec, names=None) -> Graph:
     for call in rec.calls.values():
         graph.groups[call.id] = Group(call.id, call.label, call.parent)
     group_ids = list(rec.calls)
-    made_by = []  # per call: the graph ids of the nodes it made, the output's last
+    made_by = []  # per call: (the graph ids of the nodes it made, the id of its first output's node, or None)
     for event in calls.events:
         group = group_ids[event.call] if event.call >= 0 else None
         new, unseen = _nodes_made(graph, event, calls.first)
@@ -63,7 +63,9 @@ def from_torch_recording(rec, names=None) -> Graph:
                 box.value = _value(calls, out, version, "computed")
         if ids:
             _add_data(graph, rec, event, new, group, labels)
-        made_by.append(ids)
+        returned = next((graph.by_ref[id(fn)] for fn, _ in event.made if fn is not None and id(fn) in graph.by_ref
+                         and graph.by_ref[id(fn)] in ids), None)
+        made_by.append((ids, returned))
     output = calls.output
     if output is not None and graph.node_for(output.grad_fn) is not None:
         graph.outputs.append(graph.by_ref[id(output.grad_fn)])
