@@ -307,3 +307,19 @@ def test_a_transformer_layer_draws_the_nodes_multi_head_attention_makes_inside_o
     assert {n.source for n in attention} == {line_of("# line: " + "the layer")}
     names = {name for name, _ in layer.named_modules() if name} - {"self_attn.out_proj"}  # (F.linear'd, not called)
     assert set(graph.groups) == names | {"TransformerEncoderLayer", "LSTM"}
+
+
+def test_a_saved_tensor_changed_in_place_since_is_said_to_make_backward_fail():
+    w = torch.randn(3, requires_grad=True)
+    with gl.lab.record() as rec:
+        y = w.exp()  # exp saves its result...
+        y.add_(1)  # ...which this changes: PyTorch's backward will refuse it
+        loss = y.sum()
+    graph = gl.lab.capture(rec)
+    exp = next(n for n in ops(graph) if n.op == "ExpBackward0")
+    assert [s["name"] for s in exp.saved] == ["result"]
+    assert "backward will raise an error" in exp.saved[0]["changed"]
+    assert exp.value["mean"] == pytest.approx((y.detach() - 1).double().mean().item(), rel=1e-6)  # as exp made it
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        loss.backward()
+    assert "backward will raise" in gl.lab.capture(y).nodes[gl.lab.capture(y).by_ref[id(exp.ref)]].saved[0]["changed"]
