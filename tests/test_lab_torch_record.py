@@ -323,3 +323,14 @@ def test_a_saved_tensor_changed_in_place_since_is_said_to_make_backward_fail():
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         loss.backward()
     assert "backward will raise" in gl.lab.capture(y).nodes[gl.lab.capture(y).by_ref[id(exp.ref)]].saved[0]["changed"]
+
+
+def test_names_label_the_leaves_and_data_no_module_owns():
+    w, x = torch.randn(3, requires_grad=True), torch.randn(3)
+    with gl.lab.record() as rec:
+        loss = (w * x).sum()
+    graph = gl.lab.capture(rec, names={"w": w, "x": x})
+    assert graph.nodes[graph.by_ref[id(w)]].label == "w" and graph.nodes[graph.by_ref[id(w)]].kind == "param"
+    assert graph.nodes[graph.by_ref[id(x)]].label == "x" and graph.nodes[graph.by_ref[id(x)]].kind == "input"
+    unnamed = gl.lab.capture(rec)
+    assert unnamed.nodes[unnamed.by_ref[id(w)]].label == "leaf"
