@@ -210,6 +210,7 @@ def _written(func, args, kwargs):
 
 
 _code_is_ours: dict = {}
+MOST_FRAMES_KEPT = 4096
 
 
 def where(not_users: tuple = (TORCH_DIR,), lines=None) -> tuple:
@@ -239,7 +240,9 @@ def where(not_users: tuple = (TORCH_DIR,), lines=None) -> tuple:
         frame = frame.f_back
     else:
         found = ("", 0)
-    if lines is not None:
+    if lines is not None and passed:
+        if len(lines) > MOST_FRAMES_KEPT:  # (calls outside any module: no module's return empties it)
+            lines.clear()
         for frame in passed:
             lines[id(frame)] = (frame, found)
     return found
