@@ -14,6 +14,7 @@ forward already used is copied first, so the graph can show what the forward rea
 from __future__ import annotations
 
 import functools
+import inspect
 import os
 import sys
 import time
@@ -211,6 +212,7 @@ def _written(func, args, kwargs):
 
 _code_is_ours: dict = {}
 MOST_FRAMES_KEPT = 4096
+RESUMABLE = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
 
 
 def where(not_users: tuple = (TORCH_DIR,), lines=None) -> tuple:
@@ -236,7 +238,8 @@ def where(not_users: tuple = (TORCH_DIR,), lines=None) -> tuple:
         if not ours:
             found = (code.co_filename, frame.f_lineno)
             break
-        passed.append(frame)
+        if not code.co_flags & RESUMABLE:  # a generator resumed elsewhere has another caller then
+            passed.append(frame)
         frame = frame.f_back
     else:
         found = ("", 0)
