@@ -334,3 +334,20 @@ def test_names_label_the_leaves_and_data_no_module_owns():
     assert graph.nodes[graph.by_ref[id(x)]].label == "x" and graph.nodes[graph.by_ref[id(x)]].kind == "input"
     unnamed = gl.lab.capture(rec)
     assert unnamed.nodes[unnamed.by_ref[id(w)]].label == "leaf"
+
+
+def test_each_call_of_a_library_module_has_the_line_that_called_it():
+    class Twice(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.seq = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.Tanh())
+
+        def forward(self, x):
+            a = self.seq(x)  # line: seq once
+            return self.seq(a)  # line: seq twice
+
+    with gl.lab.record() as rec:
+        Twice()(torch.randn(2, 3)).sum()
+    graph = gl.lab.capture(rec)
+    once, twice = (line_of("# line: seq " + which) for which in ("once", "twice"))
+    assert [n.source for n in ops(graph)][:-1] == [once] * 3 + [twice] * 3  # T, Addmm, Tanh each time
