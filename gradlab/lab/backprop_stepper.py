@@ -50,7 +50,7 @@ class BackpropStepper(GraphWidget):
         check_view_options("BackpropStepper", height=height)
         names = checked_names("BackpropStepper", loss, names)
         stepping = Stepping(loss, None)
-        if names and stepping.graph.source == "tensor":
+        if names and stepping.graph.source in ("tensor", "torch"):
             stepping.close()
             stepping = Stepping(loss, capture(loss, names))
         self.stepping = stepping

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..autograd.function import TrackedTensor
 from ..scalar import Scalar
 from .capture import CaptureError, capture
+from .pytorch import is_torch_tensor
 from .record import Recording
 from .scalar_source import ScalarSource
 from .step_source import BackwardSource
@@ -22,7 +23,7 @@ def source_for(target, graph=None) -> BackwardSource:
         return TensorSource(target, graph)
     if isinstance(target, Scalar):
         return ScalarSource(target, graph)
-    if type(target).__module__.startswith("torch"):
+    if is_torch_tensor(target):
         from .pytorch.step_source import TorchSource
         return TorchSource(target, graph)
     raise CaptureError(f"BackpropStepper: cannot step a {type(target).__name__}; give it a loss tensor, a "
