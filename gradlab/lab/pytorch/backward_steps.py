@@ -170,11 +170,11 @@ def node_vjp(node, grads_in) -> tuple:
 
 def _custom_vjp(node, grads_in) -> tuple:
     """A custom ``torch.autograd.Function``'s node, reached through its ``apply`` (what PyTorch's PyNode calls):
-    missing gradients become zeros first (unless ctx.set_materialize_grads(False)), and of its results — one per
-    forward input — those for the inputs that require grad go to the node's edges, in order."""
-    if node.materialize_grads is not False:
-        grads_in = [torch.zeros(m.shape, dtype=m.dtype, device=m.device) if g is None else g
-                    for g, m in zip(grads_in, node._input_metadata)]
+    missing gradients become zeros first, and of its results — one per forward input — those for the inputs
+    that require grad go to the node's edges, in order. (PyTorch does not let Python read
+    ``ctx.set_materialize_grads(False)``: such a Function gets zeros here where PyTorch would give it None.)"""
+    grads_in = [torch.zeros(m.shape, dtype=m.dtype, device=m.device) if g is None else g
+                for g, m in zip(grads_in, node._input_metadata)]
     results = node.apply(*grads_in)
     results = results if isinstance(results, tuple) else (results,)
     needs = node.needs_input_grad
