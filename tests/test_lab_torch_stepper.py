@@ -346,3 +346,17 @@ def test_a_graph_drawn_with_names_is_stepped_with_its_names():
         pass
     labels = [graph.nodes[s["node"]].label for s in stepping.steps if s["leaf"]]
     assert sorted(labels) == sorted(name for name, _ in model.named_parameters())
+
+
+def test_pytorchs_steps_are_the_same_record_as_gradlabs():
+    model, loss = mlp_loss()
+    raw = list(Stepping(loss).source.start())  # the run the stepper drives, to its end
+    assert type(raw[0]) is gl.autograd.BackwardStep
+    for step in raw:
+        assert step.targets == tuple(child for child, _ in step.node.next_functions)
+        assert len(step.grads_out) == len(step.targets)
+        for to, g, (child, nr) in zip(step.targets, step.grads_out, step.node.next_functions):
+            if g is not None:  # in the shape and dtype the next node expects
+                assert list(g.shape) == list(child._input_metadata[nr].shape)
+                assert g.dtype == child._input_metadata[nr].dtype
+    assert {id(s.leaf) for s in raw if s.leaf is not None} == {id(p) for p in model.parameters()}

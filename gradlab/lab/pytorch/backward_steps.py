@@ -96,7 +96,7 @@ class TorchRun:
 
     def __init__(self, order: list, buffers: dict, index: int = 0, accumulate=None):
         self._order, self._buffers, self._index = order, buffers, index
-        self._accumulate = accumulate or _accumulate  # how an AccumulateGrad step adds into .grad
+        self._accumulate = accumulate or _accumulate_unwatched  # how an AccumulateGrad step adds into .grad
         self._closed = False
 
     @classmethod
@@ -207,14 +207,28 @@ def _fitted(node, i, child, nr, g):
     return g
 
 
-def _accumulate(node, grads_in):
-    """An AccumulateGrad step without a stepper's ledger: the leaf's tensor hooks, then the node adds into .grad."""
+def accumulate(node, grads_in, watcher=None):
+    """An AccumulateGrad step, as PyTorch's engine takes it: the leaf's tensor hooks, the node's pre-hooks,
+    the node itself (it adds into .grad and runs the post-accumulate hooks), the node's post-hooks. Python
+    cannot reach a node's hooks, so those run are ``watcher``'s (a stepper's ledger, which put them there)."""
     leaf = node.variable
     if grads_in[0] is None:
         return None, grads_in
     grads_in[0] = run_tensor_hooks(leaf, grads_in[0])
+    if watcher is not None:
+        watcher.before_accumulate(tuple(grads_in))
     node(grads_in[0])
+    if leaf.grad is not None and leaf.grad.data_ptr() == grads_in[0].data_ptr():
+        # AccumulateGrad may keep the gradient it is given as the new .grad; the step records and checkpoints
+        # hold that one, and later steps add into .grad in place, so .grad gets its own
+        leaf.grad = leaf.grad.clone()
+    if watcher is not None:
+        watcher.after_accumulate((), tuple(grads_in))
     return leaf, grads_in
+
+
+def _accumulate_unwatched(node, grads_in):
+    return accumulate(node, grads_in)
 
 
 def run_tensor_hooks(leaf, grad):

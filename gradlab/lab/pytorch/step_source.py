@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from ..capture import CaptureError
 from ..step_source import BackwardSource, check_loss
-from .backward_steps import TorchRun, run_tensor_hooks, schedule
+from .backward_steps import TorchRun, accumulate, schedule
 from .graph import FREED, is_accumulator
 
 HOOKED = ("BackwardHookFunctionBackward",)  # the nodes of a module's full backward hook (register_full_backward_hook)
@@ -27,6 +27,7 @@ class TorchSource(BackwardSource):
     def __init__(self, loss, graph=None):
         check_loss(loss, loss.grad_fn, loss.numel())
         super().__init__(loss, graph)
+        self._ledger_of: dict = {}  # id(leaf) -> its ledger
         self._order = schedule(loss.grad_fn)
         hooked = next((n for n in self._order if n.name() in HOOKED), None)
         if hooked is not None:
@@ -60,19 +61,8 @@ class TorchSource(BackwardSource):
         return is_freed(node)
 
     def _accumulate(self, node, grads_in):
-        """A leaf's step, as PyTorch's engine takes it: the leaf's tensor hooks, the node's pre-hooks (here:
-        the ledger's, the only ones Python can reach), the node (which adds into .grad), its post-hooks."""
-        leaf = node.variable
-        if grads_in[0] is None:
-            return None, grads_in
-        grads_in[0] = run_tensor_hooks(leaf, grads_in[0])
-        ledger = getattr(self, "_ledger_of", {}).get(id(leaf))
-        if ledger is not None:
-            ledger.before_accumulate(tuple(grads_in))
-        node(grads_in[0])
-        if ledger is not None:
-            ledger.after_accumulate((), tuple(grads_in))
-        return leaf, grads_in
+        """A leaf's step: its ledger's hooks run around the node, as PyTorch's engine would run them."""
+        return accumulate(node, grads_in, self._ledger_of.get(id(node.variable)))
 
 
 def is_freed(node) -> bool:
