@@ -11,7 +11,8 @@ from .step_source import BackwardSource
 
 
 class ScalarSource(BackwardSource):
-    kind = "scalar"
+    """A Scalar's backward: ``backward_steps()``, with every node's .grad kept before and after."""
+
     checkpoints = False  # a Scalar run is a plain generator: a step back replays from the start (they are cheap)
 
     def __init__(self, loss, graph=None):

@@ -10,7 +10,7 @@ the stepper never asks which it has.
 
 from __future__ import annotations
 
-from .capture import CaptureError
+from .capture import CaptureError, capture
 from .grad_ledger import forget, ledger_for
 from .leaf_grads import LeafGrads
 
@@ -19,11 +19,9 @@ class BackwardSource:
     """What a stepper needs from an engine. This base keeps each leaf's ``.grad`` in a ledger
     (``grad_ledger``), so a stepper can take its own steps out again and leave everyone else's."""
 
-    kind = ""  # the Graph.source it steps: "tensor", "scalar" or "torch"
     checkpoints = True  # a run can checkpoint(): stepping back resumes from the last one, not from the start
 
     def __init__(self, target, graph=None):
-        from .capture import capture
         self.target, self.graph = target, graph or capture(target)
         self.leaves: list = []  # the tensors (or Scalars) whose .grad this backward adds into
         self.ledgers: list = []

@@ -13,7 +13,7 @@ from .step_source import BackwardSource, check_loss
 
 
 class TensorSource(BackwardSource):
-    kind = "tensor"
+    """A gradlab loss tensor's backward: the engine's own generator, its checkpoints, its ledgers."""
 
     def __init__(self, loss, graph=None):
         check_loss(loss, loss.grad_fn, loss.numel())

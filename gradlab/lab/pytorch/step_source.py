@@ -22,7 +22,7 @@ HOOKED = ("BackwardHookFunctionBackward",)  # the nodes of a module's full backw
 
 
 class TorchSource(BackwardSource):
-    kind = "torch"
+    """A PyTorch loss's backward: its grad_fn nodes called in its engine's order, each leaf's .grad in a ledger."""
 
     def __init__(self, loss, graph=None):
         check_loss(loss, loss.grad_fn, loss.numel())
