@@ -39,6 +39,7 @@ def test_a_node_of_a_tensor_graph_is_not_claimed_checked_and_says_why():
     graph, node_id, _ = graph_of(RIGHT)
     result = gl.lab.check_node(graph, node_id)
     assert result["ok"] is None and result["linear"] is True
+    assert result["inputs"] == [] and result["linearity"]  # no finite difference shown, since none was taken
     assert "cannot compare it with finite differences" in result["message"]
     assert "gl.lab.record()" in result["message"] and "that is all this check can say" in result["message"]
 

@@ -43,7 +43,8 @@ def check_torch_node(node, call, seed: int) -> dict:
 
 
 def _linearity(node, rng) -> dict:
-    """The node called on two random gradients and on a mix of them: a backward must be linear in its gradient."""
+    """The node called on two random gradients and on a mix of them: a backward must be linear in its gradient.
+    ("inputs" stays empty: no finite difference was taken; "linearity" has each input's relative error.)"""
     ref = node.ref
     metadata = ref._input_metadata
     if not metadata or not any(child is not None for child, _ in ref.next_functions):
@@ -77,15 +78,15 @@ def _linearity(node, rng) -> dict:
         return {"ok": None, "inputs": [], "tolerance": TOLERANCE, "message": f"{why}; it sent no gradient to check"}
     worst = max(rows, key=lambda row: row["error"] / row["tolerance"])
     if not math.isfinite(worst["error"]):
-        return {"ok": None, "inputs": rows, "tolerance": TOLERANCE,
+        return {"ok": None, "inputs": [], "linearity": rows, "tolerance": TOLERANCE,
                 "message": f"{why}; its gradients hold NaN or inf here, so not even its linearity can be checked"}
     if worst["error"] > worst["tolerance"]:
-        return {"ok": False, "inputs": rows, "tolerance": TOLERANCE, "linear": False,
+        return {"ok": False, "inputs": [], "linearity": rows, "tolerance": TOLERANCE, "linear": False,
                 "message": f"{node.label}: backward is NOT linear in the gradient g it receives (for {worst['name']}, "
                            f"relative error {worst['error']:.1e}), as a vector-Jacobian product must be: given "
                            f"{a:g}·g₁ {b:+g}·g₂ it must return {a:g} times its answer for g₁ {b:+g} times its answer for "
                            "g₂. The chain rule: return g times the local derivative"}
-    return {"ok": None, "inputs": rows, "tolerance": TOLERANCE, "linear": True,
+    return {"ok": None, "inputs": [], "linearity": rows, "tolerance": TOLERANCE, "linear": True,
             "message": f"{why}. What the node alone shows: its backward is linear in the gradient it receives, as a "
                        f"vector-Jacobian product must be (worst relative error {worst['error']:.1e}); that is all "
                        "this check can say"}
