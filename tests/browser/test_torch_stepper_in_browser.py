@@ -1,6 +1,6 @@
 """The stepper on a PyTorch MLP in JupyterLab: PyTorch's own node names drawn, stepped by clicks and by keys
-(→ steps, ← steps back, End runs to the end, Home resets), and after the end the kernel says every .grad is
-loss.backward()'s bit for bit. Screenshots in test-artifacts/browser/: look at them.
+(→ steps, ← steps back, End runs to the end, Home resets); "check this node" says what it can check on a
+PyTorch node; after the end the kernel says every .grad is loss.backward()'s bit for bit. Screenshots in test-artifacts/browser/: look at them.
 """
 
 from __future__ import annotations
@@ -77,6 +77,16 @@ def test_a_torch_mlp_is_stepped_by_clicks_and_keys(page, jupyter_server):
     assert run_cell(page, "print([p.grad for p in model.parameters()])").strip() == "[None, None, None, None]"
     act(page, stepper, lambda: stepper.locator("button.gl-run-end").click())
     assert title(stepper) == "backward finished"
+    # "check this node" on PyTorch's Tanh: from a tensor graph it says what it cannot check, and what it did
+    stepper.locator(".gl-nodes g.gl-node").filter(has_text="Tanh").click()
+    stepper.locator(".gl-inspector-title").filter(has_text="Tanh").wait_for()
+    stepper.locator("button.gl-check").click()
+    result = stepper.locator(".gl-check-result")
+    page.wait_for_function("(el) => el.textContent.includes('Tanh:')", arg=result.element_handle())
+    assert "cannot compare it with finite differences" in result.inner_text()
+    assert "linear in the gradient it receives" in result.inner_text()
+    assert result.locator(".gl-check-row").count() == 0  # no finite difference is shown: none was taken
+    screenshot(stepper, "torch-stepper-check-tanh")
     same = run_cell(page, "mine = [p.grad.clone() for p in model.parameters()]\n"
                           "stepper.close()\nmodel.zero_grad(set_to_none=True)\nloss.backward()\n"
                           "print(all(torch.equal(a, p.grad) for a, p in zip(mine, model.parameters())))")
