@@ -360,3 +360,45 @@ def test_pytorchs_steps_are_the_same_record_as_gradlabs():
                 assert list(g.shape) == list(child._input_metadata[nr].shape)
                 assert g.dtype == child._input_metadata[nr].dtype
     assert {id(s.leaf) for s in raw if s.leaf is not None} == {id(p) for p in model.parameters()}
+
+
+class WrongShape(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        return g[:2]  # two elements for an input of three
+
+
+class TooMany(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, g
+
+
+@pytest.mark.parametrize("function, pytorch_says, we_say", [
+    (WrongShape, "returned an invalid gradient at index 0", r"WrongShapeBackward returned an invalid gradient at "
+                                                           r"index 0 - got \[2\] but expected shape compatible with "
+                                                           r"\[3\]\. A backward must return a gradient shaped like"),
+    (TooMany, "returned an incorrect number of gradients", r"TooManyBackward returned an incorrect number of "
+                                                           r"gradients \(expected 1, got 2\): backward returns one "
+                                                           "gradient per input of forward"),
+])
+def test_a_backward_that_returns_the_wrong_gradients_is_named_as_pytorch_names_it(function, pytorch_says, we_say):
+    x = torch.randn(3, requires_grad=True)
+    loss = function.apply(x.exp()).sum()
+    with pytest.raises(RuntimeError, match=pytorch_says):
+        loss.backward(retain_graph=True)  # so "loss.backward() would raise it too" is true
+    x.grad = None
+    stepping = Stepping(loss)
+    stepping.step()
+    with pytest.raises(BackwardStepError, match=r"step 2 of 4 failed, in the backward of " + function.__name__ +
+                                                ".*" + we_say):
+        stepping.step()
+    assert stepping.failure["node"] == stepping.graph.by_ref[id(loss.grad_fn.next_functions[0][0])]

@@ -201,7 +201,8 @@ def _fitted(node, i, child, nr, g):
             g = g.sum_to_size(shape)
         except RuntimeError:
             raise RuntimeError(f"Function {node.name()} returned an invalid gradient at index {i} - got "
-                               f"{list(g.shape)} but expected shape compatible with {list(shape)}") from None
+                               f"{list(g.shape)} but expected shape compatible with {list(shape)}. A backward must "
+                               "return a gradient shaped like its input") from None
     if g.dtype != metadata.dtype:
         g = g.to(metadata.dtype)
     return g
