@@ -402,3 +402,16 @@ def test_a_backward_that_returns_the_wrong_gradients_is_named_as_pytorch_names_i
                                                 ".*" + we_say):
         stepping.step()
     assert stepping.failure["node"] == stepping.graph.by_ref[id(loss.grad_fn.next_functions[0][0])]
+
+
+def test_a_shared_weight_is_shown_receiving_each_of_its_gradients_in_turn():
+    names, loss = shared_weight_loss()
+    stepping = Stepping(loss, gl.lab.capture(loss, names))
+    w_id = stepping.graph.by_ref[id(names["w"])]
+    while stepping.step() is not None:
+        pass
+    rows = [row for step in stepping.steps for row in step["sent"] if row["to"] == w_id]
+    assert [(row["contribution"], row["of"]) for row in rows] == [(1, 3), (2, 3), (3, 3)]
+    senders = [step["index"] for step in stepping.steps if any(row["to"] == w_id for row in step["sent"])]
+    (accumulated,) = [step["index"] for step in stepping.steps if step["node"] == w_id]
+    assert accumulated > max(senders)  # its AccumulateGrad runs once all three are in, on their sum
