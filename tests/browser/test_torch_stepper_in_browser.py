@@ -1,5 +1,5 @@
 """The stepper on a PyTorch MLP in JupyterLab: PyTorch's own node names drawn, stepped by clicks and by keys
-(→ steps, ← steps back, End runs to the end, Home resets); "check this node" says what it can check on a
+(→ steps, ← steps back, End runs to the end, Home resets, Enter runs to the selected node); "check this node" says what it can check on a
 PyTorch node; after the end the kernel says every .grad is loss.backward()'s bit for bit. Screenshots in test-artifacts/browser/: look at them.
 """
 
@@ -75,6 +75,9 @@ def test_a_torch_mlp_is_stepped_by_clicks_and_keys(page, jupyter_server):
     act(page, stepper, lambda: page.keyboard.press("Home"))  # reset: the stepper's additions leave every .grad
     assert title(stepper) == "before the first step"
     assert run_cell(page, "print([p.grad for p in model.parameters()])").strip() == "[None, None, None, None]"
+    stepper.locator(".gl-nodes g.gl-node").filter(has_text="2.weight").click()  # select it (and focus the stepper)
+    act(page, stepper, lambda: page.keyboard.press("Enter"))  # run to the selected node
+    assert title(stepper).endswith(": 2.weight") and title(stepper).startswith("step ")
     act(page, stepper, lambda: stepper.locator("button.gl-run-end").click())
     assert title(stepper) == "backward finished"
     # "check this node" on PyTorch's Tanh: from a tensor graph it says what it cannot check, and what it did
