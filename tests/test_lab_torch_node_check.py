@@ -18,7 +18,8 @@ def cube(name, derivative):
     def backward(ctx, g):
         (x,) = ctx.saved_tensors
         return derivative(x, g)
-    return type(name, (torch.autograd.Function,), {"forward": staticmethod(forward), "backward": staticmethod(backward)})
+    methods = {"forward": staticmethod(forward), "backward": staticmethod(backward)}
+    return type(name, (torch.autograd.Function,), methods)
 
 
 RIGHT = cube("Cube", lambda x, g: 3 * x * x * g)

@@ -299,7 +299,8 @@ def test_a_module_full_backward_hook_is_refused_and_says_why():
     model, _ = mlp_loss()
     handle = model[0].register_full_backward_hook(lambda module, g_in, g_out: None)
     loss = model(torch.randn(2, 3)).sum()
-    with pytest.raises(CaptureError, match="BackwardHookFunctionBackward.*register_full_backward_hook.*Remove the hook"):
+    with pytest.raises(CaptureError, match="BackwardHookFunctionBackward.*register_full_backward_hook.*Remove the "
+                                           "hook"):
         Stepping(loss)
     handle.remove()
 

@@ -1,6 +1,7 @@
 """The stepper on a PyTorch MLP in JupyterLab: PyTorch's own node names drawn, stepped by clicks and by keys
-(→ steps, ← steps back, End runs to the end, Home resets, Enter runs to the selected node); "check this node" says what it can check on a
-PyTorch node; after the end the kernel says every .grad is loss.backward()'s bit for bit. Screenshots in test-artifacts/browser/: look at them.
+(→ steps, ← steps back, End runs to the end, Home resets, Enter runs to the selected node); "check this node"
+says what it can check on a PyTorch node; after the end the kernel says every .grad is loss.backward()'s bit
+for bit. Screenshots in test-artifacts/browser/: look at them.
 """
 
 from __future__ import annotations

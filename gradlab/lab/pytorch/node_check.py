@@ -84,8 +84,8 @@ def _linearity(node, rng) -> dict:
         return {"ok": False, "inputs": [], "linearity": rows, "tolerance": TOLERANCE, "linear": False,
                 "message": f"{node.label}: backward is NOT linear in the gradient g it receives (for {worst['name']}, "
                            f"relative error {worst['error']:.1e}), as a vector-Jacobian product must be: given "
-                           f"{a:g}·g₁ {b:+g}·g₂ it must return {a:g} times its answer for g₁ {b:+g} times its answer for "
-                           "g₂. The chain rule: return g times the local derivative"}
+                           f"{a:g}·g₁ {b:+g}·g₂ it must return {a:g} times its answer for g₁ {b:+g} times its "
+                           "answer for g₂. The chain rule: return g times the local derivative"}
     return {"ok": None, "inputs": [], "linearity": rows, "tolerance": TOLERANCE, "linear": True,
             "message": f"{why}. What the node alone shows: its backward is linear in the gradient it receives, as a "
                        f"vector-Jacobian product must be (worst relative error {worst['error']:.1e}); that is all "
