@@ -442,7 +442,7 @@ class _Layered:
                     crossings.setdefault(row_of[layer[u]], {})[u] = self.y[u] + self.out_dy[u]
         # an edge against the flow between two rows climbs the right margin, past every row's end
         right = max(self.room[1], GAP_X / 2 if self.reversed else 0.0)
-        return Rows(self, starts, crossings, self.room[0], right, GAP_X)
+        return Rows(self, starts, crossings, (len(self.reversed) * LANE_GAP, self.room[0], right), GAP_X)
 
     # Results, in this level's own coordinates (top-left of the drawing is (0, 0)).
     def waypoints(self, first, lanes, last):

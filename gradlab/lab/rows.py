@@ -51,7 +51,7 @@ class Rows:
     below ``row`` that leaves from item or lane ``key`` at ``y_from`` and enters the next row at ``y_to``.
     """
 
-    def __init__(self, lay, starts: list, crossings: dict, left_room: float, right_room: float, gap_x: float):
+    def __init__(self, lay, starts: list, crossings: dict, room: tuple, gap_x: float):
         self.starts = starts
         n_layers = len(lay.layers)
         self.row_of_layer = []
@@ -67,12 +67,13 @@ class Rows:
             for i, key in enumerate(order):
                 self.tracks[(r, key)] = (i, len(order))
         margin = gap_x / 2 + max(most - 1, 0) * TRACK_GAP if most else 0.0
+        top_room, left_room, right_room = room  # what the level keeps for its back edges' tracks and hooks
         self.left = max(margin, left_room)
         self.right = max(margin, right_room)
         self.gap_x = gap_x
-        self._place(lay, crossings)
+        self._place(lay, crossings, top_room)
 
-    def _place(self, lay, crossings) -> None:
+    def _place(self, lay, crossings, top_room) -> None:
         """Shift every column, item and lane into its row: rows start at the left margin, each below the
         one before it and the tracks of the returns between them."""
         layer, y, h = lay.layer, lay.y, lay.h
@@ -84,12 +85,9 @@ class Rows:
             top[r] = min(top[r], y[v] - h[v] / 2)
             bottom[r] = max(bottom[r], y[v] + h[v] / 2)
         dx = [self.left - lay.col_x[start] for start in self.starts]
-        dy, self.bottom, at = [], [], 0.0
+        dy, self.bottom, at = [], [], top_room  # the tracks of back edges run above the first row
         for r in range(n_rows):
-            if r == 0:
-                shift = 0.0  # the first row keeps its place (and the tracks of back edges above it)
-            else:
-                shift = at - top[r]
+            shift = at - top[r]
             dy.append(shift)
             self.bottom.append(bottom[r] + shift)
             tracks = len(crossings.get(r, ()))
