@@ -72,14 +72,14 @@ export function mountGraph(model, root, options = {}) {
   }
 
   // The first view: the whole graph if it can be read that small, else its start (the inputs) at a
-  // readable size, to pan from.
+  // readable size, to pan from: the top left of a drawing wrapped into rows, as a page is read.
   function firstView() {
     if (!full) return;
     const c = canvasSize();
     const scale = Math.max(full.w / c.w, full.h / c.h, 1 / 1.4);
     if (scale <= 1 / MIN_READABLE_ZOOM) { fit(); return; }
     const readable = 1 / MIN_READABLE_ZOOM, w = c.w * readable, hh = c.h * readable;
-    view = { x: full.x, y: full.y + (full.h - hh) / 2, w, h: hh };
+    view = { x: full.x, y: full.h > hh ? full.y : full.y + (full.h - hh) / 2, w, h: hh };
     applyView();
   }
 
