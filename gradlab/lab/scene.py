@@ -17,7 +17,7 @@ from .layout import GraphLayout
 MAX_VISIBLE = 300  # boxes drawn at first; bigger graphs open collapsed by module
 RUN = 100  # items per run of a level too long to draw whole
 MAX_WIDTH, MAX_HEIGHT = 3200, 1000  # px: modules open a level at a time until the drawing would be bigger
-WRAP_WIDTH = 1400  # px: a level drawn wider than this wraps into rows (rows.py), readable at the first view
+WRAP_WIDTH = 1200  # px: a level drawn wider than this wraps into rows (rows.py): a row fits a notebook at a readable zoom
 GROUP_PREFIX = "g:"  # group ids in the drawing, apart from node ids
 CHAR_W, SUB_CHAR_W, PAD_X, NODE_H, MIN_W, MAX_CHARS = 7.4, 6.4, 18, 38, 54, 30
 
