@@ -667,13 +667,14 @@ class GraphLayout:
             self._static[g] = s
 
     # ----------------------------------------------------------------------------------------
-    def place(self, expanded=()) -> Placement:
-        """Lay out the graph with the ``expanded`` groups drawn open, the others collapsed."""
+    def place(self, expanded=(), wrap: bool = True) -> Placement:
+        """Lay out the graph with the ``expanded`` groups drawn open, the others collapsed (``wrap=False``:
+        every level in one strip, even one wider than ``wrap_width``)."""
         wanted = set(expanded)
         open_groups = frozenset(g for g in self.groups
                                 if all(a in wanted for a in self._ancestry[g]))
         levels = {}
-        root, _ = self._level(None, open_groups, levels)
+        root, _ = self._level(None, open_groups, levels, self.wrap_width if wrap else None)
 
         boxes = {}
 
@@ -746,14 +747,14 @@ class GraphLayout:
                 route.append(p)
         return route
 
-    def _level(self, group, open_groups, levels):
+    def _level(self, group, open_groups, levels, wrap_width):
         """The layout of one group's children (or of the top level), from the cache if it can be.
         Returns it with the set of expanded groups inside ``group`` (its cache key)."""
         static = self._static[group]
         sizes, ports, inside = [], [], set()
         for child in static.children:
             if child in open_groups:
-                sub, below = self._level(child, open_groups, levels)
+                sub, below = self._level(child, open_groups, levels, wrap_width)
                 inside.add(child)
                 inside |= below
                 sizes.append((sub.width, sub.height))
@@ -764,18 +765,18 @@ class GraphLayout:
             else:
                 sizes.append(self.node_sizes[child])
                 ports.append((0.0, 0.0))
-        key = (group, frozenset(inside))
+        key = (group, frozenset(inside), wrap_width)
         level = self._cache.get(key)
         if level is None:
-            level = self._cache[key] = self._compute_level(group, static, sizes, ports)
+            level = self._cache[key] = self._compute_level(group, static, sizes, ports, wrap_width)
             self.layouts_computed += 1
         levels[group] = level
         return level, key[1]
 
-    def _compute_level(self, group, static, sizes, ports) -> _Level:
+    def _compute_level(self, group, static, sizes, ports, wrap_width) -> _Level:
         items = static.children
         lay = _Layered(sizes, static.keys, static.pairs, static.entry_buses, static.exits, ports,
-                       static.weak_pairs, static.weak_exits, self.wrap_width)
+                       static.weak_pairs, static.weak_exits, wrap_width)
         framed = group is not None  # the top level has no frame
         pad = self.padding if framed else 0.0
         top = self.title_height + pad if framed else 0.0
