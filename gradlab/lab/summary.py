@@ -65,7 +65,7 @@ class LaterSummary(Later):
     @property
     def norm(self):
         if self._norm is ...:
-            self._norm = _figures(self.copy)["norm"]
+            self._norm = _norm(self.copy)
         return self._norm
 
     def make(self) -> dict:
@@ -157,7 +157,9 @@ def _squares(chunk: np.ndarray) -> float:
 def _norm(data: np.ndarray) -> float | None:
     """The norm of the finite values, as ``_figures`` gives it, in one pass (None: no finite value)."""
     squares, finite = 0.0, 0
-    for chunk in _chunks(data):
+    # (a small float64 copy, a LaterSummary's, is one chunk already: numpy's buffered iterator costs more than the sum)
+    chunks = [data.ravel()] if data.dtype == np.float64 and 0 < data.size <= CHUNK else _chunks(data)
+    for chunk in chunks:
         part = _squares(chunk)
         if not math.isfinite(part):  # a NaN or an infinity in this chunk: the finite values only
             kept = chunk[np.isfinite(chunk)]
