@@ -51,9 +51,18 @@ def _torch_uses_run_at_import(tree) -> list:
         for child in ast.iter_child_nodes(node):
             visit(child, guarded)
 
+    skipped_without_torch = False  # after `torch = pytest.importorskip("torch")` the module is not collected without it
     for statement in tree.body:
-        visit(statement, False)
+        visit(statement, skipped_without_torch)
+        skipped_without_torch = skipped_without_torch or _imports_or_skips_torch(statement)
     return found
+
+
+def _imports_or_skips_torch(statement) -> bool:
+    return (isinstance(statement, ast.Assign) and isinstance(statement.value, ast.Call)
+            and isinstance(statement.value.func, ast.Attribute) and statement.value.func.attr == "importorskip"
+            and bool(statement.value.args) and isinstance(statement.value.args[0], ast.Constant)
+            and statement.value.args[0].value == "torch")
 
 
 @pytest.mark.parametrize("path", sorted(TESTS.rglob("*.py")), ids=lambda p: str(p.relative_to(TESTS)))
@@ -85,3 +94,14 @@ class TestB:
 CASES = [lambda: torch.zeros(1)]
 '''
     assert _torch_uses_run_at_import(ast.parse(source)) == [10, 14]
+
+
+def test_the_scan_allows_torch_at_module_level_after_importorskip():
+    source = '''
+import pytest
+EARLY = torch.float32
+torch = pytest.importorskip("torch", reason="not installed")
+class Cube(torch.autograd.Function):
+    pass
+'''
+    assert _torch_uses_run_at_import(ast.parse(source)) == [3]

@@ -86,7 +86,7 @@ export function renderInspector(container, model, node, onCheck) {
   const id = node.id;
   const facts = [];
   if (node.input_shapes && node.input_shapes.length) {
-    facts.push(`in ${node.input_shapes.map(shapeText).join(", ")} → `);
+    facts.push(`in ${node.input_shapes.map((s) => (s ? shapeText(s) : "no grad")).join(", ")} → `);  // (null: an input that needs no gradient)
   }
   facts.push(`out ${shapeText(node.output_shape)}`);
   if (node.dtype) facts.push(` · ${node.dtype}`);
@@ -118,7 +118,8 @@ export function renderInspector(container, model, node, onCheck) {
       : "not known yet: run backward (or step) to see it"),
     node.saved && node.saved.length ? h("h4", {}, "saved for backward") : null,
     (node.saved || []).map((t) => h("div", { class: "gl-saved" },
-      h("b", {}, t.name), t.freed ? " — freed by backward()" : ` ${shapeText(t.shape)} · min ${num(t.min)} · max ${num(t.max)}`,
+      h("b", {}, t.name), t.freed ? " — freed by backward()" : t.text !== undefined ? ` = ${t.text}`
+        : ` ${shapeText(t.shape)} · min ${num(t.min)} · max ${num(t.max)}`,
       t.changed ? h("div", { class: "gl-warn gl-changed" }, t.changed) : null)),
     node.kind === "op"
       ? h("button", { class: "gl-check", onclick: () => onCheck(id) }, "check this node")

@@ -13,11 +13,12 @@ from numbers import Number
 from ..autograd.function import TrackedTensor
 from ..nn.modules.module import Module
 from .graph import Graph, GraphNode
+from .pytorch import is_torch_module, is_torch_tensor
 from .record import Recording, record
 
-DRAWABLE = ("a loss tensor (the result of operations on tensors with requires_grad=True), a recording "
+DRAWABLE = ("a loss tensor, gradlab's or PyTorch's (the result of operations on tensors with requires_grad=True), a recording "
             "(with gl.lab.record() as rec: loss = ...), a tape (gl.jit.trace(model, x)) or a gradlab.Scalar")
-STEPPABLE = ("a loss tensor (the result of operations on tensors with requires_grad=True), a recording "
+STEPPABLE = ("a loss tensor, gradlab's or PyTorch's (the result of operations on tensors with requires_grad=True), a recording "
              "(with gl.lab.record() as rec: loss = ...) or a gradlab.Scalar")
 SMALLEST_HEIGHT, LARGEST_HEIGHT = 100, 10_000  # pixels: a view shorter than this shows nothing usable
 
@@ -41,7 +42,7 @@ def check_drawable(call: str, obj, takes: str = DRAWABLE) -> None:
     if isinstance(obj, record):
         raise TypeError(f"{call}: got the recorder gl.lab.record(), not what it recorded: write "
                         f"`with gl.lab.record() as rec: loss = ...`, then {call}(rec)")
-    if isinstance(obj, Module):
+    if isinstance(obj, Module) or is_torch_module(obj):
         raise TypeError(f"{call}: got a model ({type(obj).__name__}), not what it computed: record its forward, "
                         f"`with gl.lab.record() as rec: loss = loss_fn(model(x), y)`, then {call}(rec)")
     if hasattr(obj, "to_svg") and isinstance(getattr(obj, "graph", None), Graph):  # a GraphView or a stepper
@@ -55,10 +56,12 @@ def checked_names(call: str, obj, names):
     (a recording names a module's parameters itself)."""
     if names is None:
         return None
-    if not isinstance(obj, (TrackedTensor, Recording)):
+    if not (isinstance(obj, (TrackedTensor, Recording)) or is_torch_tensor(obj)):
         raise ValueError(f"{call}: names= labels the leaves of a tensor's graph or a recording; a "
                          f"{type(obj).__name__}'s graph takes no names, so drop names=")
-    takes = "{name: tensor}, such as dict(model.named_parameters())"
+    takes = "{name: tensor}, such as dict(model.named_parameters()), or the model itself"
+    if isinstance(names, Module) or is_torch_module(names):  # the model: its parameters by their names
+        names = dict(names.named_parameters())
     if isinstance(names, (str, bytes)) or not (isinstance(names, Mapping) or hasattr(names, "__iter__")):
         raise TypeError(f"{call}: names= takes {takes}; got {described(names)}")
     pairs = []
@@ -68,7 +71,7 @@ def checked_names(call: str, obj, names):
                             "pair")
         a, b = item
         name, tensor = (a, b) if isinstance(a, str) else (b, a)
-        if not isinstance(name, str) or not isinstance(tensor, TrackedTensor):
+        if not isinstance(name, str) or not (isinstance(tensor, TrackedTensor) or is_torch_tensor(tensor)):
             raise TypeError(f"{call}: names= takes {takes}; its entry {i} pairs {described(a)} with {described(b)}, "
                             "not a name with a tensor")
         pairs.append((tensor, name))

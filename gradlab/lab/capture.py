@@ -16,19 +16,17 @@ import inspect
 from ..autograd.function import AccumulateGrad, Function, Node, TrackedTensor
 from ..scalar import Scalar, ScalarFunction
 from .as_used import ValuesAsUsed, leaf_now, now_marked
+from .capture_basics import LEAF_MATH, LEAF_WORDS, CaptureError, name_pairs, short_name
 from .colors import category
 from .graph import Graph, GraphNode, Group
 from .local_derivative import local_derivatives
+from .pytorch import is_torch_tensor
 from .record import PACKAGE_DIR, Recording, short_filename
 from .summary import Later, resolved, summarize
 from .tape_graph import is_tape, tape_to_graph
 
 
-class CaptureError(TypeError):
-    """The object given to the lab cannot be drawn as a graph (and the message says what can)."""
-
-
-WHAT_WORKS = ("a tensor with a grad_fn (the result of operations on tensors with requires_grad=True), "
+WHAT_WORKS = ("a tensor with a grad_fn, gradlab's or PyTorch's (the result of operations on tensors with requires_grad=True), "
               "a recording (with gl.lab.record() as rec: ...), a tape (gl.jit.trace(model, x)), or a gradlab.Scalar")
 
 
@@ -45,6 +43,9 @@ def capture(obj, names: dict | None = None, fused=None) -> Graph:
         return from_scalar(obj)
     if isinstance(obj, TrackedTensor):
         return from_tensor(obj, names)
+    if is_torch_tensor(obj):
+        from .pytorch.graph import from_torch_tensor  # (torch is loaded already: the user's code made obj)
+        return from_torch_tensor(obj, names)
     if isinstance(obj, Graph):
         return obj
     raise CaptureError(f"gl.lab: cannot draw an object of type {type(obj).__name__}; give it {WHAT_WORKS}")
@@ -79,10 +80,6 @@ def _own_doc(function) -> str:
         if doc:
             return inspect.cleandoc(doc)
     return ""
-
-
-LEAF_WORDS = "a leaf: backward adds the gradient that reaches it into its .grad"
-LEAF_MATH = "x.grad += g"
 
 
 @functools.lru_cache(maxsize=None)
@@ -136,12 +133,6 @@ def _op_label(node: Node) -> str:
     return short_name(node.name())
 
 
-def short_name(name: str) -> str:
-    """"MulBackward0" -> "Mul", "SumBackward1" -> "Sum", "AccumulateGrad" and "CopySlices" as they are."""
-    stem = name.rstrip("0123456789")
-    return stem[:-len("Backward")] if stem.endswith("Backward") and len(stem) > len("Backward") else name
-
-
 def _shape(shape) -> list | None:
     return list(shape) if shape is not None else None
 
@@ -160,7 +151,7 @@ def from_tensor(root, names: dict | None = None) -> Graph:
             f"gl.lab: this tensor (shape {list(root.shape)}) has no graph to draw: {why}. Draw the result of "
             "operations on tensors with requires_grad=True, or record a forward pass: "
             "with gl.lab.record() as rec: loss = loss_fn(model(x), y); then gl.lab.GraphView(rec)")
-    names = {id(t): name for t, name in _name_pairs(names)}
+    names = {id(t): name for t, name in name_pairs(names)}
     nodes = reachable(root.grad_fn)
     first_use = {}
     for node in nodes:
@@ -217,17 +208,6 @@ def _versions_used(nodes) -> tuple[dict, bool]:
     return used, freed
 
 
-def _name_pairs(names):
-    """Accept {name: tensor} (as model.named_parameters() gives) or {tensor: name}."""
-    if not names:
-        return []
-    items = names.items() if hasattr(names, "items") else names
-    pairs = []
-    for a, b in items:
-        pairs.append((b, a) if isinstance(a, str) else (a, b))
-    return pairs
-
-
 def reachable(root: Node) -> list:
     """Every engine node backward would visit from ``root``, root first."""
     seen, stack = {root: None}, [root]
@@ -262,7 +242,7 @@ def from_recording(rec, names: dict | None = None) -> Graph:
         raise CaptureError("gl.lab: the recording is empty: no operation ran inside `with gl.lab.record() as rec:`. "
                            "Run the forward pass (loss = loss_fn(model(x), y)) inside the block")
     graph = Graph(source="recording")
-    labels = {id(t): name for t, name in _name_pairs(names)}
+    labels = {id(t): name for t, name in name_pairs(names)}
     for call in rec.calls.values():
         graph.groups[call.id] = Group(call.id, call.label, call.parent)
     producer: dict = {}  # id(tensor) -> id of the node that made the values it holds now

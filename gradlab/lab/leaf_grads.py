@@ -9,6 +9,7 @@ version (bumped by each in-place change, such as backward adding into it) are re
 from __future__ import annotations
 
 from ..autograd.function import TrackedTensor
+from .pytorch import is_torch_tensor
 from .summary import summarize
 
 
@@ -17,7 +18,7 @@ class LeafGrads:
 
     def __init__(self, graph):
         self.leaves = [n for n in graph.nodes.values()
-                       if n.kind in ("param", "leaf") and isinstance(n.ref, TrackedTensor)]
+                       if n.kind in ("param", "leaf") and (isinstance(n.ref, TrackedTensor) or is_torch_tensor(n.ref))]
         self._shown: dict = {}  # node id -> (its .grad tensor, that tensor's version, the summary shown)
 
     def update(self) -> bool:
@@ -26,7 +27,7 @@ class LeafGrads:
         changed = False
         for node in self.leaves:
             grad = node.ref.grad
-            version = grad.version if grad is not None else None
+            version = None if grad is None else grad.version if isinstance(grad, TrackedTensor) else grad._version
             shown = self._shown.get(node.id)
             if shown is None or shown[0] is not grad or shown[1] != version or shown[2] is not node.grad:
                 summary = summarize(grad)

@@ -11,12 +11,17 @@ import math
 
 import numpy as np
 
+from .pytorch import is_torch_tensor
+
 SHOWN_IN_FULL = 12  # tensors this small are listed value by value
 HISTOGRAM_BINS = 16
 
 
 def as_numpy(value) -> np.ndarray:
-    """A host numpy copy of a Tensor, a backend array or a Python number."""
+    """A host numpy copy of a Tensor (gradlab's or PyTorch's), a backend array or a Python number."""
+    if is_torch_tensor(value):
+        value = value.detach().cpu()
+        return value.double().numpy() if str(value.dtype) == "torch.bfloat16" else value.numpy()  # (numpy has no bfloat16)
     array = getattr(value, "array", None)
     device = getattr(value, "device", None)
     if array is not None and device is not None:
@@ -32,7 +37,8 @@ def summarize(value, histogram: bool = True) -> dict | None:
     if value is None:
         return None
     data = as_numpy(value)
-    summary = {"shape": list(data.shape), "dtype": str(getattr(value, "dtype", data.dtype)).replace("gradlab.", "")}
+    summary = {"shape": list(data.shape),
+               "dtype": str(getattr(value, "dtype", data.dtype)).replace("gradlab.", "").replace("torch.", "")}
     figures = _figures(data)
     finite = figures.pop("finite")
     summary.update(figures)
