@@ -88,15 +88,23 @@ class LaterTensorSummary(Later):
     are, and ``changed(then, now)`` says so in words. The norm is worked out at once: the colours need it."""
 
     def __init__(self, t, data: np.ndarray, histogram: bool, notes: dict, changed):
-        self.tensor, self.version, self.histogram, self.notes, self.changed = t, t.version, histogram, notes, changed
+        self.tensor, self.version, self.histogram, self.notes, self.changed = t, version_of(t), histogram, notes, changed
         self.norm = _norm(data)
 
     def make(self) -> dict:
         summary = summarize(self.tensor, self.histogram)
         summary.update(self.notes)
-        if self.tensor.version != self.version and "changed" not in summary:
-            summary["changed"] = self.changed(self.version, self.tensor.version)
+        now = version_of(self.tensor)
+        if now != self.version and "changed" not in summary:
+            summary["changed"] = self.changed(self.version, now)
         return summary
+
+
+def version_of(t) -> int | None:
+    """How many in-place changes a gradlab tensor has had (``t.version``); None for anything else (a backend
+    array, a number; a PyTorch tensor, whose adapter summarises it now)."""
+    version = None if is_torch_tensor(t) else getattr(t, "version", None)
+    return version if isinstance(version, int) else None
 
 
 def summarize_later(value, histogram: bool = True, notes: dict | None = None, changed=None):
@@ -105,7 +113,7 @@ def summarize_later(value, histogram: bool = True, notes: dict | None = None, ch
     ``changed(then, now)`` can say in words that it changed before it was read; else that summary now."""
     data = as_numpy(value)
     if data.size > KEPT_FOR_LATER:
-        if changed is not None and isinstance(getattr(value, "version", None), int):
+        if changed is not None and version_of(value) is not None:
             return LaterTensorSummary(value, data, histogram, notes or {}, changed)
         return {**summarize(value, histogram), **(notes or {})}
     dtype = str(getattr(value, "dtype", data.dtype)).replace("gradlab.", "")
