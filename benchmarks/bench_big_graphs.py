@@ -31,7 +31,7 @@ GOALS = {"first drawing": 1.5, "open a module": 0.200}
 
 
 def recorded(lib, name):
-    """(recording, output) of one forward of the named model in ``lib`` (gradlab or torch)."""
+    """(recording, output, model) of one forward of the named model in ``lib`` (gradlab or torch)."""
     lib.manual_seed(0)
     if name == "ResNet-18":
         model, x = resnet18(lib), lib.randn(1, 3, 64, 64)
@@ -39,7 +39,7 @@ def recorded(lib, name):
         model, x = gpt2(lib), lib.randint(0, 50257, (1, 8))
     with gl.lab.record() as rec:
         out = model(x).sum()
-    return rec, out
+    return rec, out, model
 
 
 def best(fn, repeat):
@@ -51,9 +51,10 @@ def best(fn, repeat):
     return min(times), result
 
 
-def phases(rec, repeat) -> dict:
+def phases(obj, repeat, names=None) -> dict:
+    """Each phase of drawing ``obj`` (a recording, or a tensor whose graph is drawn with ``names``)."""
     figures = {}
-    figures["capture"], graph = best(lambda: capture(rec), repeat)
+    figures["capture"], graph = best(lambda: capture(obj, names), repeat)
     figures["scene (sizes, groups, open)"], scene = best(lambda: Scene(graph), repeat)
 
     def lay_out_again():  # the layout alone, of the groups open at first, from an empty cache
@@ -63,7 +64,7 @@ def phases(rec, repeat) -> dict:
 
     figures["layout"], placement = best(lay_out_again, repeat)
     figures["svg"], svg = best(lambda: render(scene), repeat)
-    figures["GraphView(rec) in all"], view = best(lambda: gl.lab.GraphView(rec), repeat)
+    figures["GraphView(rec) in all"], view = best(lambda: gl.lab.GraphView(obj, names=names), repeat)
     state = view.get_state()
     figures["state as JSON"], text = best(lambda: json.dumps(state, separators=(",", ":")), repeat)
     figures["mime bundle"], _ = best(view._repr_mimebundle_, repeat)
@@ -115,15 +116,12 @@ def main() -> None:
             print("(PyTorch is not installed: its models are skipped; pip install torch)")
     for lib_name, lib in libs:
         for name in ("ResNet-18", "GPT-2 small, 12 blocks"):
-            try:
-                rec, _ = recorded(lib, name)
-            except Exception as error:  # torch's recording may not have landed yet
-                print(f"\n{name} in {lib_name}: not recorded ({type(error).__name__}: {error})")
-                continue
-            if len(rec) == 0:
-                print(f"\n{name} in {lib_name}: record() saw no operations (it does not watch {lib_name} yet)")
-                continue
-            report(f"{name} in {lib_name}", phases(rec, args.repeat))
+            rec, out, model = recorded(lib, name)
+            if len(rec):
+                report(f"{name} in {lib_name}, recorded", phases(rec, args.repeat))
+            else:  # record() does not watch PyTorch yet: its own backward graph, leaves named by the model
+                report(f"{name} in {lib_name}: GraphView(loss, names=model), no modules",
+                       phases(out, args.repeat, names=model))
 
 
 if __name__ == "__main__":
