@@ -305,7 +305,7 @@ class record:
         rec = self.recording
         for handle in rec._handles:
             handle.remove()
-        rec._handles, rec._stack, rec._frames, rec.active = [], [], [], False
+        rec._handles, rec._stack, rec.active = [], [], False
         return False
 
 
