@@ -63,6 +63,9 @@ def from_torch_recording(rec, names=None) -> Graph:
                 box.value = _value(calls, out, version, "computed")
         if ids:
             _add_data(graph, rec, event, new, group, labels)
+        call = (event.function, event.args, event.kwargs)  # run again by "check this node" (one object per call:
+        for box_id in ids:                                  # the nodes it made together are checked together)
+            graph.calls[box_id] = call
         returned = next((graph.by_ref[id(fn)] for fn, _ in event.made if fn is not None and id(fn) in graph.by_ref
                          and graph.by_ref[id(fn)] in ids), None)
         made_by.append((ids, returned))
