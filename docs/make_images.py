@@ -37,6 +37,7 @@ def main() -> None:
     target = gl.tensor([[1.0], [0.0], [0.5], [2.0]])
     with gl.lab.record() as rec:
         loss = ((model(x) - target) ** 2).mean()
+    (HERE / "make-dot.svg").write_text(make_dot_picture(model, loss), encoding="utf-8")
     stepper = gl.lab.BackpropStepper(rec)
     stepper.run_to(stepper.find("Tanh")[0])  # part way: done, current and pending nodes all show
     stepper.save_svg(HERE / "backprop-stepper.svg")
@@ -48,6 +49,11 @@ def main() -> None:
     (HERE / "gradient-flow.svg").write_text(vanishing_flow().to_svg(), encoding="utf-8")
     (HERE / "device-timings.svg").write_text(timings_svg(device_timings()), encoding="utf-8")
     print("wrote", *sorted(p.name for p in HERE.glob("*.svg")))
+
+
+def make_dot_picture(model, loss) -> str:
+    """make_dot's boxes for lab 2's network, as a notebook without Graphviz's dot shows them (gradlab's layout)."""
+    return gl.lab.make_dot(loss, params=dict(model.named_parameters())).fallback()
 
 
 def vanishing_flow(depth: int = 8, steps: int = 120) -> Flow:

@@ -86,7 +86,7 @@ export function renderInspector(container, model, node, onCheck) {
   const id = node.id;
   const facts = [];
   if (node.input_shapes && node.input_shapes.length) {
-    facts.push(`in ${node.input_shapes.map(shapeText).join(", ")} → `);
+    facts.push(`in ${node.input_shapes.map((s) => (s ? shapeText(s) : "no grad")).join(", ")} → `);  // (null: an input that needs no gradient)
   }
   facts.push(`out ${shapeText(node.output_shape)}`);
   if (node.dtype) facts.push(` · ${node.dtype}`);

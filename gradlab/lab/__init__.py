@@ -4,8 +4,8 @@ The views: ``record()`` watches a forward pass; ``GraphView`` draws the graph of
 a ``Scalar`` or a ``gl.jit.trace`` tape; ``BackpropStepper`` walks the engine's real backward through it
 one node at a time; ``GradientFlow`` and ``ActivationStats`` follow each layer's gradients and outputs
 over training; ``profile`` times and weighs each node; ``DeviceTimings`` and ``compare_devices`` time
-the same work on every device; ``Playground``, ``OptimizerRace`` and ``ConvScatter`` are the course's
-interactive pictures. The checks (``check``, ``check_gradient``, ``check_this_node``, and one family per
+the same work on every device; ``make_dot`` writes a graph as Graphviz's DOT, as torchviz draws it;
+``Playground``, ``OptimizerRace`` and ``ConvScatter`` are the course's interactive pictures. The checks (``check``, ``check_gradient``, ``check_this_node``, and one family per
 lab: docs/lab.md lists them) say ✓, or ✗ with a hint that points at the mistake, or ○ "not done yet".
 Everything but ``record`` and ``capture`` loads on first use, so ipywidgets and anywidget load only then.
 """
@@ -30,6 +30,7 @@ _LAZY_BY_MODULE = {
     "curves_picture": ("loss_curves",),
     "sequence_pictures": ("gradient_norms_over_time", "attention_maps"),
     "node_check": ("check_node",),
+    "dot": ("make_dot",),
     "exercises": ("check", "check_gradient", "check_gradients", "check_function", "Verdict", "Verdicts",
         "check_numerically", "check_this_node", "cs231n_band"),
     "derivative_exercises": ("check_centred_difference",),

@@ -31,6 +31,13 @@ KIND_COLORS = {
     "group": "#f4effa",
 }
 
+# make_dot's fills, as torchviz draws PyTorch's graph (Graphviz's X11 names), each with its hex for gradlab's own
+# drawing of the same picture where Graphviz's dot program is missing: backward nodes grey, the leaves that get a
+# .grad light blue, what a node saved orange, the output green.
+DOT_FILLS = {"op": ("lightgrey", "#d3d3d3"), "leaf": ("lightblue", "#add8e6"), "saved": ("orange", "#ffa500"),
+             "output": ("darkolivegreen1", "#caff70")}
+MODULE_FRAME, CLOSED_MODULE_BORDER = "#c4b5fd", "#7c3aed"  # GraphView.to_dot's modules, as svg.py's STYLE draws them
+
 # One colour per layer of a gradient-flow chart, first layer (nearest the input) first; repeats past ten.
 LAYER_COLORS = ("#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#ca8a04", "#db2777",
                 "#4b5563", "#65a30d")

@@ -330,6 +330,12 @@ class GraphWidget(anywidget.AnyWidget):
         return render(self.scene, colors=self._colors_now(), texts=self.texts,
                       legend=self.legends.get(self.color_mode), states=self._states_drawn())
 
+    def to_dot(self):
+        """The graph as it is drawn now as a ``graphviz.Digraph``: a closed module is one box, an open one a
+        cluster, the boxes filled as the colour mode fills them (``gl.lab.make_dot`` draws torchviz's picture)."""
+        from .dot import view_to_dot
+        return view_to_dot(self)
+
     def _states_drawn(self) -> dict:
         """The stepper's node states for the static picture (a plain view has none)."""
         return {}
