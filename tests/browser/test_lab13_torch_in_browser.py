@@ -14,9 +14,13 @@ torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip insta
 LAB = "13-graduating-to-pytorch.ipynb"
 # PyTorch's graph of the MLP: 3 × (AccumulateGrad of the weight, TBackward0, AccumulateGrad of the bias,
 # AddmmBackward0), 2 ReluBackward0, LogSoftmaxBackward0, NllLossBackward0 (no node for the images: they need
-# no gradient); gradlab's of the same forward: the batch and its labels (input, GetItem each), Reshape, 3 ×
-# (weight, bias, Linear), 2 Relu, LogSoftmax, NllLoss; then PyTorch's again, freed
+# no gradient); gradlab's of the same forward: the batch and its labels, Reshape (the Flatten), 3 × (weight, bias,
+# Linear), 2 Relu, LogSoftmax, NllLoss; then PyTorch's again, freed
 NODES = [16, 16, 16]
+
+
+def texts(locator) -> list:
+    return locator.evaluate_all("(nodes) => nodes.map((n) => n.textContent)")
 
 
 def node_counts(page) -> list:
@@ -33,13 +37,12 @@ def test_lab13_solution_draws_pytorchs_graph_and_passes_its_checks(page, jupyter
 
     assert page.locator(".gl-verdict-fail").count() == 0
     assert page.locator(".gl-verdict-pass").count() == 3
-    print("counts", node_counts(page))
     assert node_counts(page) == NODES
 
     views = page.locator(".gradlab-graphview")
     first = views.nth(0)
     first.scroll_into_view_if_needed()
-    labels = first.locator(".gl-nodes g.gl-node").evaluate_all("(nodes) => nodes.map((n) => n.textContent)")
+    labels = texts(first.locator(".gl-nodes g.gl-node"))
     assert sum("Addmm" in text for text in labels) == 3 and sum("Relu" in text for text in labels) == 2
     assert any("5.weight" in text for text in labels)             # the leaves carry the model's parameter names
     screenshot(first, "lab-13-torch-graph")
@@ -53,9 +56,7 @@ def test_lab13_solution_draws_pytorchs_graph_and_passes_its_checks(page, jupyter
     assert any(text.startswith("mat1") for text in saved) and any(text.startswith("mat2") for text in saved)
     screenshot(first, "lab-13-torch-addmm-inspected")
 
-    gradlab_view = views.nth(1)
-    print("gradlab", gradlab_view.locator(".gl-nodes g.gl-node").evaluate_all("(nodes) => nodes.map((n) => n.textContent)"))
-    screenshot(gradlab_view, "lab-13-gradlab-graph")
+    screenshot(views.nth(1), "lab-13-gradlab-graph")
 
     freed = views.nth(2)
     freed.scroll_into_view_if_needed()
@@ -63,3 +64,8 @@ def test_lab13_solution_draws_pytorchs_graph_and_passes_its_checks(page, jupyter
     freed.locator(".gl-inspector").wait_for()
     assert "freed by backward()" in freed.locator(".gl-inspector").inner_text()
     screenshot(freed, "lab-13-torch-graph-freed")
+
+    dot = page.locator(".jp-OutputArea-output svg.gl-graph:not(.gradlab-widget svg)")
+    assert dot.count() == 1                                        # make_dot's picture (gradlab's, without dot)
+    assert texts(dot.locator("text")).count("AddmmBackward0") == 3
+    screenshot(dot, "lab-13-make-dot")
