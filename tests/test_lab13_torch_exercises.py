@@ -38,6 +38,11 @@ def test_the_node_names_pass_in_any_order():
     assert "6 nodes" in verdict.message
 
 
+def test_accumulate_grad_may_be_named_as_pytorch_prints_it():
+    names = RIGHT_NAMES[:4] + ["torch::autograd::AccumulateGrad"] * 2
+    assert check_torch_node_names("names", names, lab_line()).passed
+
+
 def test_a_fused_addmm_where_at_and_plus_make_two_nodes_is_named():
     names = ["MeanBackward0", "TanhBackward0", "AddmmBackward0", "AccumulateGrad", "AccumulateGrad"]
     verdict = check_torch_node_names("names", names, lab_line())
