@@ -443,7 +443,7 @@ class Scalar:
 
         Nodes are visited outputs first, so a node's gradient is complete before it is passed on;
         the steps are the tensor engine's: ``grads_in`` is ``(grad,)``, ``grads_out`` has one
-        gradient per parent, and ``leaf`` is the node when it is an input. ``backward()`` is exactly
+        gradient per parent (``targets``: the parents), and ``leaf`` is the node when it is an input. ``backward()`` is exactly
         this generator run to the end.
         """
         pending = {self: float(gradient)}  # gradient gathered so far in this pass, per node
@@ -457,7 +457,7 @@ class Scalar:
                 grads_out = tuple(g for x, g in zip(node.grad_fn.inputs, grads) if isinstance(x, Scalar))
                 for parent, g in zip(node.parents, grads_out):
                     pending[parent] = pending.get(parent, 0.0) + g
-            yield BackwardStep(index, node, (grad,), grads_out, node if node.grad_fn is None else None)
+            yield BackwardStep(index, node, (grad,), grads_out, node if node.grad_fn is None else None, node.parents)
 
     def backward(self, gradient=1.0):
         """Add gradient · d(self)/d(node) into ``node.grad`` for every node in the graph (as

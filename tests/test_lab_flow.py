@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import math
 import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -217,7 +219,7 @@ def test_thresholds_are_constructor_arguments():
 def test_a_model_with_no_parameters_is_a_clear_error():
     with pytest.raises(FlowError, match=r"GradientFlow\(model\): Sequential has no trainable parameters"):
         Flow(nn.Sequential(nn.ReLU(), nn.Tanh()))
-    with pytest.raises(FlowError, match=r"model must be a gradlab.nn.Module, got Tensor"):
+    with pytest.raises(FlowError, match=r"model must be a gradlab.nn.Module or a torch.nn.Module, got Tensor"):
         Flow(gl.randn(3))
 
 
@@ -473,3 +475,20 @@ def test_the_widget_redraws_when_a_notebook_cell_ends(widgets, notebook_shell):
     assert flow.chart.status.startswith("0 updates")
     cell_ended()  # what IPython does after each cell
     assert flow.chart.status.startswith("1 update ")
+
+
+# --- the engine's reader -------------------------------------------------------------------------
+
+def test_a_gradlab_flow_never_loads_torch():
+    code = ("import sys, gradlab as gl, gradlab.nn as nn\n"
+            "from gradlab.lab.flow import Flow\n"
+            "from gradlab.lab.ratio_picture import update_ratios\n"
+            "m = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2))\n"
+            "flow = Flow(m); opt = gl.optim.SGD(m.parameters(), lr=0.1)\n"
+            "loss = ((m(gl.randn(5, 3)) - gl.randn(5, 2)) ** 2).mean(); loss.backward(); opt.step()\n"
+            "flow.update(loss); update_ratios(flow)\n"
+            "assert flow.series['grad_norm']['0'][0] > 0\n"
+            "print('torch' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"

@@ -173,7 +173,7 @@ def test_a_stepper_left_open_keeps_nothing_of_your_training_loop():
         optimizer.zero_grad()
         loss_of(model).backward()
         optimizer.step()
-    ledgers = stepping._ledgers
+    ledgers = stepping.source.ledgers
     assert all(not ledger.awake and ledger.entries == [] and ledger.start is None for ledger in ledgers)
     assert any("changed outside backward" in w for w in stepping.warnings())
 

@@ -206,12 +206,21 @@ export function mountGraph(model, root, options = {}) {
     }
   });
 
+  let inspected = model.get("selected");
   function select(id) {
+    inspected = id;
     model.set("selected", id);
     model.save_changes();
     restyle();
     for (const f of listeners) f(id);
   }
+  // A node the kernel selected (a linked view, a layer opened) is inspected as a click's is.
+  model.on("change:selected", () => {
+    const id = model.get("selected");
+    if (id === inspected) return;
+    inspected = id;
+    for (const f of listeners) f(id);
+  });
 
   function showTooltip(e) {
     const target = e.target.closest && e.target.closest("[data-id]");

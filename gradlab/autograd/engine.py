@@ -20,11 +20,12 @@ from .grad_mode import set_enabled, thread_mode
 
 @dataclass(slots=True)
 class BackwardStep:
-    """One node's turn in backward.
+    """One node's turn in backward: the one record every engine the lab steps yields.
 
-    ``grads_in`` are the gradients flowing into the node (one per output of its forward, after
-    hooks); ``grads_out`` are the gradients it produced, one per edge in ``node.next_functions``;
-    ``leaf`` is the tensor whose ``.grad`` this step updated (AccumulateGrad steps only).
+    ``node`` is what ran (a Node here; a Scalar in the Scalar twin; a ``grad_fn`` in PyTorch);
+    ``grads_in`` are the gradients flowing into it (one per output of its forward, after hooks);
+    ``grads_out`` are the gradients it produced, and ``targets`` the node each one goes to (None
+    where that input needs no gradient); ``leaf`` is the tensor whose ``.grad`` this step updated.
     """
 
     index: int
@@ -32,6 +33,7 @@ class BackwardStep:
     grads_in: tuple
     grads_out: tuple
     leaf: Any = None
+    targets: tuple = ()
 
 
 class _Pass:
@@ -375,7 +377,8 @@ def _run(run: _Pass, state: _RunState):
                     heappush(ready, (-child._seq, child))
             if steps:
                 set_enabled(mode, user_mode)
-                yield BackwardStep(index, node, tuple(grads_in), grads_out, leaf)
+                yield BackwardStep(index, node, tuple(grads_in), grads_out, leaf,
+                                   tuple(child for child, _ in node.next_functions))
                 mode = thread_mode()  # the caller may resume the steps from another thread
                 user_mode = mode.enabled
                 set_enabled(mode, run.create_graph)

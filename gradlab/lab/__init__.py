@@ -4,8 +4,10 @@ The views: ``record()`` watches a forward pass; ``GraphView`` draws the graph of
 a ``Scalar`` or a ``gl.jit.trace`` tape; ``BackpropStepper`` walks the engine's real backward through it
 one node at a time; ``GradientFlow`` and ``ActivationStats`` follow each layer's gradients and outputs
 over training; ``profile`` times and weighs each node; ``DeviceTimings`` and ``compare_devices`` time
-the same work on every device; ``make_dot`` writes a graph as Graphviz's DOT, as torchviz draws it;
-``Playground``, ``OptimizerRace`` and ``ConvScatter`` are the course's interactive pictures. The checks (``check``, ``check_gradient``, ``check_this_node``, and one family per
+the same work on every device (and, given ``torch=``, on PyTorch's); ``compare_engines`` sets one model's
+gradlab and PyTorch versions side by side, parameter by parameter; ``make_dot`` writes a graph as
+Graphviz's DOT, as torchviz draws it; ``Playground``, ``OptimizerRace`` and ``ConvScatter`` are the
+course's interactive pictures. The checks (``check``, ``check_gradient``, ``check_this_node``, and one family per
 lab: docs/lab.md lists them) say ✓, or ✗ with a hint that points at the mistake, or ○ "not done yet".
 Everything but ``record`` and ``capture`` loads on first use, so ipywidgets and anywidget load only then.
 """
@@ -20,6 +22,7 @@ _LAZY_BY_MODULE = {
     "gradient_flow": ("GradientFlow",),
     "device_timings": ("DeviceTimings",),
     "timing": ("compare_devices", "compare_compiled"),
+    "compare": ("compare_engines",),
     "profiling": ("profile", "Profile"),
     "playground": ("Playground",),
     "activation_stats": ("ActivationStats",),

@@ -1,7 +1,7 @@
 """``BackpropStepper``: walk the engine's real backward through your graph, one node at a time.
 
-Each Step runs one node of ``gl.autograd.backward_steps`` (never a replay): the panel shows the
-gradient that reached it, its local rule with the numbers it produced for each input, and where
+Each Step runs one node of ``gl.autograd.backward_steps`` (never a replay; for a PyTorch loss, one of
+PyTorch's own ``grad_fn`` nodes, in its engine's order): the panel shows the gradient that reached it, its local rule with the numbers it produced for each input, and where
 a gradient adds into one that fanned out. Step back restores the gradients exactly. When a step
 fails, or someone else changes a ``.grad`` while it steps, the panel says so and stops claiming
 that ``.grad`` holds what ``loss.backward()`` gives.
@@ -25,7 +25,7 @@ from .summary import shape_text
 
 
 class BackpropStepper(GraphWidget):
-    """``stepper = gl.lab.BackpropStepper(loss)`` (a loss tensor, a recording, or a Scalar).
+    """``stepper = gl.lab.BackpropStepper(loss)`` (a loss tensor, gradlab's or PyTorch's, a recording, or a Scalar).
 
     ``step()``, ``step_back()``, ``run_to(node)``, ``run_to_end()``, ``reset()``; ``current`` is
     the node whose turn it is. In the widget: → or Space steps, ← steps back, End runs to the end,
@@ -50,7 +50,7 @@ class BackpropStepper(GraphWidget):
         check_view_options("BackpropStepper", height=height)
         names = checked_names("BackpropStepper", loss, names)
         stepping = Stepping(loss, None)
-        if names and not stepping.is_scalar and stepping.graph.source == "tensor":
+        if names and stepping.graph.source in ("tensor", "torch"):
             stepping.close()
             stepping = Stepping(loss, capture(loss, names))
         self.stepping = stepping

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
 
 from ..autograd.function import AccumulateGrad, Function, Node, TrackedTensor
 from ..scalar import Scalar, ScalarFunction
@@ -238,9 +239,15 @@ def from_recording(rec, names: dict | None = None) -> Graph:
     """
     if rec.active:
         raise CaptureError("gl.lab: the recording is still running; draw it after the `with gl.lab.record()` block ends")
+    if rec.torch is not None and rec.torch.events:  # it watched PyTorch (torch is loaded: the user's code used it)
+        from .pytorch.recorded import check_not_mixed, from_torch_recording
+        check_not_mixed(rec)
+        return from_torch_recording(rec, names)
     if not rec.ops:
+        late = " (PyTorch is watched only if imported before the block starts)" if rec.torch is None and \
+            "torch" in sys.modules else ""
         raise CaptureError("gl.lab: the recording is empty: no operation ran inside `with gl.lab.record() as rec:`. "
-                           "Run the forward pass (loss = loss_fn(model(x), y)) inside the block")
+                           f"Run the forward pass (loss = loss_fn(model(x), y)) inside the block{late}")
     graph = Graph(source="recording")
     labels = {id(t): name for t, name in name_pairs(names)}
     for call in rec.calls.values():

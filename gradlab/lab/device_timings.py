@@ -19,7 +19,8 @@ except ImportError as error:  # pragma: no cover - depends on the extra
 
 
 class DeviceTimings(anywidget.AnyWidget):
-    """``gl.lab.DeviceTimings(fn, *args)``: ``fn(*args)`` timed on each device (see ``compare_devices``);
+    """``gl.lab.DeviceTimings(fn, *args)``: ``fn(*args)`` timed on each device (see ``compare_devices``), and
+    with ``torch=(torch_fn, *torch_args)`` the same step written for PyTorch on its CPU and CUDA as rows below;
     ``gl.lab.DeviceTimings.compare_compiled(model, loss_fn, x, y, optimizer=opt)``: a training step eager and
     compiled on each device, two bars per device (see ``compare_compiled``).
 
@@ -37,9 +38,10 @@ class DeviceTimings(anywidget.AnyWidget):
     _esm = bundle("device_timings.js")
     _css = stylesheet()
 
-    def __init__(self, fn, *args, devices=None, repeats: int = 25, warmup: int = 2, budget_s: float | None = 2.0):
+    def __init__(self, fn, *args, devices=None, repeats: int = 25, warmup: int = 2, budget_s: float | None = 2.0,
+                 torch=None):
         self._start(compare_devices, (fn, *args), dict(devices=devices, repeats=repeats, warmup=warmup,
-                                                       budget_s=budget_s))
+                                                       budget_s=budget_s, torch=torch))
 
     @classmethod
     def compare_compiled(cls, model, loss_fn, *inputs, optimizer=None, segments=1, devices=None, repeats: int = 25,

@@ -4,7 +4,9 @@ A layer is a module that owns parameters itself (``0``, ``layers.2.fc``). One fo
 puts a hook on its output, so that when backward reaches the layer we learn ‖∂L/∂output‖ (the gradient
 flowing out of it, towards the input) and keep a copy of its weights before the optimizer moves them.
 ``update()`` after ``optimizer.step()`` then reads ‖∂L/∂W‖, ‖W‖ and ‖W_after − W_before‖ / ‖W_before‖.
-No anywidget here: scripts use ``Flow`` directly; ``flow_picture.py`` draws it, ``gradient_flow.py`` shows it live.
+The model may be gradlab's or PyTorch's: the few tensor operations that differ go through the engine's
+reader (``flow_reader.py``). No anywidget here: scripts use ``Flow`` directly; ``flow_picture.py`` draws it,
+``gradient_flow.py`` shows it live.
 """
 
 from __future__ import annotations
@@ -12,15 +14,14 @@ from __future__ import annotations
 import math
 import warnings
 from collections import deque
-from numbers import Real
 
 import numpy as np
 
-from ..autograd import is_grad_enabled
-from ..tensor import Tensor
 from .arguments import described
+from .flow_errors import FlowError, FlowWarning
+from .flow_reader import reader_for
 from .ownership import counts_as_training
-from .summary import as_numpy, summarize
+from .summary import summarize
 
 # figure -> (what it is called on a chart, what it measures)
 FIGURES = {
@@ -32,14 +33,6 @@ FIGURES = {
 
 
 NO_FIGURES = (None, None, None, None)  # a layer at an update it was not part of the model
-
-
-class FlowError(ValueError):
-    """A GradientFlow asked for something it cannot give (no parameters, no backward yet, no such layer)."""
-
-
-class FlowWarning(UserWarning):
-    """The model changed under a GradientFlow: a layer was replaced, added or removed during training."""
 
 
 class _Layer:
@@ -58,17 +51,6 @@ class _Layer:
         self.since, self.gone = since, False
 
 
-def _host(value) -> np.ndarray:
-    """The values of a tensor as a host array (the array itself on the numpy backend: no copy)."""
-    array = getattr(value, "array", None)
-    return array if type(array) is np.ndarray else as_numpy(value)
-
-
-def _sq(array: np.ndarray) -> float:
-    """‖array‖² in one BLAS call over all its elements (nan and inf carry through, as they should)."""
-    return float(np.vdot(array, array))
-
-
 def _sqrt(x: float) -> float:
     return math.sqrt(x) if x >= 0 else math.nan
 
@@ -84,11 +66,13 @@ class Flow:
     def __init__(self, model, *, vanishing: float = 1e-3, exploding: float = 1e2, window: int = 10,
                  max_points: int = 400, histogram_every: int = 20, max_histograms: int = 100):
         if isinstance(model, type):
-            made = f"nn.{model.__name__}" if model.__module__.startswith("gradlab.nn") else model.__name__
+            made = (f"nn.{model.__name__}" if model.__module__.startswith(("gradlab.nn", "torch.nn"))
+                    else model.__name__)
             raise FlowError(f"GradientFlow(model): got the class {model.__name__}, not a model; make one first: "
                             f"GradientFlow({made}(...)), e.g. GradientFlow(nn.Linear(3, 1))")
         if not hasattr(model, "named_modules") or not hasattr(model, "register_forward_hook"):
-            raise FlowError(f"GradientFlow(model): model must be a gradlab.nn.Module, got {type(model).__name__}")
+            raise FlowError(f"GradientFlow(model): model must be a gradlab.nn.Module or a torch.nn.Module, got "
+                            f"{type(model).__name__}")
         for name, value, rule in (("vanishing", vanishing, "a number in (0, 1)"),
                                   ("exploding", exploding, "a positive number")):
             if (isinstance(value, bool) or not isinstance(value, (int, float))
@@ -99,6 +83,7 @@ class Flow:
             if not isinstance(value, int) or isinstance(value, bool) or value < low:
                 raise FlowError(f"GradientFlow(model, {name}=...): {name} is an integer ≥ {low}, got {value!r}")
         self.model = model
+        self.reader = reader_for(model)  # what differs between engines: tensors, hooks, copies (flow_reader.py)
         self.vanishing, self.exploding, self.window = float(vanishing), float(exploding), window
         self.max_points, self.histogram_every, self.max_histograms = max_points, histogram_every, max_histograms
         found = _owners(model)
@@ -126,23 +111,22 @@ class Flow:
     # --- the hooks: note, copy, no more ---------------------------------------------------------------
 
     def _keep_input(self, module, args) -> None:
-        if is_grad_enabled():  # a training forward, not an evaluation under no_grad
+        if self.reader.training_forward():  # a training forward, not an evaluation under no_grad
             self.last_input = args
 
     def _forward_hook(self, layer: _Layer):
+        reader = self.reader
+
         def on_output_grad(grad):
             if not counts_as_training():  # a stepper's replay or a profile's backward: not a training step
                 return
             if layer.before is None:  # the weights as the optimizer will find them
-                layer.before = [_host(p).copy() for p in layer.params]
-            layer.out_sq += _sq(_host(grad))
+                layer.before = [reader.snapshot(p) for p in layer.params]
+            layer.out_sq += reader.squared(grad)
             self._reached = True
 
         def hook(module, args, output):
-            outputs = output if isinstance(output, tuple) else (output,)
-            for out in outputs:
-                if isinstance(out, Tensor) and out.requires_grad:
-                    out.register_hook(on_output_grad)
+            reader.watch(output, on_output_grad)
         return hook
 
     def remove(self) -> None:
@@ -160,7 +144,7 @@ class Flow:
     def update(self, loss=None) -> None:
         """Read this step's figures (call it after ``optimizer.step()``); ``loss`` is kept beside them."""
         if loss is not None:
-            loss = _loss_number(loss)
+            loss = self.reader.loss_number(loss)
         if not self._reached and not self._missed_by_hooks():
             if not self._ever_reached:
                 raise FlowError("GradientFlow.update(): no backward has reached the model yet; call it after "
@@ -197,17 +181,16 @@ class Flow:
         """
         grad_sq = weight_sq = moved_sq = 0.0
         has_grad = False
-        before = layer.before
+        before, reader = layer.before, self.reader
         for i, p in enumerate(layer.params):
-            w = _host(p)
             if p.grad is not None:
                 has_grad = True
-                grad_sq += _sq(_host(p.grad))
+                grad_sq += reader.squared(p.grad)
             if before is None:
-                weight_sq += _sq(w)
+                weight_sq += reader.squared(p)
             else:
-                weight_sq += _sq(before[i])
-                moved_sq += _sq(w - before[i])
+                weight_sq += reader.squared(before[i])
+                moved_sq += reader.squared_moved(p, before[i])
         reached = before is not None
         return (_sqrt(grad_sq) if has_grad else None,                                        # grad_norm
                 _sqrt(moved_sq) / _sqrt(weight_sq) if reached and weight_sq > 0 else None,  # update_ratio
@@ -216,7 +199,7 @@ class Flow:
 
     def _histogram(self, layer: _Layer) -> dict | None:
         """The counts of the layer's gradient values; nan and inf are not counted, but a note says how many."""
-        grads = [_host(p.grad).ravel() for p in layer.params if p.grad is not None]
+        grads = [self.reader.flat_values(p.grad) for p in layer.params if p.grad is not None]
         if not grads:
             return None
         summary = summarize(np.concatenate(grads))
@@ -465,26 +448,6 @@ def _owners(model) -> dict:
 
 def _same(params: list, others: list) -> bool:
     return len(params) == len(others) and all(p is q for p, q in zip(params, others))
-
-
-def _loss_number(loss) -> float:
-    """The loss update() was given, as a float: a number, or a tensor of one element."""
-    if isinstance(loss, Tensor):
-        if loss.numel() != 1:
-            raise FlowError(f"GradientFlow.update(loss=...): loss is the one number the step minimised, got a "
-                            f"tensor of shape {list(loss.shape)}; pass the scalar loss (loss.mean(), or the loss "
-                            "function's result), or leave loss out")
-        return float(loss.item())
-    if isinstance(loss, Real) and not isinstance(loss, bool):
-        return float(loss)
-    size = getattr(loss, "size", None)
-    if hasattr(loss, "item") and (size == 1 or callable(size)):  # a numpy scalar or array of one, a torch tensor
-        try:
-            return float(loss.item())
-        except (TypeError, ValueError, RuntimeError):
-            pass
-    raise TypeError(f"GradientFlow.update(loss=...): loss is a number or a one-element tensor (the step's loss), "
-                    f"or leave it out; got {described(loss)}")
 
 
 def _json(v):

@@ -38,12 +38,12 @@ class Ledger:
         self.entries: list = []
         self.watchers: list = []  # weak references to the steppers that use this ledger
         self.wake()
-        self._handles = (accumulator.register_prehook(self._before_accumulate),
-                         accumulator.register_hook(self._after_accumulate))
+        self._handles = (accumulator.register_prehook(self.before_accumulate),
+                         accumulator.register_hook(self.after_accumulate))
 
     # --- what the hooks see -------------------------------------------------------------------------
 
-    def _before_accumulate(self, grads) -> None:
+    def before_accumulate(self, grads) -> None:
         if _off_the_books():
             return
         if not self.awake:
@@ -53,7 +53,7 @@ class Ledger:
             self.wake()  # a stepper adds to this leaf again: from here on its steps can be taken out
         self.sync()
 
-    def _after_accumulate(self, grads_out, grads) -> None:
+    def after_accumulate(self, grads_out, grads) -> None:
         if not self.awake or _off_the_books() or grads[0] is None or self._unchanged():
             return  # (unchanged: autograd.grad, or backward(inputs=...) without this leaf, added nothing)
         lab_pass = current_pass()

@@ -208,8 +208,9 @@ class GradientFlow:
         shown_step = self.figures.steps[index]
         view = self._record_view()
         values = self.figures.latest(figure, shown_step)
-        sizes = {node.id: _positive(values.get(_layer_of(node.group, self.layers)))
-                 for node in view.graph.nodes.values()}
+        layer_of = {node.id: _layer_of(node.group, self.layers) or _layer_of_parameter(node, self.layers)
+                    for node in view.graph.nodes.values()}
+        sizes = {node_id: _positive(values.get(found)) for node_id, found in layer_of.items()}
         symbol, meaning = FIGURES[figure]
         view.add_color_mode("flow", sizes, f"{symbol} of its layer at step {shown_step}, log scale",
                             label=f"gradient flow ({symbol})", missing="in no layer")
@@ -221,6 +222,10 @@ class GradientFlow:
             ops = [n for n in members if n.kind == "op"] or members
             if ops:
                 view.selected = ops[0].id
+        else:  # a graph without module boxes (PyTorch's, drawn from the output): the layer's first parameter
+            own = [node_id for node_id, found in layer_of.items() if found == layer]
+            if own:
+                view.selected = own[0]
         view.add_class("gradlab-flow-graph")
         self.view = view
         self.chart.opened = layer
@@ -229,11 +234,16 @@ class GradientFlow:
         return view
 
     def _record_view(self) -> GraphView:
-        """Record the model's forward on its last training batch, in eval mode (no running-stat updates)."""
+        """Record the model's forward on its last training batch, in eval mode (no running-stat updates).
+
+        A model whose engine record() does not watch (PyTorch's, for now) is drawn from its output's
+        backward graph instead, its parameters named by the model: no module boxes, but every parameter."""
         model = self.figures.model
         was_training = model.training
         model.eval()
         try:
+            if not self.figures.reader.recorded:
+                return GraphView(_first_output(model(*self.figures.last_input)), names=model)
             with record() as rec:
                 model(*self.figures.last_input)
         finally:
@@ -260,6 +270,21 @@ def _layer_of(group: str | None, layers: list) -> str | None:
         if (path == name or path.startswith(name + ".")) and (best is None or len(name) > len(best)):
             best = name
     return best
+
+
+def _layer_of_parameter(node, layers: list) -> str | None:
+    """A parameter's layer from its name ("blocks.0.fc.weight" -> "blocks.0.fc"), in a graph without module boxes."""
+    if node.kind != "param" or node.group is not None:
+        return None
+    owner = node.label.rpartition(".")[0]
+    return owner if owner in layers else (layers[0] if not owner and len(layers) == 1 else None)
+
+
+def _first_output(output):
+    """The tensor to draw the graph of: the output, or the first of several that has a graph."""
+    if isinstance(output, (tuple, list)):
+        return next((out for out in output if getattr(out, "grad_fn", None) is not None), output[0])
+    return output
 
 
 def _ancestors(group: str) -> list:

@@ -18,6 +18,7 @@ from ..autograd import backward_steps
 from ..autograd.function import AccumulateGrad, Node, TrackedTensor
 from .capture import CaptureError, capture, reachable
 from .ownership import lab_pass
+from .pytorch import is_torch_tensor
 from .record import Recording, record
 from .summary import summarize
 
@@ -49,8 +50,8 @@ def profile(fn, *args, repeats: int = 1, keep_grads: bool = False) -> "Profile":
     first = runs[0]
     for i, run in enumerate(runs[1:], start=2):
         if len(run.recording) != len(first.recording):
-            raise RuntimeError(f"gl.lab.profile: fn ran {len(first.forward)} operations the first time and "
-                               f"{len(run.forward)} on repeat {i}; profile a function that does the same work each time")
+            raise RuntimeError(f"gl.lab.profile: fn ran {len(first.recording)} operations the first time and "
+                               f"{len(run.recording)} on repeat {i}; profile a function that does the same work each time")
     return Profile(first, runs)
 
 
@@ -83,6 +84,9 @@ def _run_once(fn, args, keep_grads: bool) -> _Run:
         started = _clock()
         out = fn(*args)
         forward_wall = _clock() - started
+    if is_torch_tensor(out):  # a PyTorch forward: its backward is timed by hooks on PyTorch's nodes
+        from .pytorch.profile import torch_run
+        return torch_run(rec, out, forward_wall, keep_grads)
     _check_output(out, rec)
     kept = {id(r.node): kept_bytes(r.node) for r in rec.op_records() if r.node is not None}
     synchronize = out.device.backend.synchronize
@@ -200,6 +204,9 @@ def node_figures(obj, graph) -> dict:
     if isinstance(obj, Profile):
         return obj.figures
     figures: dict = {}
+    if isinstance(obj, Recording) and graph.source == "torch":
+        from .pytorch.profile import recording_figures
+        return recording_figures(obj, graph)
     if isinstance(obj, Recording):
         given = _given_ids(obj)
         for node_id, record_, seconds in zip(_op_ids(graph), obj.op_records(), obj.forward_seconds):
@@ -239,12 +246,16 @@ class Profile:
     def __init__(self, first: _Run, runs: list):
         self.recording, self.output, self.repeats = first.recording, first.output, len(runs)
         self._runs = runs
+        self._torch = getattr(first, "torch", False)  # PyTorch's runs: their figures come from pytorch/profile.py
         self.forward_wall_s = statistics.median(run.forward_wall for run in runs)
         self.backward_wall_s = statistics.median(run.backward_wall for run in runs)
 
     @functools.cached_property
     def _times(self) -> tuple[list, dict]:
         """The medians over the runs: forward seconds per op, backward seconds per key (see _Run.times)."""
+        if self._torch:
+            from .pytorch.profile import times
+            return times(self._runs)
         runs = [run.times() for run in self._runs]
         if len(runs) == 1:
             return runs[0]
@@ -256,6 +267,9 @@ class Profile:
     def graph(self):
         """The recorded forward as the lab draws it (made when first asked for), with the gradient
         that reached each node in the profiled backward."""
+        if self._torch:
+            from .pytorch.profile import profiled_graph
+            return profiled_graph(self.recording, self.output, self._runs[0])
         graph = capture(self.recording)
         for engine_node, _, grads_in in self._runs[0].steps:
             ref = engine_node.variable if engine_node.__class__ is AccumulateGrad else engine_node
@@ -267,6 +281,9 @@ class Profile:
     @functools.cached_property
     def figures(self) -> dict:
         """{graph node id: {forward_s, backward_s, saved_bytes, saved_for_backward_bytes}}; None = not run."""
+        if self._torch:
+            from .pytorch.profile import figures
+            return figures(self.graph, self.output, self._runs[0], self._times)
         forward, backward = self._times
         given = _given_ids(self.recording)  # (the graph was kept: what forward saved is still there)
         figures = {}
@@ -292,6 +309,11 @@ class Profile:
     def totals(self) -> dict:
         """Sums over the nodes, and the wall time of the whole forward and backward."""
         rows = self.rows()
+        if self._torch:
+            from .pytorch.profile import totals
+            return {**totals(rows, self.graph, self.output, self._runs[0], self._times),
+                    "forward_wall_s": self.forward_wall_s, "backward_wall_s": self.backward_wall_s,
+                    "nodes": len(rows), "repeats": self.repeats}
         unique = {}  # an array two nodes saved is counted once
         given = _given_ids(self.recording)
         for r in self.recording.op_records():

@@ -98,6 +98,7 @@ class Recording:
         self._arguments: dict = {}  # id -> each tensor passed to a module call (kept, so that no id is reused)
         self._handles = []
         self.active = False
+        self.torch = None  # what it saw of PyTorch (pytorch/record.py), when the user's code had imported torch
 
     @functools.cached_property
     def calls(self) -> dict:
@@ -185,6 +186,8 @@ class Recording:
     @property
     def output(self):
         """The last tensor the forward produced that has a graph (usually the loss)."""
+        if self.torch is not None and self.torch.noted and not self._ops:  # a PyTorch forward (pytorch/record.py)
+            return self.torch.output
         last = None
         for record, _, _ in reversed(self._ops):
             for out in record.outputs:
@@ -207,11 +210,11 @@ class Recording:
         return (record for record, _, _ in self._ops)
 
     def __len__(self):
-        return len(self._ops)
+        return len(self._ops) + (len(self.torch) if self.torch is not None else 0)
 
     def __repr__(self):
         state = "recording" if self.active else "finished"
-        return f"<gradlab.lab.Recording: {len(self._ops)} operations in {len(self._calls)} module calls, {state}>"
+        return f"<gradlab.lab.Recording: {len(self)} operations in {len(self._calls)} module calls, {state}>"
 
     # --- what the observers call: note the event, no more --------------------------------------------
 
@@ -286,6 +289,9 @@ class record:
         ]
         rec.active = True
         _note_frameworks()
+        if "torch" in sys.modules:  # the user's code uses PyTorch: watch it too (pytorch/record.py)
+            from .pytorch.record import watch_torch
+            rec._handles += watch_torch(rec, _not_users)
         rec._restart_clock()
         return rec
 

@@ -5,6 +5,11 @@
 calls. Lazy and asynchronous devices (MLX records work and runs it later, CUDA queues kernels) are made
 to finish everything the call produced or changed before the clock stops, or the clock would stop early.
 
+``compare_devices(step, model, x, y, torch=(torch_step, torch_model, tx, ty))`` adds PyTorch's CPU (and CUDA)
+rows: the same step written for torch, timed by the same clock with the same repeats and warm-up
+(``pytorch/timing.py`` copies its arguments and waits for CUDA), so the table shows what the real
+framework costs beside gradlab's devices.
+
 ``compare_compiled(model, loss_fn, x, y, optimizer=opt)`` times a training step twice on each device:
 eager (``loss_fn(model(x), y).backward()`` and ``opt.step()``) and ``gl.compile.make_step`` on its own
 copy of the model and optimizer; ``compare_compiled(model, None, x)`` times a forward, eager under
@@ -25,6 +30,7 @@ from html import escape
 from ..backends.device import Device, device_info, devices as known_devices, resolve_device
 from ..nn.modules.module import Module
 from ..tensor import Tensor
+from .pytorch import is_torch
 
 _clock = time.perf_counter  # one name, so a test can watch when the clock is read
 
@@ -32,6 +38,9 @@ LABELS = {"cpu": "cpu (numpy)"}  # how a device type reads in a table; the other
 
 SIMULATED = ("numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1): a Python thread per GPU thread, so its times "
              "mean nothing; not timed unless asked for by name (devices=[..., 'cuda'])")
+
+NO_TORCH = "PyTorch is not installed: pip install torch"
+TORCH_PREFIX = "torch:"  # a PyTorch row's device reads "torch:cpu", "torch:cuda"
 
 MIXED_DEVICES_HINT = ("pass every model and tensor the function uses as an argument of compare_devices, so "
                       "that each device gets its own copy; objects the function reaches by name stay where they are")
@@ -64,6 +73,8 @@ class DeviceRow:
 
     @property
     def label(self) -> str:
+        if self.device.startswith(TORCH_PREFIX):
+            return "PyTorch " + self.device[len(TORCH_PREFIX):]
         kind = self.device.split(":")[0]
         return LABELS.get(kind, kind) + self.device[len(kind):]
 
@@ -166,9 +177,14 @@ class DeviceTimes(list):
 
 
 def compare_devices(fn, *args, devices=None, repeats: int = 25, warmup: int = 2, budget_s: float | None = 2.0,
-                    on_update=None) -> DeviceTimes:
+                    on_update=None, torch=None) -> DeviceTimes:
     """Time ``fn(*args)`` on each device: a table of rows (device, available, reason, median_s,
     spread_s, speedup over numpy, compile_s, error, repeats run and every time).
+
+    ``torch=(torch_fn, *torch_args)`` adds a row for PyTorch's CPU and one for its CUDA (with the reason
+    when there is none): the same work written for torch, its models and tensors copied to each torch
+    device as gradlab's are, timed with the same repeats, warm-up and budget; × numpy compares it with
+    gradlab's numpy row too.
 
     ``devices`` defaults to every device type gradlab knows; one that cannot load gets a row with the
     reason. Modules and Tensors among ``args`` (also inside lists, tuples and dicts) are copied to
@@ -183,11 +199,44 @@ def compare_devices(fn, *args, devices=None, repeats: int = 25, warmup: int = 2,
     _check_count("warmup", warmup, 0)
     _check_budget(budget_s)
     _check_on_update("compare_devices", on_update)
-    table = DeviceTimes(_rows_for(devices), describe_call(fn, args, repeats))
+    torch_call = _check_torch_call(torch)
+    measured = describe_call(fn, args, repeats)
+    rows = _rows_for(devices)
+    if torch_call is not None:
+        rows += _torch_rows()
+        measured += (f"; PyTorch rows: {describe_call(torch_call[0], torch_call[1:], repeats, timed=False)}, the same "
+                     "repeats and warm-up")
+    table = DeviceTimes(rows, measured)
     if on_update is not None:
         on_update(table)
-    _time_rows(table, fn, args, repeats, warmup, budget_s, on_update)
+    _time_rows(table, fn, args, repeats, warmup, budget_s, on_update, torch_call=torch_call)
     return table
+
+
+def _check_torch_call(call):
+    """``torch=(torch_fn, *torch_args)``, checked: the function first, then what it is called with."""
+    if call is None:
+        return None
+    if not isinstance(call, (tuple, list)) or not call or not callable(call[0]):
+        raise TypeError(f"compare_devices(fn, *args, torch=...): torch is the same work written for PyTorch, as "
+                        f"(torch_fn, *torch_args), e.g. torch=(torch_step, torch_model, x, y); got {describe(call)}")
+    return tuple(call)
+
+
+def _torch_rows() -> list:
+    """PyTorch's CPU and CUDA rows; when torch is not installed, both say so."""
+    try:
+        from .pytorch import timing as torch_timing
+    except ModuleNotFoundError as error:
+        if error.name != "torch":
+            raise
+        return [DeviceRow(TORCH_PREFIX + kind, False, NO_TORCH) for kind in ("cpu", "cuda")]
+    rows = []
+    for kind in torch_timing.DEVICES:
+        available, reason = torch_timing.availability(kind)
+        rows.append(DeviceRow(TORCH_PREFIX + kind, available, reason,
+                              note=torch_timing.note(kind) if available else ""))
+    return rows
 
 
 def compare_compiled(model, loss_fn, *inputs, optimizer=None, segments=1, devices=None, repeats: int = 25,
@@ -453,16 +502,14 @@ class _DeviceClock:
 
     def __init__(self, row: DeviceRow, fn, args, budget_s, prepare=None):
         self.row, self.fn, self.budget_s, self.spent = row, fn, budget_s, 0.0
-        device = resolve_device(row.device)
-        self.moved = copy_to_device(list(args), device)
-        self.backend = device.backend
-        self.changed = tensors_in(self.moved)
+        self.place = _place_of(row.device)
+        self.moved = self.place.copy(list(args))
         if prepare is not None:  # a variant (compare_compiled): the function to time, made from these copies
             self.fn = prepare(self.moved, row) if getattr(prepare, "wants_row", False) else prepare(self.moved)
 
     def call(self) -> float:
         start = _clock()
-        settle(self.backend, self.fn(*self.moved), self.changed)
+        self.place.settle(self.fn(*self.moved))
         return _clock() - start
 
     def within_budget(self) -> bool:
@@ -486,7 +533,31 @@ class _DeviceClock:
             row.times.append(elapsed)
 
 
-def _time_rows(table, fn, args, repeats, warmup, budget_s, on_update, prepare=None) -> None:
+class _GradlabPlace:
+    """One of gradlab's devices: the arguments copied there, and ``settle`` on what a call produced or changed."""
+
+    def __init__(self, spec: str):
+        device = resolve_device(spec)
+        self.device, self.backend, self.changed = device, device.backend, []
+
+    def copy(self, args: list) -> list:
+        moved = copy_to_device(args, self.device)
+        self.changed = tensors_in(moved)
+        return moved
+
+    def settle(self, result) -> None:
+        settle(self.backend, result, self.changed)
+
+
+def _place_of(device: str):
+    """Where a row runs: one of gradlab's devices, or PyTorch's (``torch:cpu``), whose module loads only then."""
+    if device.startswith(TORCH_PREFIX):
+        from .pytorch.timing import TorchPlace
+        return TorchPlace(device[len(TORCH_PREFIX):])
+    return _GradlabPlace(device)
+
+
+def _time_rows(table, fn, args, repeats, warmup, budget_s, on_update, prepare=None, torch_call=None) -> None:
     """Each device in turn: the first call timed apart, warm-up, then its repeats; the table is
     summarised and shown after each device.
 
@@ -497,7 +568,8 @@ def _time_rows(table, fn, args, repeats, warmup, budget_s, on_update, prepare=No
     for row in table:
         if not row.available:
             continue
-        clock = _start(row, fn, args, repeats, warmup, budget_s, prepare(row) if prepare else None)
+        row_fn, row_args = (torch_call[0], torch_call[1:]) if row.device.startswith(TORCH_PREFIX) else (fn, args)
+        clock = _start(row, row_fn, row_args, repeats, warmup, budget_s, prepare(row) if prepare else None)
         if clock is not None:
             try:
                 clock.take(repeats)
@@ -557,14 +629,18 @@ def _add_speedups(table: DeviceTimes) -> None:
 
 # --- saying what was measured ----------------------------------------------------------------------
 
-def describe_call(fn, args, repeats) -> str:
+def describe_call(fn, args, repeats, timed: bool = True) -> str:
     """'step(Sequential (4,738 parameters), Tensor 64×2 float32, Tensor 64 int64): median of 25 repeats'."""
     name = (getattr(fn, "__qualname__", None) or type(fn).__name__).split("<locals>.")[-1]  # as the code names it
-    return f"{name}({', '.join(describe(a) for a in args)}): median of up to {repeats} repeats, after warm-up"
+    call = f"{name}({', '.join(describe(a) for a in args)})"
+    return f"{call}: median of up to {repeats} repeats, after warm-up" if timed else call
 
 
 def describe(value) -> str:
     """A short description of one argument: a tensor's shape and dtype, a model's size."""
+    if is_torch(value):
+        from .pytorch.timing import describe as describe_torch
+        return describe_torch(value) or type(value).__name__
     if isinstance(value, Tensor):
         shape = "×".join(str(n) for n in value.shape) or "scalar"
         return f"Tensor {shape} {value.dtype.name}"

@@ -16,6 +16,10 @@ from ..summary import summarize
 from .rules import rule_of_node
 
 FREED = "Trying to backward through the graph a second time"  # PyTorch's words when saved values are gone
+IN_PLACE = "modified by an inplace operation"  # ... and when one changed in place since it was saved
+CHANGED = object()  # what _saved_attributes gives for a saved tensor PyTorch refuses to unpack: it changed since
+CHANGED_WORDS = ("changed in place since forward saved it: PyTorch will not give it back, and backward will raise "
+                 "an error (a variable needed for gradient computation has been modified by an inplace operation)")
 
 
 def from_torch_tensor(root, names=None) -> Graph:
@@ -80,7 +84,9 @@ def saved_of(node) -> list:
     result = []
     try:
         for name, value in _saved_attributes(node):
-            if isinstance(value, torch.Tensor):
+            if value is CHANGED:
+                result.append({"name": name, "text": "(changed)", "changed": CHANGED_WORDS})
+            elif isinstance(value, torch.Tensor):
                 result.append({"name": name, **summarize(value, histogram=False)})
             elif isinstance(value, (tuple, list)) and value and all(isinstance(v, torch.Tensor) for v in value):
                 result.extend({"name": f"{name}[{i}]", **summarize(v, histogram=False)} for i, v in enumerate(value))
@@ -94,13 +100,20 @@ def saved_of(node) -> list:
 
 
 def _saved_attributes(node):
-    """(name, value) of each ``_saved_*`` attribute; a custom Function's are its ``saved_tensors``."""
+    """(name, value) of each ``_saved_*`` attribute; a custom Function's are its ``saved_tensors``. A saved
+    tensor changed in place since is ``CHANGED`` (PyTorch raises rather than give it back)."""
     if getattr(node, "_forward_cls", None) is not None:
-        yield "saved_tensors", tuple(node.saved_tensors)
-        return
-    for attribute in dir(node):
-        if attribute.startswith("_saved_"):
-            yield attribute[len("_saved_"):], getattr(node, attribute)
+        names = {"saved_tensors": "saved_tensors"}
+    else:
+        names = {attribute: attribute[len("_saved_"):] for attribute in dir(node) if attribute.startswith("_saved_")}
+    for attribute, name in names.items():
+        try:
+            value = getattr(node, attribute)
+        except RuntimeError as error:
+            if IN_PLACE not in str(error):
+                raise
+            value = CHANGED
+        yield name, value
 
 
 def _text(value) -> str:
