@@ -70,3 +70,41 @@ def test_a_view_of_a_long_chain_summarises_only_the_boxes_it_draws(monkeypatch):
     assert 0 < len(histograms) == len(view.nodes) < len(view.graph.nodes) / 4
     assert view.nodes["n1000"]["value"]["hist"] is not None
     view.close()
+
+
+def big_linear_recorded():
+    """A Linear with 64 × 40 weights (more than summary.KEPT_FOR_LATER values: not copied) and its recording."""
+    gl.manual_seed(0)
+    linear = nn.Linear(40, 64)
+    with gl.lab.record() as rec:
+        linear(gl.randn(8, 40)).sum()
+    return linear, rec
+
+
+def test_a_big_value_is_summarised_when_first_read_from_the_tensor_itself():
+    linear, rec = big_linear_recorded()
+    assert linear.weight.numel() > summary_module.KEPT_FOR_LATER
+    graph = capture(rec)
+    weight = next(n for n in graph.nodes.values() if n.label.endswith("weight"))
+    held = weight.__dict__["_value"]
+    assert isinstance(held, summary_module.LaterTensorSummary) and held.tensor is linear.weight  # no copy
+    values = linear.weight.detach().numpy().astype(np.float64).ravel()
+    np.testing.assert_allclose(weight.norm("value"), np.linalg.norm(values), rtol=1e-12)  # known at once
+    shown = weight.value
+    np.testing.assert_allclose([shown["min"], shown["max"], shown["mean"], shown["norm"]],
+                               [values.min(), values.max(), values.mean(), np.linalg.norm(values)], rtol=1e-12)
+    assert sum(shown["hist"]["counts"]) == values.size and "changed" not in shown
+
+
+def test_a_big_value_changed_before_it_is_read_shows_its_values_now_and_says_so():
+    linear, rec = big_linear_recorded()
+    graph = capture(rec)
+    weight = next(n for n in graph.nodes.values() if n.label.endswith("weight"))
+    then = linear.weight.version
+    with gl.no_grad():
+        linear.weight.add_(5.0)  # an optimizer step, say, before the node is opened
+    values = linear.weight.detach().numpy().astype(np.float64).ravel()
+    shown = weight.value
+    np.testing.assert_allclose([shown["min"], shown["max"]], [values.min(), values.max()], rtol=1e-12)
+    assert f"changed in place since the forward used it (version {then} → {then + 1}" in shown["changed"]
+    assert "these are its values now" in shown["changed"]

@@ -51,12 +51,14 @@ export function mountGraph(model, root, options = {}) {
     if (svg && view) svg.setAttribute("viewBox", `${view.x} ${view.y} ${view.w} ${view.h}`);
   }
 
-  // A wide, short graph gets a shorter canvas rather than a band of empty space.
-  function fitHeight() {
+  // A wide, short graph gets a shorter canvas rather than a band of empty space. (`growOnly`: after a
+  // module opened, the canvas may grow with the drawing, wrapped into more rows, but never jumps smaller.)
+  function fitHeight(growOnly = false) {
     if (!full) return;
-    const width = canvasSize().w;
+    const { w: width, h: now } = canvasSize();
     const needed = Math.ceil(full.h * Math.max(Math.min(width / full.w, 1.4), MIN_READABLE_ZOOM)) + 16;
-    canvas.style.height = `${Math.max(160, Math.min(model.get("height"), needed))}px`;
+    const height = Math.max(160, Math.min(model.get("height"), needed));
+    if (!growOnly || height > now) canvas.style.height = `${height}px`;
   }
 
   const MIN_READABLE_ZOOM = 0.6; // below this the labels are too small to read
@@ -72,14 +74,14 @@ export function mountGraph(model, root, options = {}) {
   }
 
   // The first view: the whole graph if it can be read that small, else its start (the inputs) at a
-  // readable size, to pan from.
+  // readable size, to pan from: the top left of a drawing wrapped into rows, as a page is read.
   function firstView() {
     if (!full) return;
     const c = canvasSize();
     const scale = Math.max(full.w / c.w, full.h / c.h, 1 / 1.4);
     if (scale <= 1 / MIN_READABLE_ZOOM) { fit(); return; }
     const readable = 1 / MIN_READABLE_ZOOM, w = c.w * readable, hh = c.h * readable;
-    view = { x: full.x, y: full.y + (full.h - hh) / 2, w, h: hh };
+    view = { x: full.x, y: full.h > hh ? full.y : full.y + (full.h - hh) / 2, w, h: hh };
     applyView();
   }
 
@@ -114,7 +116,13 @@ export function mountGraph(model, root, options = {}) {
     svg.removeAttribute("height");
     svg.setAttribute("preserveAspectRatio", "xMidYMid meet");
     if (first || !view) { fitHeight(); firstView(); }
-    else applyView();
+    else {
+      const before = canvasSize().h;
+      fitHeight(true);
+      const c = canvasSize();
+      if (c.h !== before) view = { ...view, h: (view.w * c.h) / c.w }; // the same zoom, more of it below
+      applyView();
+    }
     restyle();
     if (revealing && svg.querySelector(`[data-id="${CSS.escape(revealing)}"]`)) { reveal(revealing); revealing = null; }
   }

@@ -82,11 +82,16 @@ def subscribe(fn: Callable[[OpRecord], None], *, all_threads: bool = False) -> R
     return _watch(active, fn, all_threads)
 
 
+_new_record = tuple.__new__  # OpRecord's own __new__ is a Python function: this skips it, as NamedTuple's _make does
+_get_ident = threading.get_ident
+
+
 def notify(function, inputs, outputs, node) -> None:
     """Tell this thread's observers about one operation (``apply`` calls it after the operation's forward)."""
     depth = _depth.value
-    record = OpRecord(function, inputs, outputs if isinstance(outputs, tuple) else (outputs,), node, depth > 0)
-    thread = threading.get_ident()
+    record = _new_record(OpRecord, (function, inputs, outputs if isinstance(outputs, tuple) else (outputs,), node,
+                                    depth > 0))
+    thread = _get_ident()
     _depth.value = depth + 1  # an operation an observer runs itself is nested in this one
     try:
         for fn, watched in tuple(active):

@@ -72,11 +72,17 @@ class ValuesAsUsed:
         """The summary of what ``t`` held at ``version``. Where it has changed since, ``changed`` says so in
         words: always for a saved tensor (backward will refuse it), else only where no copy holds the values
         (``what`` is "output", "used" or "saved": the keys of CHANGED). A small one comes as a ``LaterSummary``:
-        the values copied now, summarised when first read (summary.py)."""
+        the values copied now, summarised when first read (summary.py); a big one as a ``LaterTensorSummary``:
+        no copy, summarised when first read, and said to have changed if it did by then."""
         held = self.holder(t, version)
         notes = {}
         if held is None:
             notes["changed"] = CHANGED[what].format(then=version, now=t.version) + GONE.format(saw=SAW[what])
         elif what == "saved" and held is not t:
             notes["changed"] = CHANGED[what].format(then=version, now=t.version) + "; shown: the values it saved"
-        return summarize_later(held if held is not None else t, histogram, notes)
+        shown = held if held is not None else t
+
+        def changed(then, now):  # a big one is summarised when first read: it may have changed by then
+            return CHANGED[what].format(then=then, now=now) + GONE.format(saw=SAW[what])
+
+        return summarize_later(shown, histogram, notes, changed)

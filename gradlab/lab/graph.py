@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .summary import Later, LaterSummary
+from .summary import Later, LaterSummary, LaterTensorSummary
 
 # What a node is, for drawing and colouring:
 #   "op"     an operation (a Function's node, or a Scalar made by an operation)
@@ -51,7 +51,7 @@ class GraphNode:
         """The norm of the node's "value" or "grad" (what colours read), without summarising the rest of a
         value that is still to be worked out."""
         held = self.__dict__.get("_value") if what == "value" else getattr(self, what)
-        return held.norm if isinstance(held, LaterSummary) else (held or {}).get("norm")
+        return held.norm if isinstance(held, (LaterSummary, LaterTensorSummary)) else (held or {}).get("norm")
 
     def to_json(self) -> dict:
         return {

@@ -2,7 +2,8 @@
 
 Each group (a module of the model) is laid out on its own, on its direct children only — member
 nodes and child groups, each a box of its current size — by the Sugiyama method: layers from left
-to right, lanes for long edges, an order in each layer with few crossings, then coordinates. An
+to right, lanes for long edges, an order in each layer with few crossings, then coordinates; a
+level much wider than ``wrap_width`` is then cut into rows (rows.py), as a long line of text. An
 expanded group becomes a box the size of its children's drawing in its parent's layout, so a
 collapse or expand re-lays out only that group and its ancestors; every other group's layout
 comes from a cache.
@@ -12,6 +13,8 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
+
+from .rows import Rows, row_starts
 
 GAP_X = 36.0  # between columns: where edges bend
 GAP_Y = 14.0  # between two boxes in a column
@@ -91,7 +94,7 @@ class _Layered:
     that carry only leaves.
     """
 
-    def __init__(self, sizes, keys, pairs, entry_buses, exits, ports, weak_pairs, weak_exits):
+    def __init__(self, sizes, keys, pairs, entry_buses, exits, ports, weak_pairs, weak_exits, wrap_width=None):
         self.n = n = len(sizes)
         self.w = [float(s[0]) for s in sizes]
         self.h = [float(s[1]) for s in sizes]
@@ -108,6 +111,7 @@ class _Layered:
         self._add_lanes()
         self._order()
         self._coordinates()
+        self.rows = self._wrap(wrap_width) if wrap_width is not None else None
 
     # 2. Layers: longest path, then move items right where that shortens their edges.
     def _assign_layers(self):
@@ -332,6 +336,7 @@ class _Layered:
         last = len(layers) - 1
         left = GAP_X / 2 if any(self.layer[b] == 0 for _, b in self.reversed) else 0.0
         right = GAP_X / 2 if any(self.layer[a] == last for a, _ in self.reversed) else 0.0
+        self.room = (left, right)
         col_x, x = [], left
         for width in col_w:
             col_x.append(x)
@@ -412,7 +417,52 @@ class _Layered:
                 y[v] = c
         return moved
 
+    # 6. Rows: a strip much wider than tall is cut into rows (rows.py), as a long line of text wraps.
+    def _wrap(self, wrap_width):
+        layer, succs = self.layer, self.succs
+        across = [0] * self.n_layers  # edges between column c - 1 and column c (all are one column long now)
+        for v, near in enumerate(succs):
+            for s in near:
+                across[layer[s]] += 1
+        starts = row_starts(self.col_x, self.col_w, across, wrap_width, self.height)
+        if len(starts) == 1:
+            return None
+        row_of = [0] * self.n_layers
+        for r, start in enumerate(starts):
+            for l in range(start, starts[r + 1] if r + 1 < len(starts) else self.n_layers):
+                row_of[l] = r
+        self.row_of = row_of
+        crossings = {}  # the row above a cut -> {item or lane leaving it: the y it leaves at}
+        sequences = [[a] + lanes + [b] for (a, b), lanes in self.chain.items()]
+        sequences += [lanes + [c] for (_, c), lanes in self.entry_chain.items()]
+        sequences += [[a] + lanes for a, lanes in self.exit_chain.items()]
+        for sequence in sequences:
+            for u, v in zip(sequence, sequence[1:]):
+                if row_of[layer[u]] != row_of[layer[v]]:
+                    crossings.setdefault(row_of[layer[u]], {})[u] = self.y[u] + self.out_dy[u]
+        # an edge against the flow between two rows climbs the right margin, past every row's end
+        right = max(self.room[1], GAP_X / 2 if self.reversed else 0.0)
+        return Rows(self, starts, crossings, (len(self.reversed) * LANE_GAP, self.room[0], right), GAP_X)
+
     # Results, in this level's own coordinates (top-left of the drawing is (0, 0)).
+    def waypoints(self, first, lanes, last):
+        """The points of an edge through ``lanes``, from item ``first`` to item ``last`` (None: the
+        level's border): two per lane, and a return to the next row wherever it crosses a cut."""
+        if self.rows is None:
+            return self.lane_points(lanes)
+        points, before = [], first
+        for d in lanes:
+            self._return(points, before, d, self.y[d])
+            points.extend(self.lane_points([d]))
+            before = d
+        if last is not None:
+            self._return(points, before, last, self.y[last] + self.in_dy[last])
+        return points
+
+    def _return(self, points, u, v, y_to):
+        if u is not None and self.row_of[self.layer[u]] != self.row_of[self.layer[v]]:
+            points.extend(self.rows.detour(self.row_of[self.layer[u]], u, self.y[u] + self.out_dy[u], y_to))
+
     def lane_points(self, lanes):
         """A lane runs straight across its column: two points per lane."""
         points = []
@@ -537,7 +587,9 @@ class GraphLayout:
     """
 
     def __init__(self, node_sizes: dict, edges: list, group_of: dict, group_parent: dict,
-                 group_sizes: dict | None = None, title_height: float = 22.0, padding: float = 12.0):
+                 group_sizes: dict | None = None, title_height: float = 22.0, padding: float = 12.0,
+                 wrap_width: float | None = None):
+        self.wrap_width = wrap_width  # a level drawn wider than this is wrapped into rows (None: never)
         self.node_sizes = {node: (float(w), float(h)) for node, (w, h) in node_sizes.items()}
         self.title_height, self.padding = float(title_height), float(padding)
         self.group_sizes = dict(group_sizes or {})
@@ -615,13 +667,14 @@ class GraphLayout:
             self._static[g] = s
 
     # ----------------------------------------------------------------------------------------
-    def place(self, expanded=()) -> Placement:
-        """Lay out the graph with the ``expanded`` groups drawn open, the others collapsed."""
+    def place(self, expanded=(), wrap: bool = True) -> Placement:
+        """Lay out the graph with the ``expanded`` groups drawn open, the others collapsed (``wrap=False``:
+        every level in one strip, even one wider than ``wrap_width``)."""
         wanted = set(expanded)
         open_groups = frozenset(g for g in self.groups
                                 if all(a in wanted for a in self._ancestry[g]))
         levels = {}
-        root, _ = self._level(None, open_groups, levels)
+        root, _ = self._level(None, open_groups, levels, self.wrap_width if wrap else None)
 
         boxes = {}
 
@@ -694,14 +747,14 @@ class GraphLayout:
                 route.append(p)
         return route
 
-    def _level(self, group, open_groups, levels):
+    def _level(self, group, open_groups, levels, wrap_width):
         """The layout of one group's children (or of the top level), from the cache if it can be.
         Returns it with the set of expanded groups inside ``group`` (its cache key)."""
         static = self._static[group]
         sizes, ports, inside = [], [], set()
         for child in static.children:
             if child in open_groups:
-                sub, below = self._level(child, open_groups, levels)
+                sub, below = self._level(child, open_groups, levels, wrap_width)
                 inside.add(child)
                 inside |= below
                 sizes.append((sub.width, sub.height))
@@ -712,18 +765,18 @@ class GraphLayout:
             else:
                 sizes.append(self.node_sizes[child])
                 ports.append((0.0, 0.0))
-        key = (group, frozenset(inside))
+        key = (group, frozenset(inside), wrap_width)
         level = self._cache.get(key)
         if level is None:
-            level = self._cache[key] = self._compute_level(group, static, sizes, ports)
+            level = self._cache[key] = self._compute_level(group, static, sizes, ports, wrap_width)
             self.layouts_computed += 1
         levels[group] = level
         return level, key[1]
 
-    def _compute_level(self, group, static, sizes, ports) -> _Level:
+    def _compute_level(self, group, static, sizes, ports, wrap_width) -> _Level:
         items = static.children
         lay = _Layered(sizes, static.keys, static.pairs, static.entry_buses, static.exits, ports,
-                       static.weak_pairs, static.weak_exits)
+                       static.weak_pairs, static.weak_exits, wrap_width)
         framed = group is not None  # the top level has no frame
         pad = self.padding if framed else 0.0
         top = self.title_height + pad if framed else 0.0
@@ -733,8 +786,8 @@ class GraphLayout:
         height = lay.height + top + pad if framed else lay.height
         ox, oy = (width - lay.width) / 2, top
 
-        def lanes_at(lanes):
-            return [(ox + x, oy + y) for x, y in lay.lane_points(lanes)]
+        def lanes_at(first, lanes, last):
+            return [(ox + x, oy + y) for x, y in lay.waypoints(first, lanes, last)]
 
         pos = {items[i]: (ox + lay.x[i], oy + lay.y[i] - lay.h[i] / 2, lay.w[i], lay.h[i])
                for i in range(len(items))}
@@ -742,21 +795,23 @@ class GraphLayout:
         for a, b in static.pairs:
             if (a, b) in lay.reversed:  # out to the right of a's column, back over the top
                 x_out = lay.col_x[lay.layer[a]] + lay.col_w[lay.layer[a]] + GAP_X / 2
+                if lay.rows is not None and lay.row_of[lay.layer[a]] != lay.row_of[lay.layer[b]]:
+                    x_out = max(lay.rows.row_right) + GAP_X / 2  # up the right margin, not through a row
                 x_in = lay.col_x[lay.layer[b]] - GAP_X / 2
                 track = oy + lay.tracks[(a, b)]
                 loops[(items[a], items[b])] = [(ox + x_out, track), (ox + x_in, track)]
             else:
-                chains[(items[a], items[b])] = lanes_at(lay.chain[(a, b)])
+                chains[(items[a], items[b])] = lanes_at(a, lay.chain[(a, b)], b)
         weak_bus = {bus_key for bus_key, _, weak in static.entry_buses if weak}
         entry, strong_y, weak_y = {}, [], []
         for (bus_key, v), lanes in lay.entry_chain.items():
             y = oy + (lay.y[lanes[0]] if lanes else lay.y[v] + lay.in_dy[v])
-            entry[(bus_key, items[v])] = [(0.0, y)] + lanes_at(lanes)
+            entry[(bus_key, items[v])] = [(0.0, y)] + lanes_at(None, lanes, v)
             (weak_y if bus_key in weak_bus else strong_y).append(y)
         exit, exit_y = {}, {}
         for v, lanes in lay.exit_chain.items():
             y = exit_y[v] = oy + (lay.y[lanes[-1]] if lanes else lay.y[v] + lay.out_dy[v])
-            exit[items[v]] = lanes_at(lanes) + [(width, y)]
+            exit[items[v]] = lanes_at(v, lanes, None) + [(width, y)]
         where = {c: i for i, c in enumerate(items)}
         # Where the parent lines this frame up with its neighbours: at its output (the last child
         # that feeds the outside), and at the input most level with it — a chain of blocks then

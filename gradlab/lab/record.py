@@ -95,6 +95,7 @@ class Recording:
         self.synchronize = synchronize  # wait for an async/lazy device before each reading (profiling)
         self._calls: list = []  # (module, index of the calling module call or -1)
         self._stack: list = []  # indices into _calls of the modules running now
+        self._frames: list = []  # beside _stack: [each one's Module.__call__ frame, where it was called or None]
         self._arguments: dict = {}  # id -> each tensor passed to a module call (kept, so that no id is reused)
         self._handles = []
         self.active = False
@@ -223,7 +224,7 @@ class Recording:
             _wait_for(record.outputs)
         now = _clock()
         if not record.nested:
-            where = _where()
+            where = _where(self._frames)
             self._ops.append((record, self._stack[-1] if self._stack else -1, where))
             self._versions.append([t.version if isinstance(t, TrackedTensor) else None
                                    for t in record.inputs + record.outputs])
@@ -242,10 +243,15 @@ class Recording:
     def _on_enter(self, module, args) -> None:
         if get_ident() != self._thread:
             return
-        self._stack.append(len(self._calls))
-        self._calls.append((module, self._stack[-2] if len(self._stack) > 1 else -1))
-        self._arguments.update((id(a), a) for a in args if isinstance(a, TrackedTensor))
-        self._restart_clock()
+        stack, calls = self._stack, self._calls
+        calls.append((module, stack[-1] if stack else -1))
+        stack.append(len(calls) - 1)
+        self._frames.append([sys._getframe(1), None])  # Module.__call__'s frame, and where it was called (asked once)
+        for a in args:
+            if isinstance(a, TrackedTensor):
+                self._arguments[id(a)] = a
+        self._nested = 0.0  # a module call starts: the next operation's time starts here
+        self._last = _clock()
 
     def _restart_clock(self) -> None:
         """A module call starts or ends: the next operation's time starts here."""
@@ -256,11 +262,17 @@ class Recording:
         # called also when the module's forward raised (always_call): pop up to this module's call
         if get_ident() != self._thread:
             return
-        for i in range(len(self._stack) - 1, -1, -1):
-            if self._calls[self._stack[i]][0] is module:
-                del self._stack[i:]
-                break
-        self._restart_clock()
+        stack, calls = self._stack, self._calls
+        if stack and calls[stack[-1]][0] is module:
+            stack.pop()  # (almost always: the innermost call is the one ending)
+            self._frames.pop()
+        else:
+            for i in range(len(stack) - 1, -1, -1):
+                if calls[stack[i]][0] is module:
+                    del stack[i:], self._frames[i:]
+                    break
+        self._nested = 0.0  # a module call ends: the next operation's time starts here
+        self._last = _clock()
 
 
 class record:
@@ -336,10 +348,16 @@ _FRAMEWORKS = ("ipywidgets", "ipykernel", "comm", "traitlets", "anywidget", "tor
 _not_users = (PACKAGE_DIR,)
 
 
+_modules_seen = -1  # len(sys.modules) when the frameworks were last noted: a module imported since may be one
+
+
 def _note_frameworks() -> None:
     """Add the frameworks imported so far to what is not the user's code: a package's folder, a
     single-file module's file (their code objects exist only once imported: _code_is_ours stays right)."""
-    global _not_users
+    global _not_users, _modules_seen
+    if len(sys.modules) == _modules_seen:
+        return  # nothing imported since: the same frameworks (this runs at every record(): it costs a tiny forward 5%)
+    _modules_seen = len(sys.modules)
     places = {PACKAGE_DIR}
     for name in _FRAMEWORKS:
         file = getattr(sys.modules.get(name), "__file__", None)
@@ -348,13 +366,29 @@ def _note_frameworks() -> None:
     _not_users = tuple(sorted(places))
 
 
-def _where() -> tuple:
+def _where(calls: list = ()) -> tuple:
     """(filename, line) where the user's code asked for this operation: the innermost frame that is
-    not gradlab's (nor a framework's), or ("", 0) when there is none."""
+    not gradlab's (nor a framework's), or ("", 0) when there is none.
+
+    ``calls``: [frame, where] of each module call running (record's ``_frames``). Reaching the frame of the
+    innermost one's ``Module.__call__`` with only gradlab's frames on the way, the answer is where that module
+    was called: worked out once per call (its caller waits on that line until the call returns), so an
+    operation of a layer deep in a model looks at a few frames, not at every frame up to the user's code."""
     # Skip this, _on_op, observers.notify and the op's apply (apply calls notify, which calls each observer):
     # each frame looked at becomes a frame object, and one costs 3% of recording an add.
-    frame = sys._getframe(4)
+    return _user_frame(sys._getframe(4), calls, len(calls) - 1)
+
+
+def _user_frame(frame, calls, innermost: int) -> tuple:
+    """The innermost frame from ``frame`` outwards that is not ours, as (filename, line); the module calls
+    ``calls[:innermost + 1]`` answer for their frames (and remember the answer)."""
+    stop = calls[innermost][0] if innermost >= 0 else None
     while frame is not None:
+        if frame is stop:
+            call = calls[innermost]
+            if call[1] is None:
+                call[1] = _user_frame(frame.f_back, calls, innermost - 1)
+            return call[1]
         code = frame.f_code
         ours = _code_is_ours.get(code)
         if ours is None:

@@ -6,6 +6,7 @@ graph too big to read opens with its modules collapsed, as many opened as fit in
 A level with more than ``MAX_VISIBLE`` items (a long chain with no modules, a module of thousands
 of ops) is cut, in forward order, into runs of ``RUN`` items: groups of the drawing only,
 "1–100 of 20,002", that open on a click like a module (runs of runs when there are still too many).
+A level drawn wider than ``WRAP_WIDTH`` wraps into rows (rows.py), read like a page of text.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from .layout import GraphLayout
 
 MAX_VISIBLE = 300  # boxes drawn at first; bigger graphs open collapsed by module
 RUN = 100  # items per run of a level too long to draw whole
-MAX_WIDTH = 3200  # px: modules open a level at a time until the drawing would be wider than this
+MAX_WIDTH = 3200  # px: modules open a level at a time until the drawing, unwrapped, would be wider than this
+WRAP_WIDTH = 1200  # px: a level drawn wider than this wraps into rows (rows.py): a row fits a notebook at a readable zoom
 GROUP_PREFIX = "g:"  # group ids in the drawing, apart from node ids
 CHAR_W, SUB_CHAR_W, PAD_X, NODE_H, MIN_W, MAX_CHARS = 7.4, 6.4, 18, 38, 54, 30
 
@@ -69,7 +71,7 @@ class Scene:
         self.layout = GraphLayout(
             sizes, graph.edges, {n.id: self.parent[n.id] for n in graph.nodes.values()},
             {gid: self.parent.get(gid) for gid in self.members},
-            group_sizes=group_sizes, title_height=22.0, padding=10.0)
+            group_sizes=group_sizes, title_height=22.0, padding=10.0, wrap_width=WRAP_WIDTH)
         self.expanded = self.default_expanded()
         closed = frozenset(GROUP_PREFIX + g.id for g in graph.groups.values() if g.closed)
         self.opened_collapsed = self.expanded | closed != frozenset(self.members)
@@ -123,7 +125,8 @@ class Scene:
 
     def default_expanded(self) -> frozenset:
         """Open modules outermost first, a level at a time, while the drawing stays readable:
-        at most MAX_VISIBLE boxes, and no wider than MAX_WIDTH once the outermost level is open."""
+        at most MAX_VISIBLE boxes, and no wider than MAX_WIDTH unwrapped (in one strip) once the outermost level
+        is open: the picture, wrapped into rows, then fits a few rows."""
         children: dict = {}
         for node in self.graph.nodes.values():
             parent = GROUP_PREFIX + node.group if node.group else None
@@ -146,8 +149,8 @@ class Scene:
                 deeper.extend(sorted((g for g in inside if g in self.members), key=self._first_index))
             if not opened:
                 break
-            if expanded and self.layout.place(expanded | opened).width > MAX_WIDTH:
-                break  # one more level would make the picture a long thin strip: keep it closed
+            if expanded and self.layout.place(expanded | opened, wrap=False).width > MAX_WIDTH:
+                break  # one more level would make the picture a long strip (wrapped: many rows): keep it closed
             expanded |= opened
             level = deeper
         return frozenset(expanded)

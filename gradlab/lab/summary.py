@@ -71,7 +71,7 @@ class LaterSummary(Later):
     @property
     def norm(self):
         if self._norm is ...:
-            self._norm = _figures(self.copy)["norm"]
+            self._norm = _norm(self.copy)
         return self._norm
 
     def make(self) -> dict:
@@ -81,11 +81,40 @@ class LaterSummary(Later):
         return summary
 
 
-def summarize_later(value, histogram: bool = True, notes: dict | None = None):
+class LaterTensorSummary(Later):
+    """``summarize(t)`` of a big tensor, worked out when first read, with no copy (copying a big tensor costs
+    what summarising it does, and a GPT-2's parameters are 124 million values). While ``t`` keeps the version
+    it had here, its values are the ones to summarise; changed by then (an optimizer step), its values now
+    are, and ``changed(then, now)`` says so in words. The norm is worked out at once: the colours need it."""
+
+    def __init__(self, t, data: np.ndarray, histogram: bool, notes: dict, changed):
+        self.tensor, self.version, self.histogram, self.notes, self.changed = t, version_of(t), histogram, notes, changed
+        self.norm = _norm(data)
+
+    def make(self) -> dict:
+        summary = summarize(self.tensor, self.histogram)
+        summary.update(self.notes)
+        now = version_of(self.tensor)
+        if now != self.version and "changed" not in summary:
+            summary["changed"] = self.changed(self.version, now)
+        return summary
+
+
+def version_of(t) -> int | None:
+    """How many in-place changes a gradlab tensor has had (``t.version``); None for anything else (a backend
+    array, a number; a PyTorch tensor, whose adapter summarises it now)."""
+    version = None if is_torch_tensor(t) else getattr(t, "version", None)
+    return version if isinstance(version, int) else None
+
+
+def summarize_later(value, histogram: bool = True, notes: dict | None = None, changed=None):
     """What ``{**summarize(value), **notes}`` gives now, as a ``LaterSummary`` (a copy of the values, summarised
-    when first read) where the value is small enough to copy; else that summary now."""
+    when first read) where the value is small enough to copy; a bigger tensor as a ``LaterTensorSummary`` where
+    ``changed(then, now)`` can say in words that it changed before it was read; else that summary now."""
     data = as_numpy(value)
     if data.size > KEPT_FOR_LATER:
+        if changed is not None and version_of(value) is not None:
+            return LaterTensorSummary(value, data, histogram, notes or {}, changed)
         return {**summarize(value, histogram), **(notes or {})}
     dtype = str(getattr(value, "dtype", data.dtype)).replace("gradlab.", "")
     return LaterSummary(np.array(data, dtype=np.float64), dtype, histogram, notes or {})
@@ -126,11 +155,34 @@ def _figures(data: np.ndarray) -> dict:
             finite += kept.size
             low, high = min(low, least), max(high, most)
             total += float(kept.sum())
-            squares += float(np.dot(kept, kept))
+            squares += _squares(kept)
     known = finite > 0
     return {"numel": int(data.size), "nan": nan, "inf": inf, "finite": finite,
             "min": _number(low) if known else None, "max": _number(high) if known else None,
             "mean": _number(total / finite) if known else None, "norm": _number(math.sqrt(squares)) if known else None}
+
+
+def _squares(chunk: np.ndarray) -> float:
+    """The sum of the squares of a chunk, on this thread: np.dot would hand it to BLAS's threads, which on a
+    busy machine wait for one another longer than the sum takes (seconds, for a GPT-2's parameters)."""
+    return float(np.einsum("i,i->", chunk, chunk))
+
+
+def _norm(data: np.ndarray) -> float | None:
+    """The norm of the finite values, as ``_figures`` gives it, in one pass (None: no finite value)."""
+    squares, finite = 0.0, 0
+    # (a small float64 copy, a LaterSummary's, is one chunk already: numpy's buffered iterator costs more than the sum)
+    chunks = [data.ravel()] if data.dtype == np.float64 and 0 < data.size <= CHUNK else _chunks(data)
+    for chunk in chunks:
+        part = _squares(chunk)
+        if not math.isfinite(part):  # a NaN or an infinity in this chunk: the finite values only
+            kept = chunk[np.isfinite(chunk)]
+            part, size = _squares(kept), kept.size
+        else:
+            size = chunk.size
+        squares += part
+        finite += size
+    return _number(math.sqrt(squares)) if finite else None
 
 
 def _histogram(data: np.ndarray, low: float, high: float) -> dict:

@@ -513,46 +513,48 @@ class Module:
         return _add_hook(self._backward_pre_hooks, hook, prepend)
 
     def __call__(self, *args, **kwargs):
-        if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks or self._backward_pre_hooks
-                or _global_forward_pre_hooks or _global_forward_hooks):
+        own_hooks = self._forward_pre_hooks or self._forward_hooks or self._backward_hooks or self._backward_pre_hooks
+        if not (own_hooks or _global_forward_pre_hooks or _global_forward_hooks):
             return self.forward(*args, **kwargs)
         ran = []  # the global forward hooks that have run: an always_call hook runs once, even if a later one raises
+        backward_hook = None
         try:
             for hook in tuple(_global_forward_pre_hooks.values()):
                 result = hook(self, args)
                 if result is not None:
                     args = result if isinstance(result, tuple) else (result,)
-            for hook_id, hook in tuple(self._forward_pre_hooks.items()):
-                if hook_id in self._forward_pre_hooks_with_kwargs:
-                    result = hook(self, args, kwargs)
-                    if result is not None:
-                        if not (isinstance(result, tuple) and len(result) == 2):
-                            raise RuntimeError("forward pre-hook must return None or a tuple of (new_args, "
-                                               f"new_kwargs), but got {result}.")
-                        args, kwargs = result
-                else:
-                    result = hook(self, args)
-                    if result is not None:
-                        args = result if isinstance(result, tuple) else (result,)
-            backward_hook = None
-            if self._backward_hooks or self._backward_pre_hooks:
-                backward_hook = _BackwardHook(self)
-                args = backward_hook.wrap_inputs(args)
+            if own_hooks:  # (only global ones, a recording's, is the common case: it skips this)
+                for hook_id, hook in tuple(self._forward_pre_hooks.items()):
+                    if hook_id in self._forward_pre_hooks_with_kwargs:
+                        result = hook(self, args, kwargs)
+                        if result is not None:
+                            if not (isinstance(result, tuple) and len(result) == 2):
+                                raise RuntimeError("forward pre-hook must return None or a tuple of (new_args, "
+                                                   f"new_kwargs), but got {result}.")
+                            args, kwargs = result
+                    else:
+                        result = hook(self, args)
+                        if result is not None:
+                            args = result if isinstance(result, tuple) else (result,)
+                if self._backward_hooks or self._backward_pre_hooks:
+                    backward_hook = _BackwardHook(self)
+                    args = backward_hook.wrap_inputs(args)
             output = self.forward(*args, **kwargs)
             for hook_id, hook in tuple(_global_forward_hooks.items()):
                 result = hook(self, args, output)
                 ran.append(hook_id)
                 if result is not None:
                     output = result
-            for hook_id, hook in tuple(self._forward_hooks.items()):
-                if hook_id in self._forward_hooks_with_kwargs:
-                    result = hook(self, args, kwargs, output)
-                else:
-                    result = hook(self, args, output)
-                if result is not None:
-                    output = result
-            if backward_hook is not None:
-                output = backward_hook.wrap_outputs(output)
+            if own_hooks:
+                for hook_id, hook in tuple(self._forward_hooks.items()):
+                    if hook_id in self._forward_hooks_with_kwargs:
+                        result = hook(self, args, kwargs, output)
+                    else:
+                        result = hook(self, args, output)
+                    if result is not None:
+                        output = result
+                if backward_hook is not None:
+                    output = backward_hook.wrap_outputs(output)
         except Exception:
             if _global_forward_hooks_always_called:
                 _run_always_called_hooks(self, args, ran)
