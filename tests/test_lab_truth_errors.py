@@ -97,13 +97,15 @@ def test_graphview_of_a_scalar_with_names_says_its_graph_takes_none():
 def test_graphview_with_names_that_are_not_a_mapping_names_what_it_got(drawn):
     _, loss, _ = drawn
     with pytest.raises(TypeError, match=r"GraphView: names= takes \{name: tensor\}, such as "
-                                        r"dict\(model.named_parameters\(\)\); got int 42"):
+                                        r"dict\(model.named_parameters\(\)\), or the model itself; got int 42"):
         gl.lab.GraphView(loss, names=42)
     with pytest.raises(TypeError, match="its entry 0 is int 1, not a"):
         gl.lab.GraphView(loss, names=[1, 2])
     with pytest.raises(TypeError, match="its entry 0 pairs str 'w' with int 3, not a name with a tensor"):
         gl.lab.GraphView(loss, names={"w": 3})
     model = nn.Linear(3, 2)
+    by_model = gl.lab.GraphView(model(gl.randn(4, 3)).sum(), names=model)  # the model: its parameters' names
+    assert {n.label for n in by_model.graph.nodes.values() if n.kind == "param"} == {"weight", "bias"}
     view = gl.lab.GraphView(model(gl.randn(4, 3)).sum(), names=model.named_parameters())  # a generator: read once
     assert sorted(n["label"] for n in view.nodes.values() if n["kind"] == "param") == ["bias", "weight"]
     view.close()

@@ -9,7 +9,7 @@ version (bumped by each in-place change, such as backward adding into it) are re
 from __future__ import annotations
 
 from ..autograd.function import TrackedTensor
-from .pytorch import is_torch_tensor
+from .pytorch import is_torch_tensor, version_of
 from .summary import summarize
 
 
@@ -27,7 +27,7 @@ class LeafGrads:
         changed = False
         for node in self.leaves:
             grad = node.ref.grad
-            version = None if grad is None else grad.version if isinstance(grad, TrackedTensor) else grad._version
+            version = None if grad is None else grad.version if isinstance(grad, TrackedTensor) else version_of(grad)
             shown = self._shown.get(node.id)
             if shown is None or shown[0] is not grad or shown[1] != version or shown[2] is not node.grad:
                 summary = summarize(grad)

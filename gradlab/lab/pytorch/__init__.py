@@ -27,3 +27,8 @@ def is_torch_module(obj) -> bool:
 def is_torch_tensor(obj) -> bool:
     torch = sys.modules.get("torch")
     return torch is not None and isinstance(obj, torch.Tensor)
+
+
+def version_of(t) -> int:
+    """A torch tensor's version counter (bumped by every in-place change: backward adding into a .grad)."""
+    return t._version
