@@ -218,8 +218,14 @@ def test_opening_a_torch_layer_draws_its_graph_with_the_layers_parameters_colour
     latest = flow.latest("grad_norm")
     for name, node_id in params.items():
         assert sizes[node_id] == latest[name.split(".")[0]]
-    assert all(sizes[n.id] is None for n in view.graph.nodes.values() if n.kind != "param")
-    assert view.graph.nodes[view.selected].label == "2.weight"
+    assert {n.group for n in view.graph.nodes.values() if n.kind == "op"} >= {"0", "2", "4"}  # module boxes
+    for node in view.graph.nodes.values():  # each op coloured by the layer it ran in; data by none
+        if node.kind == "op" and node.group in ("0", "2", "4"):
+            assert sizes[node.id] == latest[node.group]
+        elif node.kind == "input":
+            assert sizes[node.id] is None
+    selected = view.graph.nodes[view.selected]
+    assert selected.group == "2" and selected.kind == "op" and "g:2" in view.scene.expanded  # opened
     assert model.training  # back in training mode after the forward drawn in eval mode
 
 

@@ -133,3 +133,27 @@ def test_bad_input_is_named():
         gl.lab.GraphView(torch.nn.Linear(2, 2))
     with pytest.raises(TypeError, match=r"names= takes .*its entry 0 pairs"):
         gl.lab.GraphView((leaf * 2).sum(), names={"w": 3})
+
+
+def test_a_node_whose_saved_numbers_outlive_backward_is_still_said_to_be_freed():
+    from gradlab.lab.pytorch.graph import is_freed
+    model, loss = _mlp_loss()
+    addmm = next(n for n in gl.lab.capture(loss).nodes.values() if n.op == "AddmmBackward0").ref
+    assert not is_freed(addmm)
+    loss.backward()
+    assert addmm._saved_alpha == 1  # a number it saved is still there ...
+    assert is_freed(addmm)  # ... but its tensors are gone
+
+
+def test_a_big_leaf_is_summarised_when_first_read_and_says_if_it_changed_by_then():
+    torch.manual_seed(0)
+    weight = torch.randn(64, 64, requires_grad=True)  # 4,096 values: summarised when first read
+    loss = (torch.randn(3, 64) @ weight).sum()
+    graph = gl.lab.capture(loss, names={"W": weight})
+    node = next(n for n in graph.nodes.values() if n.label == "W")
+    assert node.norm("value") == pytest.approx(weight.norm().item(), rel=1e-6)  # (the colours need it at once)
+    with torch.no_grad():
+        weight.mul_(2)
+    value = node.value
+    assert value["max"] == pytest.approx(weight.max().item())  # its values now ...
+    assert "changed in place since drawn (version 0 → 1)" in value["changed"]  # ... said to be so

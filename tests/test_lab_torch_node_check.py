@@ -86,3 +86,37 @@ def test_a_recorded_dropout_is_checked_with_torchs_random_state_replayed():
     result = gl.lab.check_node(graph, node_id)
     assert result["ok"] is True and result["random"] is True
     assert torch.equal(torch.get_rng_state(), state)  # the check draws nothing from your random stream
+
+
+def _recorded_mlp():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2))
+    x, y = torch.randn(5, 3), torch.tensor([0, 1, 0, 1, 1])
+    with gl.lab.record() as rec:
+        torch.nn.functional.cross_entropy(model(x), y)
+    return gl.lab.capture(rec)
+
+
+def test_a_recorded_torch_call_is_checked_against_finite_differences():
+    graph = _recorded_mlp()
+    for op in ("TanhBackward0", "AddmmBackward0"):
+        node = next(n for n in graph.nodes.values() if n.op == op)
+        answer = gl.lab.check_node(graph, node.id)
+        assert answer["ok"] is True, answer["message"]
+        assert answer["inputs"] and max(row["error"] for row in answer["inputs"]) < 1e-6
+        assert "agrees with finite differences" in answer["message"]
+    addmm = next(n for n in graph.nodes.values() if n.op == "AddmmBackward0")  # F.linear made T and Addmm
+    assert "checked as the whole call linear, which made it together with T" in gl.lab.check_node(graph, addmm.id)["message"]
+
+
+def test_a_node_the_recording_did_not_see_made_says_why_it_is_not_compared():
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(3, 3)
+    with gl.lab.record() as rec:
+        RIGHT.apply(lin(torch.randn(4, 3))).tanh().sum()  # a custom Function's apply is no torch function
+    graph = gl.lab.capture(rec)
+    node = next(n for n in graph.nodes.values() if n.op == "CubeBackward")
+    answer = gl.lab.check_node(graph, node.id)
+    assert answer["ok"] is None and answer["inputs"] == []
+    assert "a call the recording does not see made it" in answer["message"]
+    assert "drawn from a tensor" not in answer["message"]

@@ -416,3 +416,19 @@ def test_a_shared_weight_is_shown_receiving_each_of_its_gradients_in_turn():
     senders = [step["index"] for step in stepping.steps if any(row["to"] == w_id for row in step["sent"])]
     (accumulated,) = [step["index"] for step in stepping.steps if step["node"] == w_id]
     assert accumulated > max(senders)  # its AccumulateGrad runs once all three are in, on their sum
+
+
+def test_a_torch_recording_is_stepped_on_its_recorded_graph_bit_for_bit():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 8), nn.Tanh(), nn.Linear(8, 2))
+    x, y = torch.randn(16, 3), torch.randint(0, 2, (16,))
+    with gl.lab.record() as rec:
+        loss = nn.functional.cross_entropy(model(x), y)
+    expected = pytorch_grads(model, loss)
+    stepper = gl.lab.BackpropStepper(rec)
+    assert stepper.graph.source == "torch" and {"0", "2"} <= set(stepper.graph.groups)  # the recording's modules
+    stepper.run_to_end()
+    for p, want in zip(model.parameters(), expected):
+        assert torch.equal(p.grad, want)
+    drawn = {step["node"] for step in stepper.steps}
+    assert None not in drawn and len(drawn) == len(reachable(loss.grad_fn))  # every step lands on a drawn box

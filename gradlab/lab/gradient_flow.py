@@ -236,8 +236,8 @@ class GradientFlow:
     def _record_view(self) -> GraphView:
         """Record the model's forward on its last training batch, in eval mode (no running-stat updates).
 
-        A model whose engine record() does not watch (PyTorch's, for now) is drawn from its output's
-        backward graph instead, its parameters named by the model: no module boxes, but every parameter."""
+        A model whose engine record() does not watch is drawn from its output's backward graph instead, its
+        parameters named by the model: no module boxes, but every parameter."""
         model = self.figures.model
         was_training = model.training
         model.eval()

@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from .pytorch import is_torch_tensor
+from .pytorch import version_of as torch_version
 
 SHOWN_IN_FULL = 12  # tensors this small are listed value by value
 HISTOGRAM_BINS = 16
@@ -101,9 +102,11 @@ class LaterTensorSummary(Later):
 
 
 def version_of(t) -> int | None:
-    """How many in-place changes a gradlab tensor has had (``t.version``); None for anything else (a backend
-    array, a number; a PyTorch tensor, whose adapter summarises it now)."""
-    version = None if is_torch_tensor(t) else getattr(t, "version", None)
+    """How many in-place changes a tensor has had (gradlab's ``t.version``, PyTorch's version counter); None for
+    anything else (a backend array, a number)."""
+    if is_torch_tensor(t):
+        return torch_version(t)
+    version = getattr(t, "version", None)
     return version if isinstance(version, int) else None
 
 

@@ -52,7 +52,7 @@ class TorchReader:
     """PyTorch's tensors: hooks on ``grad_fn`` outputs, norms reduced on the tensor's own device."""
 
     engine = "PyTorch"
-    recorded = False  # record() does not watch PyTorch yet: an opened layer's graph is drawn from the output
+    recorded = True  # record() watches PyTorch too: an opened layer's graph has module boxes
 
     @staticmethod
     def training_forward() -> bool:

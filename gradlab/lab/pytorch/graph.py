@@ -12,7 +12,7 @@ import torch
 
 from ..capture_basics import CaptureError, name_pairs, short_name
 from ..graph import Graph, GraphNode
-from ..summary import summarize
+from ..summary import Later, summarize, summarize_later
 from .rules import rule_of_node
 
 FREED = "Trying to backward through the graph a second time"  # PyTorch's words when saved values are gone
@@ -41,7 +41,7 @@ def from_torch_tensor(root, names=None) -> Graph:
             _, words, math = rule_of_node(node)
             graph.add(GraphNode(
                 graph.new_id(), "param" if name else "leaf", "AccumulateGrad", name or "leaf", **tensor_facts(leaf),
-                value=summarize(leaf), grad=summarize(leaf.grad), words=words, math=math, ref=leaf,
+                value=value_now(leaf), grad=summarize(leaf.grad), words=words, math=math, ref=leaf,
             ), node, leaf)
             continue
         graph.add(op_node(graph.new_id(), node), node)
@@ -52,8 +52,15 @@ def from_torch_tensor(root, names=None) -> Graph:
     out = graph.nodes[graph.by_ref[id(root.grad_fn)]]
     out.value = summarize(root)
     graph.outputs.append(out.id)
-    graph.freed = any(entry.get("freed") for n in graph.nodes.values() for entry in n.saved)
+    graph.freed = any(is_freed(node) for node in nodes if not is_accumulator(node))
     return graph
+
+
+def value_now(t):
+    """A leaf's value as it is when drawn; a big one is summarised when first looked at (a GPT-2 holds 124
+    million parameter values), and says so if it changed in place by then."""
+    return summarize_later(t.detach(), changed=lambda then, now: f"changed in place since drawn (version {then} → "
+                           f"{now}): these are its values now")
 
 
 def op_node(node_id: str, node, group=None) -> GraphNode:
@@ -66,7 +73,7 @@ def op_node(node_id: str, node, group=None) -> GraphNode:
         input_shapes=[_output_shape(child, nr) for child, nr in node.next_functions],
         output_shape=outputs[0] if len(outputs) == 1 else outputs,
         dtype=dtype_name(metadata[0].dtype) if metadata else "", device=str(metadata[0].device) if metadata else "",
-        saved=saved_of(node), words=words, math=math, category=family, ref=node,
+        saved=Later(lambda: saved_of(node)), words=words, math=math, category=family, ref=node,
     )
 
 
@@ -97,6 +104,19 @@ def saved_of(node) -> list:
             raise
         return [{"name": "freed", "freed": True}]
     return result
+
+
+def is_freed(node) -> bool:
+    """Whether backward released what ``node`` saved (reading its saved attributes tells, without summarising
+    them; a freed tensor raises, a saved number such as alpha stays readable)."""
+    try:
+        for _ in _saved_attributes(node):
+            pass
+    except RuntimeError as error:
+        if FREED not in str(error):
+            raise
+        return True
+    return False
 
 
 def _saved_attributes(node):

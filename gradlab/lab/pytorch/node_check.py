@@ -23,9 +23,11 @@ MIXED = (1.7, -0.6)  # the linear check: vᵀJ for v = a·v₁ + b·v₂ must be
 LINEAR_TOLERANCE = {torch.float64: 1e-10, torch.float32: 1e-4, torch.float16: 1e-2, torch.bfloat16: 1e-1}
 
 
-def check_torch_node(node, call, seed: int) -> dict:
+def check_torch_node(node, call, seed: int, recorded: bool = False, together: tuple = ()) -> dict:
     """check_node's answer for a PyTorch node: finite differences where a recording kept its forward (``call``:
-    (function, inputs) or (function, inputs, kwargs)); else what the node alone can show, and why only that."""
+    (function, inputs) or (function, inputs, kwargs)); else what the node alone can show, and why only that.
+    ``together`` labels the other nodes the same call made (F.linear makes T and Addmm): the call is checked
+    whole, and the answer says so."""
     rng = np.random.default_rng(seed)
     if call is not None:
         states = TorchRandomStates()
@@ -36,20 +38,28 @@ def check_torch_node(node, call, seed: int) -> dict:
                         "message": f"{node.label}: its forward gives different outputs on the same inputs, even with "
                                    "torch's, numpy's and Python's random state replayed, so finite differences cannot "
                                    "check it. Check it with the randomness off (model.eval())"}
-            return verdict(node.label, probe, probe.rows(rng))
+            answer = verdict(node.label, probe, probe.rows(rng))
+            if together:
+                name = getattr(call[0], "__name__", "the call")
+                answer["message"] += (f" (checked as the whole call {name}, which made it together with "
+                                      f"{', '.join(together)}: PyTorch keeps no forward of one node alone)")
+            return answer
         finally:
             states.restore()
-    return _linearity(node, rng)
+    return _linearity(node, rng, recorded)
 
 
-def _linearity(node, rng) -> dict:
+def _linearity(node, rng, recorded: bool) -> dict:
     """The node called on two random gradients and on a mix of them: a backward must be linear in its gradient.
     ("inputs" stays empty: no finite difference was taken; "linearity" has each input's relative error.)"""
     ref = node.ref
     metadata = ref._input_metadata
     if not metadata or not any(child is not None for child, _ in ref.next_functions):
         return result(True, [], f"{node.label}: none of its inputs needs a gradient, so there is nothing to check")
-    why = (f"{node.label}: PyTorch's node keeps what its backward needs, not its forward or the inputs it got, so "
+    why = (f"{node.label}: a call the recording does not see made it (a custom Function's apply, or code run "
+           "before the recording), so the recording has no forward of it to compare with finite differences"
+           ) if recorded else (
+           f"{node.label}: PyTorch's node keeps what its backward needs, not its forward or the inputs it got, so "
            "a graph drawn from a tensor cannot compare it with finite differences (record the forward, with "
            "gl.lab.record() as rec: loss = ..., to check it against them)")
 

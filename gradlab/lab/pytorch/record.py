@@ -41,6 +41,8 @@ class TorchCall(NamedTuple):
     where: tuple  # (filename, line) of your code that made it, or ("", 0)
     seconds: float  # how long the call itself took
     first: int  # the sequence number PyTorch gave the first node this call made (or would have)
+    args: tuple  # the call's own arguments and keywords, to run it again ("check this node")
+    kwargs: dict
 
     @property
     def name(self) -> str:
@@ -92,7 +94,7 @@ class TorchWatcher(TorchFunctionMode):
         before = [written if t is target else (t.grad_fn, t._version) for t in inputs]
         stack = self.stack
         self.noted.append((func, inputs, before, outputs, made, stack[-1] if stack else -1,
-                           where(self.not_users, self.lines), seconds, first))
+                           where(self.not_users, self.lines), seconds, first, args, kwargs))
         return out
 
 

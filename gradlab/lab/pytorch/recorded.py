@@ -15,7 +15,7 @@ from ..capture_basics import CaptureError, LEAF_MATH, LEAF_WORDS, name_pairs
 from ..graph import Graph, GraphNode, Group
 from ..record import short_filename
 from ..summary import summarize, summarize_later
-from .graph import _saved_attributes, is_accumulator, leaf_names, op_node, tensor_facts
+from .graph import _saved_attributes, is_accumulator, is_freed, leaf_names, op_node, tensor_facts
 
 CONSTANT_WORDS = ("data made inside this module's forward (a mask, a constant): it needs no gradient, "
                   "so backward stops here")
@@ -63,13 +63,16 @@ def from_torch_recording(rec, names=None) -> Graph:
                 box.value = _value(calls, out, version, "computed")
         if ids:
             _add_data(graph, rec, event, new, group, labels)
+        call = (event.function, event.args, event.kwargs)  # run again by "check this node" (one object per call:
+        for box_id in ids:                                  # the nodes it made together are checked together)
+            graph.calls[box_id] = call
         returned = next((graph.by_ref[id(fn)] for fn, _ in event.made if fn is not None and id(fn) in graph.by_ref
                          and graph.by_ref[id(fn)] in ids), None)
         made_by.append((ids, returned))
     output = calls.output
     if output is not None and graph.node_for(output.grad_fn) is not None:
         graph.outputs.append(graph.by_ref[id(output.grad_fn)])
-    graph.freed = any(entry.get("freed") for n in graph.nodes.values() if n.kind == "op" for entry in n.saved)
+    graph.freed = any(is_freed(n.ref) for n in graph.nodes.values() if n.kind == "op")
     graph.made_by = made_by  # (read by the profile: which boxes each call made)
     return graph
 
@@ -171,7 +174,7 @@ def _value(calls, t, version, what: str):
     held = calls.holder(t, version)
     if held is None:
         return {**summarize(t), "changed": CHANGED.format(what=what, then=version, now=t._version)}
-    return summarize_later(held.detach())
+    return summarize_later(held.detach(), changed=lambda then, now: CHANGED.format(what=what, then=then, now=now))
 
 
 def _source(where) -> tuple:
