@@ -4,6 +4,7 @@ repo2docker reads binder/runtime.txt for the Python version, makes a fresh envir
 binder/postBuild from the repository root with that environment first on PATH. This test does the same
 in a temporary venv and a copy of the repository, then executes each notebook in labs/ on that venv's
 own kernel, and checks that JupyterLab there has the widget extensions prebuilt (no `jupyter lab build`).
+Binder installs no PyTorch: lab 13, which runs it, must stop at its first cell and say how to install it.
 """
 
 from __future__ import annotations
@@ -80,6 +81,20 @@ def binder_env(venv: Path, home: Path) -> dict:
     return env
 
 
+def needs_pytorch(lab: Path) -> bool:
+    """Lab 13 runs PyTorch beside gradlab; the Binder image has none (its CUDA build is gigabytes)."""
+    return "import torch" in lab.read_text(encoding="utf-8")
+
+
+def assert_says_how_to_install_pytorch(venv: Path, repo: Path, lab: Path, env: dict, tmp_path: Path) -> None:
+    """Without PyTorch such a lab stops at its first cell, with a message that says how to install it."""
+    result = subprocess.run([str(venv / "bin" / "python"), "-c", EXECUTE, str(repo / "labs" / lab.name), str(tmp_path)],
+                            cwd=repo, env=env, timeout=600, capture_output=True, text=True)
+    said = result.stdout + result.stderr
+    assert result.returncode != 0 and "pip install torch" in said and "not installed" in said, \
+        f"{lab.name} without PyTorch should stop at its first cell saying 'pip install torch':\n{said[-3000:]}"
+
+
 def run(command, **kwargs) -> subprocess.CompletedProcess:
     result = subprocess.run(command, capture_output=True, text=True, **kwargs)
     assert result.returncode == 0, (f"{command} exited with {result.returncode}\n"
@@ -110,8 +125,13 @@ def test_binder_builds_and_runs_every_lab(tmp_path):
         assert line is not None and "enabled" in line and "OK" in line, \
             f"{name} is not an enabled prebuilt extension in the binder venv:\n{listing}"
 
+    has_torch = subprocess.run([str(venv / "bin" / "python"), "-c", "import torch"], env=env).returncode == 0
     for lab in LABS:
         started = time.perf_counter()
+        if needs_pytorch(lab) and not has_torch:
+            assert_says_how_to_install_pytorch(venv, repo, lab, env, tmp_path)
+            timings[lab.name + " (no PyTorch: its first cell says pip install torch)"] = time.perf_counter() - started
+            continue
         result = run([str(venv / "bin" / "python"), "-c", EXECUTE, str(repo / "labs" / lab.name), str(tmp_path)],
                      cwd=repo, env=env, timeout=600)
         report = json.loads(result.stdout.strip().splitlines()[-1])

@@ -1,12 +1,14 @@
 """Every lab notebook and every solution runs top to bottom, headless (the labs are product, not decoration).
 
 A lab ships with its exercises unsolved: each check says "not done yet" (○) and none fails (✗). Its
-solution in ``labs/solutions/`` solves every one of them: all pass (✓), none is left undone.
+solution in ``labs/solutions/`` solves every one of them: all pass (✓), none is left undone. A lab that
+runs PyTorch beside gradlab (lab 13) skips where PyTorch is not installed, and says so.
 """
 
 from __future__ import annotations
 
 import re
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -20,10 +22,18 @@ VERDICT = re.compile(r"^([✓✗○]) ", re.MULTILINE)  # how a gl.lab check's v
 _RUNS: dict = {}  # path -> verdicts: a lab runs once even when its solution's test compares with it
 
 
+def needs_pytorch(path: Path) -> bool:
+    """Whether the notebook imports PyTorch (lab 13 runs it beside gradlab)."""
+    return "import torch" in path.read_text(encoding="utf-8")
+
+
 def run(path: Path, tmp_path: Path) -> list:
     """Execute the notebook in a fresh kernel; the verdict symbols its outputs printed, in order."""
     if path in _RUNS:
         return _RUNS[path]
+    if needs_pytorch(path) and importlib.util.find_spec("torch") is None:
+        pytest.skip(f"{path.name} runs PyTorch beside gradlab, and PyTorch is not installed (pip install torch==2.13.0); "
+                    "without it the lab's first cell says how to install it")
     nbformat = pytest.importorskip("nbformat", reason="nbformat comes with the dev extra: pip install -e '.[dev]'")
     nbclient = pytest.importorskip("nbclient", reason="nbclient comes with the dev extra: pip install -e '.[dev]'")
     notebook = nbformat.read(path, as_version=4)

@@ -47,6 +47,8 @@ _LAZY_BY_MODULE = {
     "residual_exercises": ("check_residual_block", "check_skip_gradient", "check_jacobian_bound", "check_skip"),
     "sequence_exercises": ("check_rnn_step", "check_bptt_ratio", "check_causal_attention", "check_softmax_backward"),
     "performance_exercises": ("check_step_flops", "check_saved_bytes", "check_peak_memory", "check_segment_count"),
+    "pytorch.exercises": ("check_torch_node_names", "check_torch_function", "check_wrong_parameter",
+        "check_ported_weights"),
 }
 _LAZY = {name: module for module, names in _LAZY_BY_MODULE.items() for name in names}
 

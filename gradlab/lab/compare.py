@@ -221,7 +221,7 @@ class EngineComparison:
     # --- text and HTML ------------------------------------------------------------------------------
 
     def table(self) -> list:
-        """The rows as the table shows them: module, parameter, shape, max |Δ|, relative, verdict, why."""
+        """The rows as the table shows them: module, parameter, shape, max ``|Δ|``, relative, verdict, why."""
         lines = []
         for module, rows in self._by_module():
             for row in rows:
@@ -366,7 +366,7 @@ def compare_engines(loss, torch_loss, model, torch_model, *, tolerance: float | 
 
     ``loss`` and ``model`` are gradlab's, ``torch_loss`` and ``torch_model`` PyTorch's; the two models have
     the same module names (a port that changed its imports). Each parameter is matched by name; its
-    gradients compare by their largest absolute difference over the largest ``abs(∂L/∂W)`` (the same within ``tolerance``:
+    gradients compare by their largest ``|Δ|`` over the largest ``|∂L/∂W|`` (the same within ``tolerance``:
     1e-4 in float32, 1e-10 in float64). ``draw=False`` compares without drawing the graphs."""
     _check(loss, torch_loss, model, torch_model, tolerance)
     from .pytorch.compare import loss_number, torch_sides
