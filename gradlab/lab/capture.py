@@ -17,7 +17,7 @@ import sys
 from ..autograd.function import AccumulateGrad, Function, Node, TrackedTensor
 from ..scalar import Scalar, ScalarFunction
 from .as_used import ValuesAsUsed, leaf_now, now_marked
-from .capture_basics import LEAF_MATH, LEAF_WORDS, CaptureError, name_pairs, short_name
+from .capture_basics import LEAF_MATH, LEAF_WORDS, CaptureError, name_pairs, reachable, short_name
 from .colors import category
 from .graph import Graph, GraphNode, Group
 from .local_derivative import local_derivatives
@@ -207,17 +207,6 @@ def _versions_used(nodes) -> tuple[dict, bool]:
             if item.tensor is not None:
                 used.setdefault(id(item.tensor), []).append(item.version)
     return used, freed
-
-
-def reachable(root: Node) -> list:
-    """Every engine node backward would visit from ``root``, root first."""
-    seen, stack = {root: None}, [root]
-    while stack:
-        for child, _ in stack.pop().next_functions:
-            if child is not None and child not in seen:
-                seen[child] = None
-                stack.append(child)
-    return list(seen)
 
 
 def _anomaly_source(node) -> tuple[str, str]:

@@ -30,3 +30,15 @@ def name_pairs(names):
     for a, b in items:
         pairs.append((b, a) if isinstance(a, str) else (a, b))
     return pairs
+
+
+def reachable(root) -> list:
+    """Every node backward would visit from ``root``, root first: gradlab's and PyTorch's nodes alike list
+    their inputs' nodes as ``next_functions``."""
+    seen, stack = {root: None}, [root]
+    while stack:
+        for child, _ in stack.pop().next_functions:
+            if child is not None and child not in seen:
+                seen[child] = None
+                stack.append(child)
+    return list(seen)

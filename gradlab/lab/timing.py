@@ -19,7 +19,6 @@ and, when the step could not be compiled and ran eagerly, why.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import math
 import statistics
@@ -31,6 +30,7 @@ from ..backends.device import Device, device_info, devices as known_devices, res
 from ..nn.modules.module import Module
 from ..tensor import Tensor
 from .pytorch import is_torch
+from .device_copy import copy_to_device as copy_between_devices
 
 _clock = time.perf_counter  # one name, so a test can watch when the clock is read
 
@@ -436,29 +436,9 @@ def _mlx_note() -> str:
 
 # --- copying the arguments to a device ---------------------------------------------------------------
 
-def copy_to_device(value, device, memo=None):
-    """``value`` with every Module and Tensor in it (also inside lists, tuples and dicts) copied to
-    ``device``; anything else is passed as it is. A tensor keeps requires_grad (and its .grad); an
-    object that appears twice is copied once, so a model and one of its parameters stay linked."""
-    memo = {} if memo is None else memo
-    if id(value) in memo:
-        return memo[id(value)]
-    if isinstance(value, Module):
-        moved = copy.deepcopy(value, memo).to(device)
-    elif isinstance(value, Tensor):
-        moved = copy.deepcopy(value if value.is_leaf else value.detach(), memo)
-        moved.data = moved.detach().to(device)  # in place, so every reference the memo handed out follows
-        if moved.grad is not None:
-            moved.grad = moved.grad.to(device)
-    elif isinstance(value, (list, tuple)):
-        items = [copy_to_device(item, device, memo) for item in value]
-        moved = type(value)(*items) if hasattr(value, "_fields") else type(value)(items)
-    elif isinstance(value, dict):
-        moved = type(value)((key, copy_to_device(item, device, memo)) for key, item in value.items())
-    else:
-        return value
-    memo[id(value)] = moved
-    return moved
+def copy_to_device(value, device):
+    """``value`` with every gradlab Module and Tensor in it copied to ``device`` (device_copy.py)."""
+    return copy_between_devices(value, device, Module, Tensor)
 
 
 def tensors_in(value, found=None) -> list:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from ..capture_basics import CaptureError, name_pairs, short_name
+from ..capture_basics import CaptureError, name_pairs, reachable, short_name
 from ..graph import Graph, GraphNode
 from ..summary import Later, summarize, summarize_later
 from .rules import rule_of_node
@@ -143,17 +143,6 @@ def _text(value) -> str:
 
 def is_accumulator(node) -> bool:
     return type(node).__name__ == "AccumulateGrad"
-
-
-def reachable(root) -> list:
-    """Every node backward would visit from ``root``, root first."""
-    seen, stack = {root: None}, [root]
-    while stack:
-        for child, _ in stack.pop().next_functions:
-            if child is not None and child not in seen:
-                seen[child] = None
-                stack.append(child)
-    return list(seen)
 
 
 def _forward_order(nodes) -> list:

@@ -8,9 +8,9 @@ caller's models and tensors on each, and a wait for CUDA's queued kernels before
 
 from __future__ import annotations
 
-import copy
-
 import torch
+
+from ..device_copy import copy_to_device as copy_between_devices
 
 DEVICES = ("cpu", "cuda")
 
@@ -60,29 +60,10 @@ class TorchPlace:
             torch.cuda.synchronize(self.device)
 
 
-def copy_to_device(value, device, memo=None):
-    """``value`` with every torch Module and Tensor in it (also inside lists, tuples and dicts) copied to
-    ``device``; a tensor keeps requires_grad and its .grad, and one seen twice is copied once (a model and
-    one of its parameters stay linked). The caller's own are never moved."""
-    memo = {} if memo is None else memo
-    if id(value) in memo:
-        return memo[id(value)]
-    if isinstance(value, torch.nn.Module):
-        moved = copy.deepcopy(value, memo).to(device)  # Module.to swaps each parameter's data in place
-    elif isinstance(value, torch.Tensor):
-        moved = copy.deepcopy(value if value.is_leaf else value.detach(), memo)
-        moved.data = moved.data.to(device)  # in place, so every reference the memo handed out follows
-        if moved.grad is not None:
-            moved.grad = moved.grad.to(device)
-    elif isinstance(value, (list, tuple)):
-        items = [copy_to_device(item, device, memo) for item in value]
-        moved = type(value)(*items) if hasattr(value, "_fields") else type(value)(items)
-    elif isinstance(value, dict):
-        moved = type(value)((key, copy_to_device(item, device, memo)) for key, item in value.items())
-    else:
-        return value
-    memo[id(value)] = moved
-    return moved
+def copy_to_device(value, device):
+    """``value`` with every torch Module and Tensor in it copied to ``device`` (device_copy.py); the caller's
+    own are never moved."""
+    return copy_between_devices(value, device, torch.nn.Module, torch.Tensor)
 
 
 def describe(value) -> str | None:
