@@ -357,10 +357,12 @@ class Function:
             needs = ctx.needs_input_grad = _needs_grad(inputs)
             if True in needs:
                 # 2. Run forward (itself never recorded: only this one node is).
-                if cls._forward_is_primitive and not watched:
-                    outputs = cls.forward(ctx, *inputs)
-                else:
+                if not cls._forward_is_primitive:
                     outputs = _forward_apart(cls, ctx, inputs, watched)
+                elif watched:
+                    outputs = observers.run_forward(cls.forward, ctx, inputs)
+                else:
+                    outputs = cls.forward(ctx, *inputs)
                 # 3. Connect the node to the inputs' nodes and make it the outputs' grad_fn.
                 outputs = _connect(ctx, inputs, outputs)
                 # 4. Tell the observers (one falsy check when there are none).
@@ -394,8 +396,6 @@ def name_nodes(cls, *names) -> None:
 def _forward_apart(cls, ctx, inputs, watched):
     """A forward that may use Tensor operations runs with this thread's recording off, as in PyTorch;
     while observers watch, it runs one level deeper, so that they see the ops inside it as nested."""
-    if cls._forward_is_primitive:
-        return observers.run_forward(cls.forward, ctx, inputs)
     mode = thread_mode()
     set_enabled(mode, False)
     try:
