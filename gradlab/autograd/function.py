@@ -359,7 +359,9 @@ class Function:
                 # 2. Run forward (itself never recorded: only this one node is).
                 if not cls._forward_is_primitive:
                     outputs = _forward_apart(cls, ctx, inputs, watched)
-                elif watched:
+                elif watched and observers.escape_watchers:
+                    # Counted one level deeper only for escape watchers: a primitive forward runs no ops and no
+                    # Tensor code, so a random draw is all an observer could meet inside it (a recording's cost).
                     outputs = observers.run_forward(cls.forward, ctx, inputs)
                 else:
                     outputs = cls.forward(ctx, *inputs)
