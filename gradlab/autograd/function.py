@@ -351,7 +351,7 @@ class Function:
     def apply(cls, *inputs):
         """Run forward; if grad mode is on and an input requires grad, record a Node for backward."""
         ctx = cls._node_type()
-        watched = observers.active  # observers are told of each op; while they are, forwards are counted
+        watched = observers.active  # observers are told of each op; while they are, forwards are counted (step 2)
         # 1. Decide whether it is recorded: this thread records, and an input requires grad.
         if not threads_off or per_thread.mode.enabled:
             needs = ctx.needs_input_grad = _needs_grad(inputs)
@@ -361,7 +361,7 @@ class Function:
                     outputs = _forward_apart(cls, ctx, inputs, watched)
                 elif watched and observers.escape_watchers:
                     # Counted one level deeper only for escape watchers: a primitive forward runs no ops and no
-                    # Tensor code, so a random draw is all an observer could meet inside it (a recording's cost).
+                    # Tensor code, so a random draw is all a watcher could meet inside it (a recording skips the count).
                     outputs = observers.run_forward(cls.forward, ctx, inputs)
                 else:
                     outputs = cls.forward(ctx, *inputs)
