@@ -174,3 +174,30 @@ def test_nesting_is_counted_only_while_an_observer_is_subscribed():
         Asks.apply(x)
     assert inside == [False, True]
     assert not observers.inside_op()
+
+
+class NoisyPrimitive(gl.autograd.Function):
+    """A primitive forward (arrays only) that draws random numbers inside it, as a sampling op would."""
+
+    _forward_is_primitive = True
+
+    @staticmethod
+    def forward(ctx, x):
+        noise = gl.generator.generator_rng(None).standard_normal(x.shape)
+        return x._wrap(x.array + noise.astype(x.array.dtype))
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad
+
+
+def test_a_random_draw_inside_a_primitive_forward_is_the_ops_own_for_escape_watchers():
+    # apply counts a primitive forward one level deeper only while escape watchers listen: they must hear
+    # this draw as inside the op (a tracer would otherwise call it an escape of the user's code).
+    heard = []
+    x = gl.randn(3, requires_grad=True)
+    with observers.subscribe(lambda record: None), \
+            observers.watch_escapes(lambda what: heard.append((what, observers.inside_op()))):
+        NoisyPrimitive.apply(x)
+        gl.rand(2)  # a draw of the user's code, outside any op
+    assert heard == [("random", True), ("random", False)]
