@@ -351,20 +351,16 @@ class Function:
     def apply(cls, *inputs):
         """Run forward; if grad mode is on and an input requires grad, record a Node for backward."""
         ctx = cls._node_type()
-        watched = observers.active  # observers are told of each op; while they are, forwards are counted (step 2)
+        watched = observers.active  # observers are told of each op; while they are, forwards are counted
         # 1. Decide whether it is recorded: this thread records, and an input requires grad.
         if not threads_off or per_thread.mode.enabled:
             needs = ctx.needs_input_grad = _needs_grad(inputs)
             if True in needs:
                 # 2. Run forward (itself never recorded: only this one node is).
-                if not cls._forward_is_primitive:
-                    outputs = _forward_apart(cls, ctx, inputs, watched)
-                elif watched and observers.escape_watchers:
-                    # Counted one level deeper only for escape watchers: a primitive forward runs no ops and no
-                    # Tensor code, so a random draw is all a watcher could meet inside it (a recording skips the count).
-                    outputs = observers.run_forward(cls.forward, ctx, inputs)
-                else:
+                if cls._forward_is_primitive and not watched:
                     outputs = cls.forward(ctx, *inputs)
+                else:
+                    outputs = _forward_apart(cls, ctx, inputs, watched)
                 # 3. Connect the node to the inputs' nodes and make it the outputs' grad_fn.
                 outputs = _connect(ctx, inputs, outputs)
                 # 4. Tell the observers (one falsy check when there are none).
@@ -398,6 +394,8 @@ def name_nodes(cls, *names) -> None:
 def _forward_apart(cls, ctx, inputs, watched):
     """A forward that may use Tensor operations runs with this thread's recording off, as in PyTorch;
     while observers watch, it runs one level deeper, so that they see the ops inside it as nested."""
+    if cls._forward_is_primitive:
+        return observers.run_forward(cls.forward, ctx, inputs)
     mode = thread_mode()
     set_enabled(mode, False)
     try:

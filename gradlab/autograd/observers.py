@@ -6,8 +6,7 @@ here. With none attached, ``apply`` pays for one falsy check of ``active``.
 An operation may run others inside its forward (a custom Function built from tensor operations).
 While an observer is attached, ``apply`` counts, per thread, how many forwards are running, so
 each record says whether it is ``nested`` in another operation: the graph shows only the outer
-one, as PyTorch does, and a tracer writes only the outer one down. (A primitive forward, which runs
-no operations, is counted only while escape watchers listen: a random draw inside it is its own.)
+one, as PyTorch does, and a tracer writes only the outer one down.
 
 Two rarer channels tell of *writes* (an in-place op copies its result into a tensor's memory)
 and of *escapes*: a value leaving the world of operations (``.item()``,
