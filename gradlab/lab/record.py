@@ -321,8 +321,8 @@ def _versions(values) -> list:
     """The version of each tensor among ``values`` now (None for a value that is not a tensor): an operation's
     inputs and outputs as it ran, so that the graph can tell a value changed in place after the forward used it."""
     versions = []
-    for value in values:  # (a plain loop reading the counter itself: half the time of a comprehension over .version)
-        versions.append(value._version[0] if isinstance(value, TrackedTensor) else None)
+    for value in values:  # (a plain loop: cheaper than a comprehension for an op's few values)
+        versions.append(value.version if isinstance(value, TrackedTensor) else None)
     return versions
 
 
