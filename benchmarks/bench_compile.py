@@ -10,6 +10,9 @@
    the plan's own figure (``step.memory()["peak_bytes"]``), and what tracemalloc (which sees numpy's
    allocations) finds at the peak of one warm step, for the compiled steps and for eager
 
+"compiled" is the step planned from the backend calls its first call recorded (compile/trace.py, lower.py);
+"rules" is the same step planned the older way, from the tape's ops by the rules in compile/rules_*.py (what
+MLX, CUDA and segments still use). Each one's first call (the eager step traced, then planned) is timed too.
 The models and weights are bench_training's (copied from the PyTorch model, so all compute the same
 numbers). Without PyTorch it still runs and reports compiled against eager gradlab.
 Run: python benchmarks/bench_compile.py
@@ -51,6 +54,23 @@ def build_pair(build, torch):
 def compiled_training_step(model, x, y, lr=0.01):
     step = gl.compile.make_step(model, gl.nn.functional.cross_entropy, optimizer=gl.optim.SGD(model.parameters(), lr=lr))
     return step, lambda: step(x, y)
+
+
+FIRST_CALLS: dict = {}  # (case, "compiled" / "rules") -> seconds of the first call (trace + plan)
+
+
+def first_call(title, kind, run, rules=False):
+    """Make the step's first call now (timed): with ``rules``, planned from the tape's ops by the old rules."""
+    saved = gl.compile.step.RECORDED_BACKENDS
+    if rules:
+        gl.compile.step.RECORDED_BACKENDS = ()
+    try:
+        started = time.perf_counter()
+        run()
+        FIRST_CALLS[title, kind] = time.perf_counter() - started
+    finally:
+        gl.compile.step.RECORDED_BACKENDS = saved
+    return run
 
 
 def summed(out, y):
@@ -98,35 +118,50 @@ def timing_cases(torch, rng):
         xg, yg = gl.tensor(x_np, dtype=gl.float32), gl.tensor(y_np)
         eager_model, torch_model = build_pair(build, torch)
         compiled_model, _ = build_pair(build, torch)
+        rules_model, _ = build_pair(build, torch)
         step, compiled = compiled_training_step(compiled_model, xg, yg)
-        candidates = {"compiled": compiled, "eager": training_step(gl, eager_model, xg, yg)}
+        rules_step, rules = compiled_training_step(rules_model, xg, yg)
+        candidates = {"compiled": first_call(title, "compiled", compiled),
+                      "rules": first_call(title, "rules", rules, rules=True),
+                      "eager": training_step(gl, eager_model, xg, yg)}
         if torch is not None:
             candidates["torch"] = training_step(torch, torch_model, torch.tensor(x_np, dtype=torch.float32),
                                                 torch.tensor(y_np))
-        cases.append((title, target, candidates, [step]))
+        cases.append((title, target, candidates, [step, rules_step]))
 
     x_np = rng.standard_normal((16, 64, 128))
     xg = gl.tensor(x_np, dtype=gl.float32)
     eager_model, torch_model = build_pair(transformer, torch)
     compiled_model, _ = build_pair(transformer, torch)
+    rules_model, _ = build_pair(transformer, torch)
+    title = "pre-norm transformer block fwd+bwd, 16x64x128"
     step, compiled = compiled_forward_backward(compiled_model, xg)
-    candidates = {"compiled": compiled, "eager": forward_backward(eager_model, xg)}
+    rules_step, rules = compiled_forward_backward(rules_model, xg)
+    candidates = {"compiled": first_call(title, "compiled", compiled), "rules": first_call(title, "rules", rules, True),
+                  "eager": forward_backward(eager_model, xg)}
     if torch is not None:
         candidates["torch"] = forward_backward(torch_model, torch.tensor(x_np, dtype=torch.float32))
-    cases.append(("pre-norm transformer block fwd+bwd, 16x64x128", "≤ 1.0× torch", candidates, [step]))
+    cases.append((title, "≤ 1.0× torch", candidates, [step, rules_step]))
 
-    model = AddChain()
     x, seed = gl.ones(SIZE), gl.ones(SIZE)
-    step = gl.compile.make_step(model, weighted_sum)
+    title = f"chain of {CHAIN} adds, {SIZE}-element float32, fwd+bwd"
 
-    def compiled_chain():
-        step(x, seed)
-        model.w.grad = None  # as bench_engine's chain does after each backward
+    def chain_step():
+        model = AddChain()
+        step = gl.compile.make_step(model, weighted_sum)
 
-    candidates = {"compiled": compiled_chain, "eager": eager_chain(gl)}
+        def run():
+            step(x, seed)
+            model.w.grad = None  # as bench_engine's chain does after each backward
+
+        return step, run
+
+    (step, compiled), (rules_step, rules) = chain_step(), chain_step()
+    candidates = {"compiled": first_call(title, "compiled", compiled), "rules": first_call(title, "rules", rules, True),
+                  "eager": eager_chain(gl)}
     if torch is not None:
         candidates["torch"] = eager_chain(torch)
-    cases.append((f"chain of {CHAIN} adds, {SIZE}-element float32, fwd+bwd", "≤ 1.0 µs/op compiled", candidates, [step]))
+    cases.append((title, "≤ 1.0 µs/op compiled", candidates, [step, rules_step]))
     return cases
 
 
@@ -230,8 +265,8 @@ def main():
         print(f"warning: {w.category.__name__}: {w.message}")
 
     print("\ntime per step; ratios to PyTorch CPU eager measured in this run")
-    header = f"{'case':52s} {'torch':>9s} {'eager':>9s} {'compiled':>9s} {'eager/torch':>11s} {'comp/torch':>10s} " \
-             f"{'comp/eager':>10s}  target"
+    header = f"{'case':52s} {'torch':>9s} {'eager':>9s} {'rules':>9s} {'compiled':>9s} {'eager/torch':>11s} " \
+             f"{'rules/torch':>11s} {'comp/torch':>10s} {'comp/eager':>10s}  target"
     print(header)
     print("-" * len(header))
     for title, target, times, fallback in rows:
@@ -244,11 +279,15 @@ def main():
         def ratio(a, b):
             return f"{times[a] / times[b]:.2f}x" if a in times and b in times else "—"
 
-        print(f"{title:52s} {shown('torch'):>9s} {shown('eager'):>9s} {shown('compiled'):>9s} "
-              f"{ratio('eager', 'torch'):>11s} {ratio('compiled', 'torch'):>10s} {ratio('compiled', 'eager'):>10s}"
-              f"  {target} ({unit})")
+        print(f"{title:52s} {shown('torch'):>9s} {shown('eager'):>9s} {shown('rules'):>9s} {shown('compiled'):>9s} "
+              f"{ratio('eager', 'torch'):>11s} {ratio('rules', 'torch'):>11s} {ratio('compiled', 'torch'):>10s} "
+              f"{ratio('compiled', 'eager'):>10s}  {target} ({unit})")
         if fallback:
             print(f"   compiled fell back to eager: {fallback}")
+
+    print("\nfirst call (the eager step traced, then planned), ms")
+    for title, *_ in rows:
+        print(f"{title:52s} compiled {FIRST_CALLS[title, 'compiled'] * 1e3:8.1f}   rules {FIRST_CALLS[title, 'rules'] * 1e3:8.1f}")
 
     print("\npeak memory, deep MLP 16 x Linear(512, 512) + ReLU, batch 256, float32, SGD step")
     print("   planned: step.memory()['peak_bytes'] (the plan's intermediate values);")

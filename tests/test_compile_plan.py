@@ -169,23 +169,26 @@ def test_the_listing_names_forward_backward_and_update_instructions():
         assert word in text
 
 
-def test_dropout_draws_outside_an_op_so_the_step_runs_eagerly_and_says_why():
+def test_dropout_compiles_and_draws_a_new_mask_every_step_as_eager_does():
     eager = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.5), nn.Linear(8, 3)).double()
     model = copy.deepcopy(eager)
     step = gl.compile.make_step(model, F.cross_entropy)
     x, y = batch()
-    with pytest.warns(gl.compile.CompileWarning, match="random numbers outside an operation"):
-        step(x, y)
-    assert step.fallback is not None and step.cache == {}
-    model.zero_grad()
+    first_layer = []
     with warnings.catch_warnings():
-        warnings.simplefilter("error")  # warned once: later calls are quiet
-        gl.manual_seed(1)
-        step(x, y)
-    gl.manual_seed(1)
-    F.cross_entropy(eager(x), y).backward()  # the same draw: the same gradients
-    for p1, p2 in zip(eager.parameters(), model.parameters()):
-        close(p1.grad, p2.grad)
+        warnings.simplefilter("error")  # no CompileWarning: the draw is a call the program makes every run
+        for seed in (1, 2, 3):
+            model.zero_grad()
+            eager.zero_grad()
+            gl.manual_seed(seed)
+            step(x, y)
+            gl.manual_seed(seed)
+            F.cross_entropy(eager(x), y).backward()  # the same draw: the same gradients, bit for bit
+            for p1, p2 in zip(eager.parameters(), model.parameters()):
+                assert np.array_equal(p1.grad.numpy(), p2.grad.numpy())
+            first_layer.append(model[0].weight.grad.numpy().copy())
+    assert step.fallback is None and step.traces == 1
+    assert not np.array_equal(first_layer[1], first_layer[2])  # a new mask each run, not the traced one
 
 
 class Positives(gl.autograd.Function):
@@ -219,15 +222,26 @@ def test_an_op_whose_output_shape_depends_on_the_data_falls_back_when_it_changes
     np.testing.assert_allclose(loss.item(), 10.0, rtol=1e-12)  # 1 + 1 + 4 + 4, computed eagerly
 
 
-def test_indexing_with_a_tensor_falls_back_because_the_index_would_be_frozen():
+def test_indexing_with_a_tensor_compiles_and_follows_the_index_each_call():
     model = nn.Linear(2, 1).double()
-    step = gl.compile.make_step(model, lambda out, y: out[y > 0].sum())
+    twin = copy.deepcopy(model)
     x = gl.randn(4, 2, dtype=gl.float64)
-    with pytest.warns(gl.compile.CompileWarning, match="indexes with a tensor"):
-        step(x, gl.tensor([1.0, -1.0, 1.0, -1.0]))
-    masked = gl.compile.make_step(model, lambda out, y: out.flatten().masked_select(y > 0).sum())
-    with pytest.warns(gl.compile.CompileWarning, match="an array passed to GetItem"):
-        masked(x, gl.tensor([1.0, -1.0, 1.0, -1.0]))
+    masks = [gl.tensor([1.0, -1.0, 1.0, -1.0]), gl.tensor([-1.0, 1.0, 1.0, -1.0]), gl.tensor([-1.0, -1.0, 1.0, 1.0])]
+    for loss_fn in (lambda out, y: out[y > 0].sum() * 3, lambda out, y: out.flatten().masked_select(y > 0).pow(2).sum()):
+        step = gl.compile.make_step(twin, loss_fn)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # the index is an array the program reads each run: nothing to fall back for
+            for y in masks:  # the same count of True each time, at other places
+                model.zero_grad()
+                twin.zero_grad()
+                want = loss_fn(model(x), y)
+                want.backward()
+                assert step(x, y).item() == want.item()
+                for p, q in zip(model.parameters(), twin.parameters()):
+                    assert np.array_equal(p.grad.numpy(), q.grad.numpy())
+        assert step.traces == 1 and step.fallback is None
+    with pytest.warns(gl.compile.CompileWarning, match="shape changed"):
+        step(x, gl.tensor([1.0, 1.0, 1.0, -1.0]))  # three True: x[mask] has another shape than the program's
 
 
 def test_mlx_runs_the_step_through_mx_compile_with_eager_numbers():

@@ -27,6 +27,13 @@ nn, F = gl.nn, gl.nn.functional
 TOL = 1e-10
 
 
+@pytest.fixture(autouse=True)
+def _tape_rules(monkeypatch):
+    """These tests check the tape's rules, which MLX, CUDA, segments and ``gl.compile(fn)`` still plan with:
+    the numpy steps compile from their recorded calls instead (tests/test_compile_record.py)."""
+    monkeypatch.setattr(gl.compile.step, "RECORDED_BACKENDS", ())
+
+
 def _rng():
     return np.random.default_rng(0)
 

@@ -165,6 +165,12 @@ class Backend(LinalgKernels):
         asks a question of device data: a device array cannot be handed to ``bool`` directly)."""
         return bool(self.to_numpy(self.any(a)))
 
+    def check(self, validate, *arrays):
+        """``validate(backend, *arrays)``: an op checking its input's values (raising a clear error when
+        they are out of range). Named as a check, a compiled step runs it again every time, rather than
+        holding the values it read once as part of the program."""
+        return validate(self, *arrays)
+
     def zeros_like(self, a):
         return self.zeros(a.shape, self.dtype_of(a))
 

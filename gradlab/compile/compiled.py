@@ -14,8 +14,9 @@ from .mlx_runner import runner
 class Compiled:
     """One traced signature planned as one program: ``run`` fills the ``.grad``s and gives the loss."""
 
-    def __init__(self, tape, program):
+    def __init__(self, tape, program, recorded: bool = False):
         self.tape, self.program = tape, program
+        self.recorded = recorded  # planned from the backend calls the step made (else from the tape's ops, by rules)
         self.leaves = [(tape.externals[int(name[5:])], slot) for name, slot in program.results.items()
                        if name.startswith("grad:")]
         self._run = runner(program)

@@ -79,7 +79,7 @@ def lifetimes(program, views: bool = True) -> dict:
         last[slot] = end
     for ins in reversed(program.instrs if views else ()):
         if not ins.fresh:
-            reach = max(last.get(o, -1) for o in (ins.outs if ins.holders is None else ins.holders))
+            reach = max((last.get(o, -1) for o in (ins.outs if ins.holders is None else ins.holders)), default=-1)
             for i in (ins.ins if ins.aliases is None else [ins.ins[k] for k in ins.aliases]):
                 if i is not None and last.get(i, -1) < reach:
                     last[i] = reach

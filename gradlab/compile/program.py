@@ -132,7 +132,10 @@ class Program:
         lines = []
         for i, ins in enumerate(self.instrs):
             buffer = " (into a reused buffer)" if ins.outs and ins.outs[0] in self.buffers else ""
-            lines.append(f"{i:4d} {ins.phase[:3]}  {ins!r}{buffer}")
+            source = ""
+            if ins.op is not None and ins.op.name not in ins.name:  # a primitive: the op (and module) it serves
+                source = f"   ← {ins.op.name}" + (f" in {ins.op.module}" if ins.op.module else "")
+            lines.append(f"{i:4d} {ins.phase[:3]}  {ins!r}{buffer}{source}")
         return "\n".join(lines)
 
     def __len__(self):

@@ -16,8 +16,17 @@ import warnings
 
 from ..jit.tracer import Tracer
 from ..ops import autocast
+from .compiled import Compiled
 from .generic import ShapeChanged
-from .segments import check_segments, plan_step
+from .lower import GuardFailed, Unrecorded, lower
+from .segments import check_segments, plan_step, updates_in_program
+from .trace import record_step
+
+# Backends whose steps compile from the primitives they recorded; MLX (one pure function for mx.compile)
+# and CUDA still take the tape's rules (plan.py), as do segments.
+RECORDED_BACKENDS = ("numpy", "numba")
+# What a tape cannot hold but a record can: its calls draw, write and index as the step did.
+REPLAYED_ESCAPES = ("random", "an in-place write", "a tensor used as an index", "an array passed to")
 
 
 class CompileWarning(UserWarning):
@@ -73,6 +82,9 @@ class CompiledStep:
         except ShapeChanged as error:
             self._give_up(f"an op's output shape changed between calls with the same input shapes ({error})")
             return self._eager(inputs)
+        except GuardFailed as error:
+            self._give_up(str(error))
+            return self._eager(inputs)
         if self.optimizer is not None:
             if compiled.updates:
                 self.optimizer._materialize()
@@ -86,6 +98,9 @@ class CompiledStep:
         """Run this step eagerly while tracing it, then plan a program for its signature."""
         if self.optimizer is not None:
             self.optimizer.zero_grad(set_to_none=True)
+        backend = inputs[0].device.backend
+        if self.segments == 1 and backend.name in RECORDED_BACKENDS:
+            return self._record(key, inputs, backend)
         tracer = Tracer(self.model, inputs)
         with tracer:
             loss = self.loss_fn(self.model(inputs[0]), *inputs[1:])
@@ -99,6 +114,38 @@ class CompiledStep:
             return loss.detach()
         tape = tracer.tape(loss)
         self.cache[key] = plan_step(self, tape, inputs)
+        return loss.detach()
+
+    def _record(self, key, inputs, backend):
+        """Run this step eagerly while its backend calls are recorded, then lower the record to a program."""
+        tracer = Tracer(self.model, inputs)
+        held = _hold_grads(self.model) if self.optimizer is None else {}
+        try:
+            loss, recorded = record_step(self.model, self.loss_fn, inputs, tracer)
+        finally:
+            _give_back_grads(held)
+        if self.optimizer is not None:
+            self.optimizer.step()
+        self.traces += 1
+        reason = _why_not(tracer, inputs, recorded=True)
+        if reason is None and (recorded.loss is None or tuple(loss.shape) != ()):
+            shape = "no tensor" if recorded.loss is None else f"shape {tuple(loss.shape)}"
+            raise ValueError(f"compile.make_step: loss_fn must return a scalar (0-d) loss tensor, got {shape}; "
+                             "reduce it first, e.g. .mean() or .sum()")
+        try:
+            program = None if reason else lower(recorded, backend, optimizer=updates_in_program(self.optimizer, backend))
+        except GuardFailed as error:
+            reason = str(error)
+        except Unrecorded as error:  # an op computed outside the backend: plan its tape, running that op as it is
+            self.unrecorded = str(error)
+            reason = _why_not(tracer, inputs)
+            if reason is None:
+                self.cache[key] = plan_step(self, tracer.tape(loss), inputs)
+                return loss.detach()
+        if reason is not None:
+            self._give_up(reason, stacklevel=4)
+            return loss.detach()
+        self.cache[key] = Compiled(tracer.tape(loss), program, recorded=True)
         return loss.detach()
 
     def _eager(self, inputs):
@@ -128,11 +175,20 @@ class CompiledStep:
         return f"<gradlab.compile step: {state}, traced {self.traces}×>"
 
 
-def _why_not(tracer, inputs) -> str | None:
-    """Why this trace cannot become a program, or None when it can."""
-    reason = escape_reason(tracer.escapes)
+def _why_not(tracer, inputs, recorded: bool = False) -> str | None:
+    """Why this trace cannot become a program, or None when it can. A recorded step replays random
+    draws, writes through views and indexing by a tensor as the backend was asked to do them (the
+    index array is one of the arrays it records): only a value leaving the ops for Python
+    (``.item()``, an ``if``) still stops it."""
+    escapes = tracer.escapes
+    if recorded:
+        escapes = [(what, where) for what, where in escapes if not what.startswith(REPLAYED_ESCAPES)]
+    reason = escape_reason(escapes)
     if reason is not None:
         return reason
+    if recorded and any(t.grad_fn is not None for t in tracer.externals.values()):
+        return ("the step uses a tensor computed before it, with its graph: every run's backward would go through "
+                "that graph again; detach() it, or compute it inside the step")
     for i, x in enumerate(inputs):
         if getattr(x, "requires_grad", False):
             return f"input {i} requires grad; compiled steps fill the parameters' .grad only"
@@ -156,6 +212,27 @@ def escape_reason(escapes, subject: str = "the forward") -> str | None:
                 "become part of the op, and a program would keep the first batch's")
     return (f"{subject} reads a tensor's value with {what}{place}, so what it does next may depend on the data "
             "(data-dependent control flow); a program would freeze the branch taken once")
+
+
+def _hold_grads(model) -> dict:
+    """Without an optimizer the step adds into each ``.grad``: the recorded step starts from None (its
+    ``.grad`` is then the step's own gradient), and the old ones are added back after."""
+    held = {}
+    for p in (model.parameters() if hasattr(model, "parameters") else ()):
+        if p.grad is not None:
+            held[p] = p.grad
+            p.grad = None
+    return held
+
+
+def _give_back_grads(held) -> None:
+    from ..autograd.grad_mode import no_grad
+
+    with no_grad():
+        for p, old in held.items():
+            if p.grad is not None:
+                old.add_(p.grad)
+            p.grad = old
 
 
 def make_step(model, loss_fn, optimizer=None, segments=1) -> CompiledStep:

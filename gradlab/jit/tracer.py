@@ -155,6 +155,17 @@ class Tracer:
             return {k: self.structure(v) for k, v in out.items()}
         return out
 
+    def op_of_node(self) -> dict:
+        """Each backward node the traced ops made (an output's ``grad_fn``) -> the op that made it."""
+        tensor_of = {self._ids[id(t)]: t for t in self._alive if id(t) in self._ids}
+        made = {}
+        for op in self.ops:
+            for vid in op.outputs:
+                node = getattr(tensor_of.get(vid), "grad_fn", None)
+                if node is not None:
+                    made.setdefault(node, op)
+        return made
+
     def tape(self, out) -> Tape:
         return Tape(self.ops, self.values, self.inputs, self.structure(out), self.externals, tuple(self.escapes),
                     self.modules)

@@ -313,11 +313,14 @@ def _class_targets(op, input, target, weight, ignore_index, dim):
 
 
 def _check_class_range(op, b, index, n_classes, ignore_index) -> None:
-    low, high = (int(v) for v in b.to_numpy(b.stack([b.min(index), b.max(index)], 0)))  # one read from the device
-    if low < 0 or high >= n_classes:
-        bad = low if low < 0 else high
-        raise IndexError(f"{op}: Target {bad} is out of bounds for {n_classes} classes: class indices must be in "
-                         f"[0, {n_classes - 1}] (or equal ignore_index={ignore_index})")
+    def in_range(b, index):
+        low, high = (int(v) for v in b.to_numpy(b.stack([b.min(index), b.max(index)], 0)))  # one read from the device
+        if low < 0 or high >= n_classes:
+            bad = low if low < 0 else high
+            raise IndexError(f"{op}: Target {bad} is out of bounds for {n_classes} classes: class indices must be in "
+                             f"[0, {n_classes - 1}] (or equal ignore_index={ignore_index})")
+
+    b.check(in_range, index)
 
 
 def _class_dim(op: str, input) -> int:

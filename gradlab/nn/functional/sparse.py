@@ -109,13 +109,17 @@ def _embedding(who, input, weight, padding_idx, max_norm, norm_type, scale_grad_
     padding_idx = _padding_index(who, padding_idx, rows)
     backend = input.device.backend
     if input.numel():  # checked before max_norm rescales any row; numpy would wrap negatives around
-        low, high = (int(backend.to_numpy(f(input.array))) for f in (backend.min, backend.max))
-        if low < 0 or high >= rows:
-            raise IndexError(f"{who}: index out of range in self: index {low if low < 0 else high} for a table of "
-                             f"{rows} embeddings (valid indices are 0 to {rows - 1})")
+        backend.check(_indices_below, input.array, who, rows)
     if max_norm is not None:
         _renorm_(weight, input, max_norm, norm_type)
     return EmbeddingLookup.apply(weight, input, padding_idx, scale_grad_by_freq)
+
+
+def _indices_below(backend, indices, who, rows) -> None:
+    low, high = (int(backend.to_numpy(f(indices))) for f in (backend.min, backend.max))
+    if low < 0 or high >= rows:
+        raise IndexError(f"{who}: index out of range in self: index {low if low < 0 else high} for a table of "
+                         f"{rows} embeddings (valid indices are 0 to {rows - 1})")
 
 
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False):

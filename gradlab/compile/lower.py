@@ -1,0 +1,498 @@
+"""Lowering: a recorded step (``trace.py``) becomes a program (``program.py``), one instruction per call.
+
+Each backend call the step made is an instruction ``outs = method(*ins)``, with whatever was not
+an array (an axis, a Python number, a dtype) bound into it as it was. Where each array came from
+decides what its slot is: the step's inputs are filled in per run, the model's parameters and
+buffers are read live at the start of each run, and a call's result is that instruction's output.
+Nothing here knows what any op computes or how it differentiates: the engine's own backward was
+one of the things recorded. What is left to decide is where each ``.grad`` is final (then it is
+handed to the leaf, and the optimizer may move it) and which values a run must keep for the user.
+"""
+
+from __future__ import annotations
+
+import functools
+import numbers
+
+import numpy as np
+
+from . import passes
+from .generic import ShapeChanged
+from .plan import Accumulate, Update
+from .program import Builder, Instr, Program
+from .trace import HOST_READS, RANDOM, WRITES, ArrayRef
+
+
+class Unrecorded(Exception):
+    """The record cannot be this step's program: an array reached its calls that none of them made and
+    that is no input, parameter or buffer (some op computed it on ``.array`` with numpy directly), or a
+    guard could stop a run half done (``LateGuard``). The step is planned from its tape instead."""
+
+
+class GuardFailed(Exception):
+    """A value the traced step read back to the host came out different: the program no longer says what the code does."""
+
+
+def lower(recorded, backend, *, optimizer=None, fuse: bool = True, buffers: bool = True) -> Program:
+    """The program of one recorded training step: its calls, each leaf's ``.grad`` where it is final, and
+    (with an optimizer that moves each parameter on its own) each parameter's update right after."""
+    rec = recorded.recording
+    b = Builder(backend)
+    sources = _Sources(b, rec, recorded.live)
+    inputs = [sources.input(n, f"input {i}") for i, n in enumerate(recorded.inputs)]
+    checks = iter(rec.checks)
+    check = next(checks, None)
+    numpy_arrays = backend.name in passes.OUT_BACKENDS
+    for position, call in enumerate(rec.calls):
+        while check is not None and check[0] <= position:
+            _emit_check(b, sources, check)
+            check = next(checks, None)
+        b.phase = call.phase
+        _emit_call(b, sources, call, rec, numpy_arrays, recorded.ops)
+    while check is not None:
+        _emit_check(b, sources, check)
+        check = next(checks, None)
+
+    now = _writes_as_values(b, numpy_arrays)
+    b.phase = "backward"
+    loss = now(sources.slot_of.get(recorded.loss))
+    results = {"loss": loss}
+    grads = {leaf: now(sources.slot_of[_before_copy(rec, n)]) for leaf, n in recorded.grads.items()}
+    _hand_to_leaves(b, grads, optimizer, {id(t): slot for slot, t in sources.externals.items()})
+    b.phase = "update"
+    for k, (tensor, n) in enumerate(recorded.rebound.items()):
+        slot = now(sources.slot(n))
+        b.instrs.append(Instr(Rebind(tensor), (slot,), (), "rebind .array", pure=False, phase="update"))
+        results[f"rebind:{k}"] = slot  # handed to a tensor: never a buffer the next run writes over
+    program = Program(b, inputs, sources.externals, results)
+    _refuse_late_guards(program)
+    passes.run_all(program, fuse=fuse, buffers=buffers)
+    return program
+
+
+# --- where an array comes from ------------------------------------------------------------------
+
+
+class _Sources:
+    """Array number -> slot. A number no call made is a source: an input, a live tensor's array (read at
+    the start of each run), or host data given to ``asarray`` (a constant). Any other is an array the
+    record cannot account for (``Unrecorded``)."""
+
+    def __init__(self, b, rec, live):
+        self.b, self.rec, self.live = b, rec, live
+        self.slot_of: dict = {}
+        self.externals: dict = {}
+        self.where = "the step"  # the call being lowered (named in an Unrecorded error)
+        self.host_data = False  # whether it takes host data (asarray): an array from outside is a constant then
+
+    def input(self, n, name) -> int:
+        a = self.rec.arrays[n]
+        slot = self.slot_of[n] = self.b.slot(a.shape, a.dtype, name)
+        return slot
+
+    def slot(self, n) -> int:
+        slot = self.slot_of.get(n)
+        if slot is None:
+            a = self.rec.arrays[n]
+            tensor = self.live.get(n)
+            slot = self.slot_of[n] = self.b.slot(a.shape, a.dtype, "parameter")
+            if tensor is None and self.host_data:  # asarray(numpy data): a constant of the program, as traced
+                self.b.constants[slot] = a
+                return slot
+            if tensor is None:
+                raise Unrecorded(f"an array of shape {tuple(a.shape)}, passed to {self.where}, was made outside the "
+                                 "backend's calls")
+            self.externals[slot] = tensor
+        return slot
+
+    def new(self, n) -> int:
+        a = self.rec.arrays[n]
+        slot = self.slot_of[n] = self.b.slot(getattr(a, "shape", None), getattr(a, "dtype", None), "")
+        return slot
+
+
+# --- one call, one instruction ------------------------------------------------------------------
+
+
+def _emit_call(b, sources, call, rec, numpy_arrays, ops) -> None:
+    op = ops[call.op] if call.op is not None and call.op < len(ops) else None
+    sources.where = f"{call.name}" + (f" (in {op.name})" if op is not None else f" ({call.phase})")
+    sources.host_data = call.name == "asarray"
+    ins: list = []
+    args = _holes(call.args, sources, ins)
+    kwargs = {k: _holes(v, sources, ins) for k, v in call.kwargs.items()}
+    if call.name in RANDOM:
+        args = tuple(_live_generator(a) for a in args)
+    made = [r.index for r in _refs(call.results) if r.index not in sources.slot_of]
+    if call.name in HOST_READS:
+        fn = Guard(call.method, args, kwargs, call.seen, call.name)
+        outs = [sources.new(n) for n in made]
+        b.emit(fn, ins, outs, f"guard {call.name}", pure=False, fresh=not outs)
+        return
+    effect = call.name in WRITES or call.name in RANDOM
+    if not made and not effect:
+        return  # it handed back what it was given (a reshape to the same shape): nothing to run
+    outs = [sources.new(n) for n in made]
+    single = isinstance(call.results, ArrayRef) and len(outs) == 1
+    fn = _bind(call.method, args, kwargs, ins)
+    flags = {}
+    if single and numpy_arrays:
+        flags = _as_ufunc(b.backend, call, args, kwargs, ins, rec) or {}
+        fn = flags.pop("fn", fn)
+    elif not single and outs:
+        fn = _Flatten(fn, call.results, set(made))
+    if call.name == "getitem" and _masked(call.args, rec):
+        fn = ShapeGuard(fn, rec.arrays[made[0]].shape)  # x[mask]: as many elements as the mask has True
+    fresh = _fresh(call, rec, made, numpy_arrays)
+    b.emit(fn, ins, outs, call.name, op=op, pure=not effect, fresh=fresh, many=not single, **flags)
+
+
+def _emit_check(b, sources, check) -> None:
+    _, validate, refs = check
+    ins: list = []
+    args = _holes(refs, sources, ins)
+    b.emit(_bind(functools.partial(validate, b.backend), args, {}, ins), ins, (), f"check {validate.__name__}",
+           pure=False)
+
+
+class _Hole:
+    """Where the k-th array input goes in a call's arguments."""
+
+    __slots__ = ("k",)
+
+    def __init__(self, k):
+        self.k = k
+
+
+def _holes(value, sources, ins):
+    """The arguments with each array replaced by a hole; the arrays' slots appended to ``ins``."""
+    if isinstance(value, ArrayRef):
+        ins.append(sources.slot(value.index))
+        return _Hole(len(ins) - 1)
+    if value.__class__ in (tuple, list):
+        return value.__class__(_holes(v, sources, ins) for v in value)
+    return value
+
+
+def _refs(value):
+    if isinstance(value, ArrayRef):
+        yield value
+    elif value.__class__ in (tuple, list):
+        for v in value:
+            yield from _refs(v)
+
+
+def _fill(value, arrays):
+    if value.__class__ is _Hole:
+        return arrays[value.k]
+    if value.__class__ in (tuple, list):
+        return value.__class__(_fill(v, arrays) for v in value)
+    if value.__class__ is _LiveGenerator:
+        return value.now()
+    return value
+
+
+def _bind(method, args, kwargs, ins):
+    """``fn(*arrays)`` calling ``method`` with the arrays put back in their places."""
+    plain = not kwargs and all(a.__class__ is _Hole for a in args) and [a.k for a in args] == list(range(len(ins)))
+    if plain:
+        return method
+    return functools.partial(_call, method, args, kwargs)
+
+
+def _call(method, args, kwargs, *arrays):
+    return method(*_fill(args, arrays), **{k: _fill(v, arrays) for k, v in kwargs.items()})
+
+
+class _Flatten:
+    """A call whose result is a tuple (or holds several arrays): its new arrays, in order, as a list."""
+
+    def __init__(self, fn, results, made):
+        self.fn, self.results, self.made = fn, results, made
+        self.__name__ = getattr(fn, "__name__", "call")
+
+    def __call__(self, *arrays):
+        return [a for a, ref in zip(_leaves(self.fn(*arrays), self.results), _refs(self.results))
+                if ref.index in self.made]
+
+
+def _leaves(value, shape):
+    if isinstance(shape, ArrayRef):
+        yield value
+    elif shape.__class__ in (tuple, list):
+        for v, s in zip(value, shape):
+            yield from _leaves(v, s)
+
+
+class _LiveGenerator:
+    """The default generator's numpy Generator, looked up when the call runs (``manual_seed`` replaces it)."""
+
+    def now(self):
+        from ..generator import default_generator
+
+        return default_generator._rng
+
+
+def _live_generator(arg):
+    from ..generator import default_generator
+
+    return _LiveGenerator() if arg is default_generator._rng else arg
+
+
+def _fresh(call, rec, made, numpy_arrays) -> bool:
+    """Whether every new result is memory of its own (not a view of an argument, nor an object holding one)."""
+    if not made:
+        return True
+    if not numpy_arrays:
+        return call.name not in VIEWS
+    arrays = [rec.arrays[r.index] for r in _refs(call.args)] + [rec.arrays[r.index] for v in call.kwargs.values()
+                                                               for r in _refs(v)]
+    return not any(np.may_share_memory(rec.arrays[n], a) for n in made for a in arrays
+                   if isinstance(rec.arrays[n], np.ndarray) and isinstance(a, np.ndarray))
+
+
+VIEWS = frozenset({"reshape", "permute", "broadcast_to", "getitem", "diagonal", "sliding_windows", "to_numpy",
+                   "astype"})
+
+
+# --- elementwise calls the passes can fuse and run in place -------------------------------------
+
+_UFUNCS = {"add": np.add, "sub": np.subtract, "mul": np.multiply}
+_SCALAR_FORMULAS = {"add": ("{} + {c}", "{c} + {}"), "sub": ("{} - {c}", "{c} - {}"), "mul": ("{} * {c}", "{c} * {}")}
+
+
+def _as_ufunc(backend, call, args, kwargs, ins, rec):
+    """numpy's own ufunc (``out=`` capable) for an add, sub, mul or neg the backend does as numpy does,
+    when every array has the result's dtype: the buffer pass may then run it in place, and the fusion
+    pass fold it into one kernel. None for any other call."""
+    from ..backends.numpy_backend import NumpyBackend
+
+    name = call.name
+    if kwargs or getattr(type(backend), name, None) is not getattr(NumpyBackend, name, object()):
+        return None
+    out = rec.arrays[call.results.index]
+    if not isinstance(out, np.ndarray) or out.dtype.kind not in "fc":
+        return None
+    arrays = [rec.arrays[r.index] for r in _refs(call.args)]
+    if any(a.dtype != out.dtype for a in arrays):
+        return None
+    if name == "neg" and len(args) == 1:
+        return {"fn": functools.partial(np.negative, out=...), "ufunc": True}
+    if name not in _UFUNCS or len(args) != 2:
+        return None
+    holes = [a.__class__ is _Hole for a in args]
+    if all(holes) and [a.k for a in args] == [0, 1]:
+        return {"fn": functools.partial(_UFUNCS[name], out=...), "ufunc": True}
+    number = args[1] if holes[0] else args[0]
+    if sum(holes) != 1 or isinstance(number, bool) or not isinstance(number, (int, float)):
+        return None
+    return {"fn": ScalarUfunc(_UFUNCS[name], number, _SCALAR_FORMULAS[name][0 if holes[0] else 1]), "ufunc": True}
+
+
+class ScalarUfunc:
+    """``a ∘ number`` (or ``number ∘ a``) with numpy's ufunc, into ``out`` when given. ``formula`` and
+    ``number`` tell the fusion pass the step it does (``{}`` the array, ``{c}`` the number)."""
+
+    def __init__(self, ufunc, number, formula):
+        self.ufunc, self.number, self.formula = ufunc, number, formula
+        self.first = formula.startswith("{}")
+        self.__name__ = ufunc.__name__
+
+    def __call__(self, a, out=...):
+        return self.ufunc(a, self.number, out=out) if self.first else self.ufunc(self.number, a, out=out)
+
+
+# --- in-place arithmetic on the program's own values -----------------------------------------------
+
+_IN_PLACE = {"iadd": "add", "isub": "sub", "imul": "mul"}
+
+
+def _writes_as_values(b, numpy_arrays):
+    """``iadd(a, b)`` into an array only this program made, that no view or saved object can see, is
+    ``a' = a + b`` with every later reader of a reading a' instead: the same numbers, now an elementwise
+    value the buffer pass may run in place again and the fusion pass may fold into a kernel (a bias added
+    after a matmul, the engine summing gradients one by one). Returns the slot that holds a value now."""
+    from ..backends.numpy_backend import NumpyBackend
+
+    renamed: dict = {}
+
+    def now(slot):
+        while slot in renamed:
+            slot = renamed[slot]
+        return slot
+
+    if not numpy_arrays:
+        return now
+    seen_through = {i for ins in b.instrs if not ins.fresh for i in ins.ins}  # viewed, or held by a ctx
+    made_by: dict = {}
+    for n, ins in enumerate(b.instrs):
+        ins.ins = tuple(now(i) for i in ins.ins)
+        for o in ins.outs:
+            made_by[o] = ins
+        name = _IN_PLACE.get(ins.name)
+        if name is None or len(ins.ins) not in (1, 2) or getattr(type(b.backend), ins.name) is not getattr(
+                NumpyBackend, ins.name):
+            continue
+        a = ins.ins[0]
+        maker, slot = made_by.get(a), b.slots[a]
+        if maker is None or not maker.fresh or maker.many or a in seen_through or slot.dtype.kind not in "fc":
+            continue  # an input, parameter or constant; a view; an array something else can see
+        form = _value_form(b, ins, name, slot)
+        if form is None:
+            continue
+        out = b.like(a)
+        b.instrs[n] = Instr(form, ins.ins, (out,), name, op=ins.op, phase=ins.phase, ufunc=True)
+        made_by[out] = b.instrs[n]
+        renamed[a] = out
+    return now
+
+
+def _value_form(b, ins, name, slot):
+    """numpy's ufunc computing ``a ∘ other`` as a new value of a's shape and dtype, or None."""
+    fn = ins.fn
+    if len(ins.ins) == 2:
+        other = b.slots[ins.ins[1]]
+        if other.dtype != slot.dtype or np.broadcast_shapes(other.shape, slot.shape) != slot.shape:
+            return None
+        return functools.partial(_UFUNCS[name], out=...)
+    number = fn.args[1][1] if isinstance(fn, functools.partial) and fn.func is _call else None
+    if isinstance(number, bool) or not isinstance(number, (int, float)):
+        return None
+    return ScalarUfunc(_UFUNCS[name], number, _SCALAR_FORMULAS[name][0])
+
+
+# --- host reads, checks, rebinding ---------------------------------------------------------------
+
+
+class Guard:
+    """A host read run again: the value must be what the traced step saw, or the run stops (``GuardFailed``)."""
+
+    def __init__(self, method, args, kwargs, seen, name):
+        self.fn = functools.partial(_call, method, args, kwargs)
+        self.seen, self.name = seen, name
+
+    def __call__(self, *arrays):
+        value = self.fn(*arrays)
+        if not _same(value, self.seen):
+            raise GuardFailed(f"a value read back to the host ({self.name}) changed between calls with the same "
+                              "input shapes, and what the step did next depended on it")
+        return value
+
+
+class ShapeGuard:
+    """A call whose result's shape depends on values (indexing by a mask): the shape must stay the traced one."""
+
+    def __init__(self, fn, shape):
+        self.fn, self.shape = fn, tuple(shape)
+        self.__name__ = "getitem"
+
+    def __call__(self, *arrays):
+        out = self.fn(*arrays)
+        if tuple(out.shape) != self.shape:
+            raise ShapeChanged(f"x[mask] gave shape {tuple(out.shape)}, traced as {self.shape}")
+        return out
+
+
+def _masked(args, rec) -> bool:
+    """Whether a getitem's index holds a bool array (a mask), whose count of True decides the result's shape."""
+    return any(getattr(rec.arrays[r.index], "dtype", None) == np.bool_ for r in _refs(args[1:]))
+
+
+def _same(value, seen) -> bool:
+    if isinstance(seen, np.ndarray):
+        value = np.asarray(value)
+        return (value.shape == seen.shape and value.dtype == seen.dtype
+                and bool(np.array_equal(value, seen, equal_nan=value.dtype.kind in "fc")))
+    if isinstance(seen, numbers.Number) and isinstance(value, numbers.Number):
+        return value == seen or (value != value and seen != seen)
+    return value == seen
+
+
+class Rebind:
+    """``tensor.array = value``: the step gave a live tensor (a running statistic) a new array."""
+
+    def __init__(self, tensor):
+        self.tensor = tensor
+
+    def __call__(self, a):
+        self.tensor.array = a
+
+
+class LateGuard(Unrecorded):
+    """A guard comes after the program has written into a parameter, buffer or input (a BatchNorm's
+    running mean before a max-pool's NaN check): failing, it would stop a run with that write done."""
+
+
+def _refuse_late_guards(program) -> None:
+    """A guard after the program has changed a parameter, buffer or input could stop a run half done,
+    leaving that change behind: such a step is planned from its tape instead."""
+    sources = set(program.externals) | set(program.inputs)
+    changed = False
+    for ins in program.instrs:
+        if isinstance(ins.fn, (Guard, ShapeGuard)) and changed:
+            raise LateGuard(f"{ins.name} comes after a write into a parameter, buffer or input")
+        if ins.phase == "update" or (not ins.pure and ins.ins and ins.ins[0] in sources and ins.name in WRITES):
+            changed = True
+
+
+# --- the leaves' gradients -----------------------------------------------------------------------
+
+
+def _before_copy(rec, n) -> int:
+    """The gradient the engine copied into a fresh ``.grad`` (its first): the program hands over that
+    value itself, and copies it only when it must (``Accumulate``)."""
+    for call in reversed(rec.calls):
+        if call.name == "copy" and isinstance(call.results, ArrayRef) and call.results.index == n:
+            (source,) = call.args
+            if call.phase == "backward" and call.op is None and isinstance(source, ArrayRef):
+                return source.index
+            break
+    return n
+
+
+def _hand_to_leaves(b, grads, optimizer, externals_of) -> None:
+    """``leaf.grad += g`` right after the last instruction that writes g (as the engine's AccumulateGrad runs
+    once a leaf's gradient is complete); then the parameter's update, once nothing later reads the parameter."""
+    groups = {id(p): group for group in optimizer.param_groups for p in group["params"]} if optimizer else {}
+    placed = []  # (after instruction n, order, instruction)
+    for order, (leaf, g) in enumerate(grads.items()):
+        done = _last_write(b.instrs, g)
+        placed.append((done, order, 0, Instr(Accumulate(leaf), (g,), (), "accumulate into .grad", pure=False,
+                                             phase="backward")))
+        if id(leaf) in groups:
+            param = externals_of.get(id(leaf))
+            read = _last_read(b.instrs, param) if param is not None else -1
+            placed.append((max(done, read), order, 1, Instr(Update(optimizer, leaf, groups[id(leaf)]), (), (),
+                                                           f"{type(optimizer).__name__} update", pure=False,
+                                                           phase="update")))
+    placed.sort(key=lambda p: p[:3])
+    out, k = [], 0
+    for n, ins in enumerate(b.instrs):
+        out.append(ins)
+        while k < len(placed) and placed[k][0] <= n:
+            out.append(placed[k][3])
+            k += 1
+    out.extend(p[3] for p in placed[k:])
+    b.instrs[:] = out
+
+
+def _last_write(instrs, slot) -> int:
+    """The last instruction that makes ``slot`` or writes into it (or into a view of it)."""
+    last, roots = -1, {slot}
+    for n, ins in enumerate(instrs):
+        if slot in ins.outs or (not ins.pure and ins.ins and ins.ins[0] in roots):
+            last = n
+        if not ins.fresh and any(i in roots for i in ins.ins):
+            roots.update(ins.outs)
+    return last
+
+
+def _last_read(instrs, slot) -> int:
+    """The last instruction that reads ``slot``'s memory: itself, or a view of it, or an object holding it."""
+    last, roots = -1, {slot}
+    for n, ins in enumerate(instrs):
+        if any(i in roots for i in ins.ins):
+            last = n
+            if not ins.fresh:
+                roots.update(ins.outs)
+    return last
