@@ -86,8 +86,11 @@ class _Sources:
         self.host_data = False  # whether it takes host data (asarray): an array from outside is a constant then
 
     def input(self, n, name) -> int:
+        """The slot of the step's input (a second one that was the same array is read as the first: the
+        signature keeps programs apart by which inputs are one array)."""
         a = self.rec.arrays[n]
-        slot = self.slot_of[n] = self.b.slot(a.shape, a.dtype, name)
+        slot = self.b.slot(a.shape, a.dtype, name)
+        self.slot_of.setdefault(n, slot)
         return slot
 
     def slot(self, n) -> int:

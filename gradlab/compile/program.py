@@ -132,9 +132,9 @@ class Program:
         lines = []
         for i, ins in enumerate(self.instrs):
             buffer = " (into a reused buffer)" if ins.outs and ins.outs[0] in self.buffers else ""
-            source = ""
-            if ins.op is not None and ins.op.name not in ins.name:  # a primitive: the op (and module) it serves
-                source = f"   ← {ins.op.name}" + (f" in {ins.op.module}" if ins.op.module else "")
+            ops = [i.op for i in getattr(ins.fn, "instrs", None) or (ins,) if i.op is not None]  # (a fused run: its steps')
+            ops = list({id(op): op for op in ops if op.name not in ins.name}.values())  # a primitive: the ops it serves
+            source = ("   ← " + ", ".join(op.name + (f" in {op.module}" if op.module else "") for op in ops)) if ops else ""
             lines.append(f"{i:4d} {ins.phase[:3]}  {ins!r}{buffer}{source}")
         return "\n".join(lines)
 

@@ -34,8 +34,12 @@ class CompileWarning(UserWarning):
 
 
 def signature(inputs, model=None) -> tuple:
-    """What a program is planned for: each input's shape, dtype and device, the model's mode, autocast's state."""
+    """What a program is planned for: each input's shape, dtype and device (and which are one array), the
+    model's mode, autocast's state."""
     sig = tuple([(x.array.shape, x.array.dtype, x.device) for x in inputs])
+    arrays = [id(x.array) for x in inputs]
+    if len(set(arrays)) < len(arrays):  # step(x, x): a program reads the one array for both
+        sig += (("same array", tuple(arrays.index(a) for a in arrays)),)
     if model is not None:
         sig += (getattr(model, "training", None),)
     if autocast.state.active:  # the ops traced under autocast cast to its dtypes: another program

@@ -1,0 +1,230 @@
+"""Random programs, compiled from their recorded backend calls, give eager's numbers bit for bit (numpy).
+
+Each program is a short random straight-line function of an input and a few parameters, drawn from a
+palette of ops (elementwise, broadcasting, matmul, reductions, views, in-place writes, softmax). It is
+run as a ``gl.compile.make_step`` and eagerly on a twin model, on fresh inputs every call: the first
+call traces, the later ones run the program, whose buffers, in-place chains and fused kernels must
+change no bit of any loss, gradient or (with an optimizer) parameter.
+"""
+
+from __future__ import annotations
+
+import copy
+import warnings
+
+import numpy as np
+import pytest
+
+import gradlab as gl
+
+nn, F = gl.nn, gl.nn.functional
+ROWS, COLS = 4, 5
+
+UNARY = {
+    "neg": lambda a: -a, "exp∘tanh": lambda a: a.tanh().exp(), "tanh": lambda a: a.tanh(),
+    "sigmoid": lambda a: a.sigmoid(), "relu": F.relu, "gelu": F.gelu, "silu": F.silu, "abs": lambda a: a.abs(),
+    "square": lambda a: a * a, "clamp": lambda a: a.clamp(-0.5, 0.5), "softmax": lambda a: a.softmax(-1),
+    "log_softmax": lambda a: F.log_softmax(a, -1), "scale": lambda a: a * 2.5, "shift": lambda a: a + 1,
+    "rsub": lambda a: 3 - a, "half": lambda a: a / 2, "leaky": lambda a: F.leaky_relu(a, 0.1),
+    "cumsum": lambda a: a.cumsum(1), "flip": lambda a: a.flip(1), "roll": lambda a: a.roll(1, 1),
+    "reshaped": lambda a: a.reshape(COLS, ROWS).t().t().reshape(ROWS, COLS),
+    "transposed twice": lambda a: a.t().contiguous().t(), "sliced": lambda a: gl.cat([a[:, :2], a[:, 2:]], 1),
+    "row sum": lambda a: a.sum(1, keepdim=True), "col mean": lambda a: a.mean(0, keepdim=True),
+    "row max": lambda a: a.amax(1, keepdim=True), "layer_norm": lambda a: F.layer_norm(a, (COLS,)),
+}
+BINARY = {
+    "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+    "safe div": lambda a, b: a / (b * b + 1), "maximum": gl.maximum, "where": lambda a, b: gl.where(a > b, a, b),
+}
+
+
+def _in_place(a, b):
+    """A value of the program's own, written in place (an add into a clone, then a scale)."""
+    c = (a + b).clone()
+    c.add_(b)
+    c.mul_(0.5)
+    return c
+
+
+class RandomProgram(nn.Module):
+    """``steps`` random ops over a pool of values: the input, earlier results and three parameters."""
+
+    def __init__(self, seed, steps=8):
+        super().__init__()
+        rng = np.random.default_rng(seed)
+        self.w = nn.Parameter(gl.tensor(rng.standard_normal((COLS, COLS)) * 0.5))
+        self.p = nn.Parameter(gl.tensor(rng.standard_normal((ROWS, COLS))))
+        self.b = nn.Parameter(gl.tensor(rng.standard_normal(COLS)))
+        kinds = ["unary"] * 5 + ["binary"] * 4 + ["matmul", "param", "in place"]
+        self.program = []
+        for _ in range(steps):
+            kind = kinds[rng.integers(len(kinds))]
+            name = (list(UNARY)[rng.integers(len(UNARY))] if kind == "unary" else
+                    list(BINARY)[rng.integers(len(BINARY))] if kind in ("binary", "param") else kind)
+            self.program.append((kind, name, int(rng.integers(1 << 30)), int(rng.integers(1 << 30))))
+
+    def forward(self, x):
+        pool = [x]
+        for kind, name, i, j in self.program:
+            a, c = pool[i % len(pool)], pool[j % len(pool)]
+            if kind == "unary":
+                pool.append(UNARY[name](a))
+            elif kind == "binary":
+                pool.append(BINARY[name](a, c))
+            elif kind == "param":
+                pool.append(BINARY[name](a, self.p if i % 2 else self.b))
+            elif kind == "matmul":
+                pool.append((a + 0 * self.p) @ self.w if a.shape != (ROWS, COLS) else a @ self.w)
+            else:
+                pool.append(_in_place(a, c))
+        return sum(pool[1:], pool[0] * self.b)  # every value reaches the loss
+
+
+def _weighted(out, y):
+    return (out * y).sum()
+
+
+def _equal(a, b, what):
+    assert np.array_equal(a, b, equal_nan=True), f"{what}: compiled differs from eager (max |Δ| " \
+                                                   f"{np.nanmax(np.abs(a - b)) if a.shape == b.shape else 'shape'})"
+
+
+def _numba_marks() -> list:
+    try:
+        gl.device("numba").backend
+    except RuntimeError as error:  # numba not installed: its runs skip, saying why
+        return [pytest.mark.skip(reason=f"the numba backend does not load here: {error}")]
+    return []
+
+
+SEEDS = ([pytest.param(seed, "cpu", id=f"numpy-{seed}") for seed in range(60)]
+         + [pytest.param(seed, "numba", id=f"numba-{seed}", marks=_numba_marks()) for seed in range(8)])
+
+
+@pytest.mark.parametrize("seed, device", SEEDS)
+def test_a_random_program_compiles_to_eagers_bits(seed, device):
+    gl.manual_seed(seed)
+    model = RandomProgram(seed).double().to(device)
+    twin = copy.deepcopy(model)
+    with_optimizer = seed % 2 == 1
+    opt = gl.optim.SGD(model.parameters(), lr=0.05, momentum=0.9) if with_optimizer else None
+    twin_opt = gl.optim.SGD(twin.parameters(), lr=0.05, momentum=0.9) if with_optimizer else None
+    step = gl.compile.make_step(twin, _weighted, optimizer=twin_opt)
+    rng = np.random.default_rng(1000 + seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", gl.compile.CompileWarning)
+        for call in range(4):
+            x = gl.tensor(rng.standard_normal((ROWS, COLS)), device=device)
+            y = gl.tensor(rng.standard_normal((ROWS, COLS)), device=device)
+            if opt is not None:
+                opt.zero_grad()
+            else:
+                model.zero_grad()
+                twin.zero_grad()
+            want = _weighted(model(x), y)
+            want.backward()
+            if opt is not None:
+                opt.step()
+            got = step(x, y)
+            _equal(got.numpy(), want.detach().numpy(), f"call {call}: the loss")
+            for (name, p), q in zip(model.named_parameters(), twin.parameters()):
+                assert (p.grad is None) == (q.grad is None), f"call {call}: {name}.grad"
+                if p.grad is not None:
+                    _equal(q.grad.numpy(), p.grad.numpy(), f"call {call}: {name}.grad")
+                _equal(q.detach().numpy(), p.detach().numpy(), f"call {call}: {name}")
+    (compiled,) = step.cache.values()
+    assert compiled.recorded and step.traces == 1, getattr(step, "unrecorded", None)
+
+
+def test_gradients_accumulate_across_calls_without_an_optimizer():
+    model = RandomProgram(7).double()
+    twin = copy.deepcopy(model)
+    step = gl.compile.make_step(twin, _weighted)
+    rng = np.random.default_rng(0)
+    for _ in range(3):  # no zero_grad: each call adds into .grad, as backward does
+        x, y = gl.tensor(rng.standard_normal((ROWS, COLS))), gl.tensor(rng.standard_normal((ROWS, COLS)))
+        _weighted(model(x), y).backward()
+        step(x, y)
+    for (name, p), q in zip(model.named_parameters(), twin.parameters()):
+        assert (p.grad is None) == (q.grad is None), name
+        if p.grad is not None:
+            _equal(q.grad.numpy(), p.grad.numpy(), name)
+
+
+def test_a_custom_function_compiles_from_its_calls_with_no_rule():
+    class Cube(gl.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * 3 * x * x
+
+    model = nn.Linear(COLS, COLS).double()
+    twin = copy.deepcopy(model)
+    step = gl.compile.make_step(twin, lambda out, y: (Cube.apply(out) * y).sum())
+    rng = np.random.default_rng(3)
+    for _ in range(3):
+        x, y = gl.tensor(rng.standard_normal((ROWS, COLS))), gl.tensor(rng.standard_normal((ROWS, COLS)))
+        model.zero_grad()
+        twin.zero_grad()
+        (Cube.apply(model(x)) * y).sum().backward()
+        step(x, y)
+        for p, q in zip(model.parameters(), twin.parameters()):
+            _equal(q.grad.numpy(), p.grad.numpy(), "grad")
+    (compiled,) = step.cache.values()
+    names = [ins.name for ins in compiled.program.instrs]
+    assert compiled.recorded and "matmul" in names and not any("Cube" in n for n in names)
+    steps = [i for ins in compiled.program.instrs for i in getattr(ins.fn, "instrs", None) or (ins,)]  # fused runs opened
+    assert any(ins.op is not None and ins.op.name == "Cube" for ins in steps)  # each call linked back to its op
+    assert "Cube" in compiled.program.listing()
+
+
+class Scaled(nn.Module):
+    """max_pool1d(x · s): max-pooling asks whether a window holds a NaN (a host read) on every call."""
+
+    def __init__(self):
+        super().__init__()
+        self.s = nn.Parameter(gl.ones(1, dtype=gl.float64))
+
+    def forward(self, x):
+        return F.max_pool1d(x * self.s, 2)
+
+
+def test_a_host_read_is_a_guard_and_a_value_check_runs_every_time():
+    model = nn.Embedding(10, COLS).double()
+    step = gl.compile.make_step(model, lambda out, y: (out * y).sum())
+    y = gl.ones(3, COLS, dtype=gl.float64)
+    step(gl.tensor([1, 2, 3]), y)
+    step(gl.tensor([4, 5, 6]), y)
+    (compiled,) = step.cache.values()
+    assert any(ins.name.startswith("check") for ins in compiled.program.instrs)
+    with pytest.raises(IndexError, match="index out of range in self: index 12"):  # checked by the program's run
+        step(gl.tensor([1, 12, 3]), y)
+    assert step.fallback is None
+
+    pooled = gl.compile.make_step(Scaled(), lambda out, y: out.sum())
+    x, unused = gl.randn(1, 2, 6, dtype=gl.float64), gl.zeros(1)
+    pooled(x, unused)
+    pooled(x, unused)
+    assert pooled.fallback is None and any(ins.name.startswith("guard") for ins in
+                                           next(iter(pooled.cache.values())).program.instrs)
+    with pytest.warns(gl.compile.CompileWarning, match="read back to the host"):
+        loss = pooled(gl.tensor([[[1.0, float("nan"), 2.0, 3.0, 4.0, 5.0]] * 2], dtype=gl.float64), unused)
+    assert np.isnan(loss.item())  # eager's answer: max-pooling passes the NaN on
+
+
+def test_one_array_given_as_two_inputs_is_another_signature():
+    model = nn.Linear(COLS, COLS).double()
+    twin = copy.deepcopy(model)
+    step = gl.compile.make_step(twin, _weighted)
+    x = gl.randn(ROWS, COLS, dtype=gl.float64)
+    step(x, x)
+    step(x, x)
+    a, b = gl.randn(ROWS, COLS, dtype=gl.float64), gl.randn(ROWS, COLS, dtype=gl.float64)
+    twin.zero_grad()
+    got = step(a, b)  # the program traced for step(x, x) read one array for both: this one must not
+    assert got.item() == _weighted(model(a), b).item() and len(step.cache) == 2
