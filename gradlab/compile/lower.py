@@ -16,7 +16,7 @@ import numbers
 
 import numpy as np
 
-from . import passes
+from . import kernels, passes
 from .generic import ShapeChanged
 from .plan import Accumulate, Update
 from .program import Builder, Instr, Program
@@ -137,7 +137,8 @@ def _emit_call(b, sources, call, rec, numpy_arrays, ops) -> None:
         return  # it handed back what it was given (a reshape to the same shape): nothing to run
     outs = [sources.new(n) for n in made]
     single = isinstance(call.results, ArrayRef) and len(outs) == 1
-    fn = _bind(call.method, args, kwargs, ins)
+    method = kernels.faster(b.backend, call.name, call.args, lambda ref: rec.arrays[ref.index]) or call.method
+    fn = _bind(method, args, kwargs, ins)
     flags = {}
     if single and numpy_arrays:
         flags = _as_ufunc(b.backend, call, args, kwargs, ins, rec) or {}

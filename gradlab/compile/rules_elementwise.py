@@ -14,6 +14,7 @@ import numpy as np
 
 from ..jit.tape import Ref
 from .generic import sum_to
+from .kernels import numba_gelu32, numba_gelu_backward
 from .passes import OUT_BACKENDS
 from ..ops.activations import Gelu, Relu
 from ..ops.arithmetic import Add, Div, Mul, Rsub, Sub
@@ -225,7 +226,7 @@ def gelu(op, b, args, needs, wrap):
     saved = b.slot(None, None, "Φ(x) saved by Gelu")
     out = b.slot(shape, dtype, "Gelu")
 
-    compiled = _numba_gelu32() if approximate == "none" and dtype == np.float32 and b.backend.name == "numpy" else None
+    compiled = numba_gelu32() if approximate == "none" and dtype == np.float32 and b.backend.name == "numpy" else None
 
     def forward(a):
         if compiled is not None:  # numpy's float32 kernel, step for step, in one compiled loop
@@ -237,7 +238,7 @@ def gelu(op, b, args, needs, wrap):
         return y, keep
     b.emit(forward, (x,), (out, saved), "Gelu", many=True)
 
-    serial = _numba_gelu_backward() if approximate == "none" and b.backend.name == "numpy" else None
+    serial = numba_gelu_backward() if approximate == "none" and b.backend.name == "numpy" else None
 
     def backward(g, a, s):
         if serial is not None:  # one compiled pass instead of numpy's several (the same formula, as numba's backend)
@@ -251,63 +252,3 @@ def gelu(op, b, args, needs, wrap):
         (g,) = grads
         return [b.emit1(backward, (g, x, saved), shape, dtype, "Gelu.backward")]
     return (out,), emit_backward
-
-
-_NEAR = _TAIL = _EDGE = None  # numpy_kernels' float32 Φ: its polynomial near 0, float64 tail, edge (set on first use)
-
-
-def _gelu32(x, out, cdf):
-    """out = x · Φ(x) for float32, exactly as numpy_kernels.ndtr and a multiply compute it: Φ's polynomial
-    in float32 on x clipped to ±1.5 (Horner, one rounding per step), then the float64 tail beyond."""
-    n0, n1, n2, n3, n4, n5, n6, n7 = _NEAR
-    edge, half = _EDGE, np.float32(0.5)
-    for i in range(x.shape[0]):
-        c = min(max(x[i], -edge), edge)
-        v = c * c
-        o = v * n0 + n1  # (two roundings: numba contracts nothing without fastmath)
-        o = o * v + n2
-        o = o * v + n3
-        o = o * v + n4
-        o = o * v + n5
-        o = o * v + n6
-        o = o * v + n7
-        cdf[i] = o * c + half
-    for i in range(x.shape[0]):
-        xi = x[i]
-        if not abs(xi) <= edge:  # beyond the edge, and NaN
-            t = np.float64(xi) * 0.7071067811865476
-            s = abs(t)
-            u = 1.0 / s
-            r = u * _TAIL[0] + _TAIL[1]
-            for k in range(2, len(_TAIL)):
-                r = r * u + _TAIL[k]
-            r = r * u * np.exp(-(s * s)) * 0.5
-            cdf[i] = np.float32(1.0 - r if t > 0 else r)
-    for i in range(x.shape[0]):
-        out[i] = x[i] * cdf[i]
-
-
-@functools.cache
-def _numba_gelu32():
-    """numba's compile of _gelu32 (several times fewer passes than numpy's kernel), or None without numba."""
-    global _NEAR, _TAIL, _EDGE
-    try:
-        import numba
-    except ImportError:
-        return None
-    from ..backends import numpy_kernels
-
-    _NEAR = tuple(np.float32(c) for c in numpy_kernels._NDTR_NEAR)
-    _TAIL, _EDGE = tuple(numpy_kernels._ERF_TAIL), np.float32(numpy_kernels._NDTR_EDGE)
-    return numba.njit(cache=True)(_gelu32)  # (numba's default error model: 1/s never divides by 0 here, and is faster)
-
-
-@functools.cache
-def _numba_gelu_backward():
-    """numba's serial GELU-backward kernel (g · (Φ + x·φ)), or None without numba. Serial: a parallel
-    loop here fights BLAS's threads for the cores and loses more than it gains."""
-    try:
-        from ..backends import numba_kernels
-    except ImportError:
-        return None
-    return numba_kernels.gelu_erf_backward_serial
