@@ -135,8 +135,9 @@ def _counts(names):
 
 @functools.lru_cache(maxsize=256)
 def _kernel(lines, n_in, n_out, numbers, dtype):
-    """The numba kernel for one chain's body (compiled once per distinct body). Every number is of the
-    arrays' dtype, as numpy casts a Python number to it, so each step rounds as numpy's does."""
+    """The numba kernel for one chain's body (compiled once per distinct body, for contiguous arrays; numba
+    compiles another layout when it meets one). Every number is of the arrays' dtype, as numpy casts a
+    Python number to it, so each step rounds as numpy's does."""
     numba = _numba()
     args = ", ".join([f"a{k}" for k in range(n_in)] + [f"o{k}" for k in range(n_out)])
     head = [f"    zero, one = np.{dtype}(0), np.{dtype}(1)"] + [f"    c{k} = np.{dtype}({n})" for k, n in enumerate(numbers)]
@@ -144,7 +145,10 @@ def _kernel(lines, n_in, n_out, numbers, dtype):
               + "\n")
     scope: dict = {"np": np}
     exec(compile(source, "<fused elementwise chain>", "exec"), scope)  # noqa: S102 (source made above, from templates)
-    return numba.njit(error_model="numpy")(scope["kernel"])
+    kernel = numba.njit(error_model="numpy")(scope["kernel"])
+    # compiled now, while the step is planned (its first call), not in the middle of the second
+    kernel.compile(f"void({', '.join([f'{dtype}[::1]'] * (n_in + n_out))})")
+    return kernel
 
 
 class FusedChain:
