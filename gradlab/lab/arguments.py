@@ -17,7 +17,8 @@ from .pytorch import is_torch_module, is_torch_tensor
 from .record import Recording, record
 
 DRAWABLE = ("a loss tensor, gradlab's or PyTorch's (the result of operations on tensors with requires_grad=True), a recording "
-            "(with gl.lab.record() as rec: loss = ...), a tape (gl.jit.trace(model, x)) or a gradlab.Scalar")
+            "(with gl.lab.record() as rec: loss = ...), a tape (gl.jit.trace(model, x)), a compiled step "
+            "(gl.compile.make_step, once called) or a gradlab.Scalar")
 STEPPABLE = ("a loss tensor, gradlab's or PyTorch's (the result of operations on tensors with requires_grad=True), a recording "
              "(with gl.lab.record() as rec: loss = ...) or a gradlab.Scalar")
 SMALLEST_HEIGHT, LARGEST_HEIGHT = 100, 10_000  # pixels: a view shorter than this shows nothing usable

@@ -24,20 +24,24 @@ from .local_derivative import local_derivatives
 from .pytorch import is_torch_tensor
 from .record import PACKAGE_DIR, Recording, short_filename
 from .summary import Later, resolved, summarize
+from .program_graph import is_compiled_step, is_program, program_of, program_to_graph
 from .tape_graph import is_tape, tape_to_graph
 
 
 WHAT_WORKS = ("a tensor with a grad_fn, gradlab's or PyTorch's (the result of operations on tensors with requires_grad=True), "
-              "a recording (with gl.lab.record() as rec: ...), a tape (gl.jit.trace(model, x)), or a gradlab.Scalar")
+              "a recording (with gl.lab.record() as rec: ...), a tape (gl.jit.trace(model, x)), a compiled step "
+              "(gl.compile.make_step, once called), or a gradlab.Scalar")
 
 
 def capture(obj, names: dict | None = None, fused=None) -> Graph:
-    """The graph of a tensor, a ``Recording``, a ``gl.jit.Tape`` or a ``Scalar``; ``names`` maps tensors to
+    """The graph of a tensor, a ``Recording``, a ``gl.jit.Tape``, a compiled step or a ``Scalar``; ``names`` maps tensors to
     labels; ``fused`` (a tape only) lists groups of op indices drawn as super-nodes (see tape_graph.py)."""
     if is_tape(obj):
         return from_tape(obj, fused)
     if fused is not None:
         raise CaptureError(f"gl.lab: fused= is for a tape (gl.jit.trace(model, x)), not a {type(obj).__name__}")
+    if is_compiled_step(obj) or is_program(obj):
+        return from_program(obj)
     if isinstance(obj, Recording):
         return from_recording(obj, names)
     if isinstance(obj, Scalar):
@@ -50,6 +54,22 @@ def capture(obj, names: dict | None = None, fused=None) -> Graph:
     if isinstance(obj, Graph):
         return obj
     raise CaptureError(f"gl.lab: cannot draw an object of type {type(obj).__name__}; give it {WHAT_WORKS}")
+
+
+def from_program(obj) -> Graph:
+    """A compiled step's program (``gl.compile.make_step``, after its first call) as a graph (program_graph.py)."""
+    if is_program(obj):
+        return program_to_graph(obj, {}, {})
+    found = program_of(obj)
+    if isinstance(found, str):
+        raise CaptureError(f"gl.lab: {found}")
+    program, modules = found
+    model = obj.model
+    names = {}
+    if hasattr(model, "named_parameters"):
+        names.update({id(t): name for name, t in model.named_parameters()})
+        names.update({id(t): name for name, t in model.named_buffers()})
+    return program_to_graph(program, names, modules)
 
 
 def from_tape(tape, fused=None) -> Graph:

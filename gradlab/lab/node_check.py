@@ -44,6 +44,10 @@ def check_node(graph, node_id: str | None = None, seed: int = 0) -> dict:
         together = tuple(graph.nodes[i].label for i, c in graph.calls.items() if c is call and i != node.id) \
             if call is not None else ()
         return check_torch_node(node, call, seed, recorded=bool(graph.calls), together=together)
+    if call is None and graph.source == "program":
+        raise CaptureError("check_node: a compiled program keeps no tensor values, so there are no inputs to check "
+                           "this call on. Record the forward to check its nodes: with gl.lab.record() as rec: "
+                           "loss = loss_fn(model(x), y); gl.lab.GraphView(rec)")
     if call is None and graph.source == "tape":
         raise CaptureError("check_node: a tape keeps no tensor values, so there are no inputs to check this op on. "
                            "Record the forward to check its nodes: with gl.lab.record() as rec: out = model(x); "

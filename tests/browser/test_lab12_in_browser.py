@@ -1,7 +1,8 @@
 """Lab 12 in JupyterLab: the training step's DeviceTimings draws a row per device (unavailable rows say why) and
 "run again" re-times it from the front end; the profiled graph is coloured by saved memory, its table lists the
 nodes that save, and the menu switches it to time; the tape's GraphView draws a box per op and leaf with the fused
-chain closed as one super-node that a click opens; the eager-vs-compiled chart draws two bars per device.
+chain closed as one super-node that a click opens; the compiled step's program draws its calls in forward, backward
+and update boxes, its fused runs closed until clicked; the eager-vs-compiled chart draws two bars per device.
 Screenshots land in test-artifacts/browser/: look at them.
 """
 
@@ -95,7 +96,7 @@ def test_lab12_step_on_every_device_draws_each_row_and_runs_again(lab_page):
 def test_lab12_profile_is_coloured_by_memory_and_switches_to_time(lab_page):
     page, facts = lab_page, lab_page.facts
     views = page.locator(".gradlab-graphview")
-    assert views.count() == 2  # the profiled step, then the tape
+    assert views.count() == 3  # the profiled step, the tape, the compiled step's program
     view = views.nth(0)
     view.scroll_into_view_if_needed()
     assert view.locator("select.gl-color").input_value() == "memory"
@@ -158,3 +159,54 @@ def test_lab12_eager_against_compiled_draws_two_bars_per_device(lab_page):
     n = len(facts["devices"])
     status = chart.locator(".gl-status").text_content()
     assert status == f"{n} device{'s' if n != 1 else ''} timed (eager and compiled) · run 1"
+
+
+PROGRAM_FACTS = """import json
+pg = program_view.graph
+fused = sorted(g.id for g in pg.groups.values() if g.label.startswith("fused"))
+def ancestors(gid):
+    chain = []
+    while pg.groups[gid].parent is not None:
+        gid = pg.groups[gid].parent
+        chain.append(gid)
+    return chain[::-1]
+print(json.dumps({"calls": len([n for n in pg.nodes.values() if n.kind == "op"]), "instructions": len(program),
+                  "fused": fused, "around": ancestors(fused[0]) if fused else [],
+                  "phases": [g for g in ("forward", "backward", "update") if g in pg.groups]}))"""
+
+
+def drawn_groups(view):
+    return view.evaluate("""(el) => ({
+        calls: el.querySelectorAll('svg g.gl-node.gl-kind-op').length,
+        closed: [...el.querySelectorAll('svg g.gl-group.gl-collapsed')].map((g) => g.dataset.id),
+        open: [...el.querySelectorAll('svg g.gl-group.gl-expanded')].map((g) => g.dataset.id) })""")
+
+
+def test_lab12_program_graph_draws_the_calls_the_step_makes(lab_page):
+    page = lab_page
+    facts = json.loads(run_cell(page, PROGRAM_FACTS).strip().splitlines()[-1])
+    assert facts["phases"] == ["forward", "backward", "update"] and facts["fused"], facts
+    assert facts["calls"] > facts["instructions"]  # a fused instruction is several calls, drawn inside it
+    view = page.locator(".gradlab-graphview").nth(2)
+    view.scroll_into_view_if_needed()
+    before = drawn_groups(view)
+    assert {"g:forward", "g:backward", "g:update"} <= set(before["open"]), before
+    screenshot(view, "lab-12-program-graph")
+
+    for gid in facts["around"]:  # open the boxes around the first fused run (a phase is open already)
+        if f"g:{gid}" in drawn_groups(view)["closed"]:
+            view.locator(f'g.gl-group.gl-collapsed[data-id="g:{gid}"]').click()
+            view.locator(f'g.gl-group.gl-expanded[data-id="g:{gid}"]').wait_for()
+    fused_id = "g:" + facts["fused"][0]
+    assert fused_id in drawn_groups(view)["closed"]  # a fused run is drawn closed, as a super-node
+    fused = view.locator(f'g.gl-group.gl-collapsed[data-id="{fused_id}"]')
+    assert fused.locator(".gl-label").text_content().startswith("▸ fused: ")
+    shown = drawn_groups(view)["calls"]
+    fused.click()
+    view.locator(f'g.gl-group.gl-expanded[data-id="{fused_id}"]').wait_for()
+    assert drawn_groups(view)["calls"] > shown  # its calls are drawn now
+    screenshot(view, "lab-12-program-graph-fused-open")
+    view.locator("svg g.gl-node.gl-kind-op").first.click()  # the inspector of one call
+    inspector = view.locator(".gl-inspector")
+    inspector.wait_for()
+    assert "program instruction" in inspector.inner_text()
