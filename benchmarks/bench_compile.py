@@ -12,7 +12,7 @@
 
 "compiled" is the step planned from the backend calls its first call recorded (compile/trace.py, lower.py);
 "rules" is the same step planned the older way, from the tape's ops by the rules in compile/rules_*.py (what
-MLX, CUDA and segments still use). Each one's first call (the eager step traced, then planned) is timed too.
+segments and gl.compile(fn) still use). Each one's first call (the eager step traced, then planned) is timed too.
 The models and weights are bench_training's (copied from the PyTorch model, so all compute the same
 numbers). Without PyTorch it still runs and reports compiled against eager gradlab.
 Run: python benchmarks/bench_compile.py

@@ -101,6 +101,68 @@ SEEDS = ([pytest.param(seed, "cpu", id=f"numpy-{seed}") for seed in range(60)]
          + [pytest.param(seed, "numba", id=f"numba-{seed}", marks=_numba_marks()) for seed in range(8)])
 
 
+def _mlx_marks() -> list:
+    try:
+        gl.device("mlx").backend
+    except RuntimeError as error:  # mlx not installed: its runs skip, saying why
+        return [pytest.mark.skip(reason=f"the mlx backend does not load here: {error}")]
+    return []
+
+
+@pytest.mark.parametrize("seed", [pytest.param(seed, marks=_mlx_marks()) for seed in range(8)])
+def test_a_random_program_on_mlx_runs_through_mx_compile_with_eagers_numbers(seed):
+    """MLX's program is one pure function for mx.compile, which may fuse its steps: equal to float32's rounding."""
+    gl.manual_seed(seed)
+    model = RandomProgram(seed).float().to("mlx")
+    twin = copy.deepcopy(model)
+    step = gl.compile.make_step(twin, _weighted)
+    rng = np.random.default_rng(1000 + seed)
+    for _ in range(3):
+        x, y = (gl.tensor(rng.standard_normal((ROWS, COLS)), dtype=gl.float32, device="mlx") for _ in range(2))
+        model.zero_grad()
+        twin.zero_grad()
+        want = _weighted(model(x), y)
+        want.backward()
+        got = step(x, y)
+        np.testing.assert_allclose(got.item(), want.item(), rtol=1e-5, atol=1e-5)
+        for p, q in zip(model.parameters(), twin.parameters()):
+            assert (p.grad is None) == (q.grad is None)
+            if p.grad is not None:
+                np.testing.assert_allclose(q.grad.cpu().numpy(), p.grad.cpu().numpy(), rtol=1e-4, atol=1e-5)
+    (compiled,) = step.cache.values()
+    assert compiled.recorded and step.fallback is None
+
+
+def _cuda_marks() -> list:
+    try:
+        gl.device("cuda").backend
+    except RuntimeError as error:  # no numba-cuda here: its runs skip, saying why
+        return [pytest.mark.skip(reason=f"the cuda backend does not load here: {error}")]
+    return [pytest.mark.slow]  # (on numba's CUDA simulator without a GPU: a Python thread per GPU thread)
+
+
+@pytest.mark.parametrize("seed", [pytest.param(seed, marks=_cuda_marks()) for seed in range(2)])
+def test_a_random_program_on_cuda_runs_its_recorded_calls_on_device_arrays(seed):
+    gl.manual_seed(seed)
+    model = RandomProgram(seed, steps=5).float().to("cuda")
+    twin = copy.deepcopy(model)
+    step = gl.compile.make_step(twin, _weighted)
+    rng = np.random.default_rng(seed)
+    for _ in range(3):
+        x, y = (gl.tensor(rng.standard_normal((ROWS, COLS)), dtype=gl.float32, device="cuda") for _ in range(2))
+        model.zero_grad()
+        twin.zero_grad()
+        want = _weighted(model(x), y)
+        want.backward()
+        _equal(step(x, y).cpu().numpy(), want.detach().cpu().numpy(), "the loss")
+        for p, q in zip(model.parameters(), twin.parameters()):
+            assert (p.grad is None) == (q.grad is None)
+            if p.grad is not None:  # the same kernels in the same order: the same bits
+                _equal(q.grad.cpu().numpy(), p.grad.cpu().numpy(), "a gradient")
+    (compiled,) = step.cache.values()
+    assert compiled.recorded and step.fallback is None
+
+
 @pytest.mark.parametrize("seed, device", SEEDS)
 def test_a_random_program_compiles_to_eagers_bits(seed, device):
     gl.manual_seed(seed)
@@ -228,3 +290,29 @@ def test_one_array_given_as_two_inputs_is_another_signature():
     twin.zero_grad()
     got = step(a, b)  # the program traced for step(x, x) read one array for both: this one must not
     assert got.item() == _weighted(model(a), b).item() and len(step.cache) == 2
+
+
+@pytest.mark.parametrize("layer", [pytest.param("batch norm", marks=_mlx_marks()), pytest.param("dropout", marks=_mlx_marks())])
+def test_on_mlx_a_step_that_writes_a_buffer_or_draws_runs_call_by_call_as_eager(layer):
+    """mx.compile traces one pure function once: a running statistic written inside it would stay there, a
+    random draw would be frozen. Such a program runs call by call instead, with eager's numbers."""
+    gl.manual_seed(0)
+    middle = nn.BatchNorm1d(8) if layer == "batch norm" else nn.Dropout(0.5)
+    eager = nn.Sequential(nn.Linear(6, 8), middle, nn.Linear(8, 3)).to("mlx")
+    model = copy.deepcopy(eager)
+    step = gl.compile.make_step(model, _weighted)
+    x, y = gl.randn(5, 6, device="mlx"), gl.randn(5, 3, device="mlx")
+    for seed in range(3):
+        eager.zero_grad()
+        model.zero_grad()
+        gl.manual_seed(seed)
+        _weighted(eager(x), y).backward()
+        gl.manual_seed(seed)
+        step(x, y)
+        for p, q in zip(eager.parameters(), model.parameters()):
+            np.testing.assert_allclose(q.grad.cpu().numpy(), p.grad.cpu().numpy(), rtol=1e-5, atol=1e-6)
+        for a, b in zip(eager.buffers(), model.buffers()):
+            np.testing.assert_allclose(b.cpu().numpy(), a.cpu().numpy(), rtol=1e-6, atol=1e-7)
+    (compiled,) = step.cache.values()
+    assert compiled.recorded and step.fallback is None
+    assert compiled.program.impure.startswith("setitem" if layer == "batch norm" else "random_uniform")

@@ -29,8 +29,9 @@ TOL = 1e-10
 
 @pytest.fixture(autouse=True)
 def _tape_rules(monkeypatch):
-    """These tests check the tape's rules, which MLX, CUDA, segments and ``gl.compile(fn)`` still plan with:
-    the numpy steps compile from their recorded calls instead (tests/test_compile_record.py)."""
+    """These tests check the tape's rules, which segments and ``gl.compile(fn)`` still plan with (and a step
+    whose record cannot account for an array); make_step compiles from its recorded calls instead
+    (tests/test_compile_record.py)."""
     monkeypatch.setattr(gl.compile.step, "RECORDED_BACKENDS", ())
 
 

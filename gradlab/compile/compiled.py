@@ -17,8 +17,9 @@ class Compiled:
     def __init__(self, tape, program, recorded: bool = False):
         self.tape, self.program = tape, program
         self.recorded = recorded  # planned from the backend calls the step made (else from the tape's ops, by rules)
-        self.leaves = [(tape.externals[int(name[5:])], slot) for name, slot in program.results.items()
-                       if name.startswith("grad:")]
+        self.handed = list(program.handed.items())  # a recorded pure program's gradients and arrays (MLX)
+        self.leaves = [] if recorded else [(tape.externals[int(name[5:])], slot) for name, slot in program.results.items()
+                                           if name.startswith("grad:")]
         self._run = runner(program)
         self.updates = any(ins.phase == "update" for ins in program.instrs)  # the program moves the parameters
 
@@ -34,6 +35,11 @@ class Compiled:
         self.input_grad = env[slot] if slot is not None else None  # a piece's gradient for the piece before it
         for leaf, slot in self.leaves:
             accumulate(leaf, env[slot])
+        for name, (tensor, how) in self.handed:
+            if how == "grad":
+                accumulate(tensor, env[program.results[name]])
+            else:
+                tensor.array = env[program.results[name]]
         return env[program.results["loss"]]
 
     def programs(self):

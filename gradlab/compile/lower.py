@@ -33,9 +33,14 @@ class GuardFailed(Exception):
     """A value the traced step read back to the host came out different: the program no longer says what the code does."""
 
 
-def lower(recorded, backend, *, optimizer=None, fuse: bool = True, buffers: bool = True) -> Program:
+def lower(recorded, backend, *, optimizer=None, fuse: bool = True, buffers: bool = True, pure: bool = False) -> Program:
     """The program of one recorded training step: its calls, each leaf's ``.grad`` where it is final, and
-    (with an optimizer that moves each parameter on its own) each parameter's update right after."""
+    (with an optimizer that moves each parameter on its own) each parameter's update right after.
+
+    ``pure`` (MLX, whose program ``mx.compile`` traces as one function): the gradients and rebound
+    arrays come back as results instead (``program.handed`` says whose), for the caller to write. A
+    program that cannot be pure (``program.impure`` says why) is made as on the other backends, and
+    runs instruction by instruction."""
     rec = recorded.recording
     b = Builder(backend)
     sources = _Sources(b, rec, recorded.live)
@@ -54,17 +59,27 @@ def lower(recorded, backend, *, optimizer=None, fuse: bool = True, buffers: bool
         check = next(checks, None)
 
     now = _writes_as_values(b, numpy_arrays)
+    impure = _impure(b.instrs, set(inputs) | set(sources.externals)) if pure else None
+    pure = pure and impure is None
     b.phase = "backward"
-    loss = now(sources.slot_of.get(recorded.loss))
-    results = {"loss": loss}
+    results = {name: now(sources.slot(n)) for name, n in recorded.outputs.items()}
     grads = {leaf: now(sources.slot_of[_before_copy(rec, n)]) for leaf, n in recorded.grads.items()}
-    _hand_to_leaves(b, grads, optimizer, {id(t): slot for slot, t in sources.externals.items()})
+    handed = {}  # result name -> (tensor, "grad" or "array"): what a pure program's caller writes back
+    if pure:
+        for k, (leaf, slot) in enumerate(grads.items()):
+            results[f"grad:{k}"], handed[f"grad:{k}"] = slot, (leaf, "grad")
+    else:
+        _hand_to_leaves(b, grads, optimizer, {id(t): slot for slot, t in sources.externals.items()})
     b.phase = "update"
     for k, (tensor, n) in enumerate(recorded.rebound.items()):
         slot = now(sources.slot(n))
-        b.instrs.append(Instr(Rebind(tensor), (slot,), (), "rebind .array", pure=False, phase="update"))
         results[f"rebind:{k}"] = slot  # handed to a tensor: never a buffer the next run writes over
+        if pure:
+            handed[f"rebind:{k}"] = (tensor, "array")
+        else:
+            b.instrs.append(Instr(Rebind(tensor), (slot,), (), "rebind .array", pure=False, phase="update"))
     program = Program(b, inputs, sources.externals, results)
+    program.handed, program.impure = handed, impure
     _refuse_late_guards(program)
     passes.run_all(program, fuse=fuse, buffers=buffers)
     return program
@@ -437,6 +452,18 @@ def _refuse_late_guards(program) -> None:
             raise LateGuard(f"{ins.name} comes after a write into a parameter, buffer or input")
         if ins.phase == "update" or (not ins.pure and ins.ins and ins.ins[0] in sources and ins.name in WRITES):
             changed = True
+
+
+def _impure(instrs, given) -> str | None:
+    """Why the program cannot be one pure function (mx.compile's, traced once), or None: it writes into a
+    parameter, buffer or input it was given — inside a traced function the write would stay there
+    (BatchNorm's running statistics) — or draws random numbers, which the trace would freeze."""
+    for ins in instrs:
+        if ins.name in WRITES and ins.ins and ins.ins[0] in given:
+            return f"{ins.name} writes into a parameter, buffer or input"
+        if ins.name in RANDOM:
+            return f"{ins.name} draws random numbers"
+    return None
 
 
 # --- the leaves' gradients -----------------------------------------------------------------------

@@ -56,7 +56,8 @@ def compiled_runner(program):
 
 
 def runner(program):
-    """How a program runs on its backend: through ``mx.compile`` on MLX, else its own loop."""
-    if getattr(program.backend, "name", "") == "mlx":
+    """How a program runs on its backend: through ``mx.compile`` on MLX (unless it writes into what it was
+    given or draws random numbers: ``program.impure``), else its own loop."""
+    if getattr(program.backend, "name", "") == "mlx" and program.impure is None:
         return compiled_runner(program)
     return program.run

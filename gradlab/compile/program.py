@@ -94,6 +94,8 @@ class Program:
         self.results = dict(results)  # what the caller reads back: name -> slot
         self.backend = builder.backend
         self.buffers: dict = {}  # slot -> preallocated array it writes into (from passes.assign_buffers)
+        self.handed: dict = {}  # result name -> (tensor, "grad" or "array"): what the caller of a pure program writes
+        self.impure = None  # why it cannot run as one pure function (mx.compile), when it cannot
         self._steps = None
 
     def environment(self) -> list:

@@ -22,9 +22,9 @@ from .lower import GuardFailed, Unrecorded, lower
 from .segments import check_segments, plan_step, updates_in_program
 from .trace import record_step
 
-# Backends whose steps compile from the primitives they recorded; MLX (one pure function for mx.compile)
-# and CUDA still take the tape's rules (plan.py), as do segments.
-RECORDED_BACKENDS = ("numpy", "numba")
+# Backends whose steps compile from the primitives they recorded (on MLX the program is one pure function,
+# for mx.compile); segments still take the tape's rules (plan.py).
+RECORDED_BACKENDS = ("numpy", "numba", "mlx", "cuda")
 # What a tape cannot hold but a record can: its calls draw, write and index as the step did.
 REPLAYED_ESCAPES = ("random", "an in-place write", "a tensor used as an index", "an array passed to")
 
@@ -132,12 +132,13 @@ class CompiledStep:
             self.optimizer.step()
         self.traces += 1
         reason = _why_not(tracer, inputs, recorded=True)
-        if reason is None and (recorded.loss is None or tuple(loss.shape) != ()):
-            shape = "no tensor" if recorded.loss is None else f"shape {tuple(loss.shape)}"
+        if reason is None and ("loss" not in recorded.outputs or tuple(loss.shape) != ()):
+            shape = "no tensor" if "loss" not in recorded.outputs else f"shape {tuple(loss.shape)}"
             raise ValueError(f"compile.make_step: loss_fn must return a scalar (0-d) loss tensor, got {shape}; "
                              "reduce it first, e.g. .mean() or .sum()")
         try:
-            program = None if reason else lower(recorded, backend, optimizer=updates_in_program(self.optimizer, backend))
+            program = None if reason else lower(recorded, backend, optimizer=updates_in_program(self.optimizer, backend),
+                                                pure=backend.name == "mlx")
         except GuardFailed as error:
             reason = str(error)
         except Unrecorded as error:  # an op computed outside the backend: plan its tape, running that op as it is

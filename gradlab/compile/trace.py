@@ -147,7 +147,7 @@ class Recorded(NamedTuple):
     recording: Recording
     inputs: list  # array numbers of the step's inputs, in order
     live: dict  # array number -> the tensor (parameter, buffer, constant) whose .array it was when the step began
-    loss: int  # array number of the loss
+    outputs: dict  # what the caller reads back -> its array number ("loss")
     grads: dict  # leaf tensor -> array number of the .grad the step gave it
     rebound: dict  # tensor -> array number, for each live tensor whose .array the step replaced
     ops: list  # the tracer's ops: Call.op indexes them (the op a call ran inside, or whose backward it ran)
@@ -202,8 +202,8 @@ def record_step(model, loss_fn, inputs, tracer):
     missing = [t for t, n in list(grads.items()) + list(rebound.items()) if n is None]
     if missing:
         raise ValueError("a .grad or buffer the step gave a new array was made outside the backend's calls")
-    loss_number = rec.known(loss.array) if hasattr(loss, "array") else None
-    return loss, Recorded(rec, numbers, live_numbers, loss_number, grads, rebound, tracer.ops)
+    outputs = {"loss": rec.known(loss.array)} if rec.known(loss.array) is not None else {}
+    return loss, Recorded(rec, numbers, live_numbers, outputs, grads, rebound, tracer.ops)
 
 
 def _live_tensors(model) -> list:
