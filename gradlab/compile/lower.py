@@ -62,7 +62,11 @@ def lower(recorded, backend, *, optimizer=None, fuse: bool = True, buffers: bool
     impure = _impure(b.instrs, set(inputs) | set(sources.externals)) if pure else None
     pure = pure and impure is None
     b.phase = "backward"
-    results = {name: now(sources.slot(n)) for name, n in recorded.outputs.items()}
+    if any(n is None for n in list(recorded.outputs.values()) + list(recorded.grads.values())
+           + list(recorded.rebound.values())):
+        raise Unrecorded("a .grad, output or buffer of the step was given an array made outside the backend's calls")
+    results = {name: now(sources.slot(_before_copy(rec, n) if name == "input_grad" else n))
+               for name, n in recorded.outputs.items()}
     grads = {leaf: now(sources.slot_of[_before_copy(rec, n)]) for leaf, n in recorded.grads.items()}
     handed = {}  # result name -> (tensor, "grad" or "array"): what a pure program's caller writes back
     if pure:

@@ -97,7 +97,7 @@ def _same_kind(program, first, ins):
 
 def _fused(program, run, readers, kept):
     """One instruction for the run: inputs are what it reads from before it, outputs what is read after it."""
-    first, last = run[0][0], run[-1][0]
+    last = run[-1][0]
     made = {ins.outs[0] for _, ins in run}
     inputs = list(dict.fromkeys(i for _, ins in run for i in ins.ins if i not in made))
     outputs = [o for o in dict.fromkeys(ins.outs[0] for _, ins in run)

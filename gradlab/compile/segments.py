@@ -51,23 +51,32 @@ def updates_in_program(optimizer, backend):
 
 
 def plan_step(step, tape, inputs):
-    """The compiled form of one signature: one program, or pieces (``step.segments``), or the fastest of a few."""
+    """The compiled form of one signature, planned from its tape: one program, or pieces (``step.segments``),
+    or the fastest of a few."""
     backend, wrap = inputs[0].device.backend, inputs[0]._wrap
     one = Compiled(tape, plan(tape, backend, wrap, optimizer=updates_in_program(step.optimizer, backend)))
+    return segmented(step, inputs, one, lambda: Compiled(tape, plan(tape, backend, wrap)),
+                     lambda n: Pieces(step, inputs, n))
+
+
+def segmented(step, inputs, one, probe, pieces):
+    """``one`` program (``step.segments == 1``), ``pieces(n)``, or for "auto" the fastest of 1, 2 and 4 on this
+    batch; ``probe()`` is one program that moves no parameter (the probes' runs must not train)."""
     if step.segments == 1:
         return one
     if step.segments != "auto":
-        return Pieces(step, inputs, step.segments)
+        return pieces(step.segments)
     from ..nn.modules.container import Sequential
 
     counts = [n for n in AUTO_COUNTS if n == 1 or (isinstance(step.model, Sequential) and n <= len(step.model)
                                                      and not (step.model.training and any(True for _ in step.model.buffers())))]
-    candidates = {1: Compiled(tape, plan(tape, backend, wrap)) if one.updates else one}  # probes move no parameter
-    candidates.update({n: Pieces(step, inputs, n) for n in counts if n > 1})
+    candidates = {1: probe() if one.updates else one}
+    candidates.update({n: pieces(n) for n in counts if n > 1})
     arrays = [t.array for t in inputs]
     params = [p for p in step.model.parameters()]
     kept = [p.grad for p in params]  # probing fills .grad: each probe starts from None, and they are put back after
     times = {}
+    backend = inputs[0].device.backend
     for n, compiled in candidates.items():
         for p in params:
             p.grad = None
@@ -131,4 +140,46 @@ class Pieces:
         return [c.program for c in self.forwards + self.backwards + [self.last]]
 
 
-__all__ = ["check_segments", "plan_step", "Pieces"]
+class RecordedPieces(Pieces):
+    """A Sequential's step as N pieces, each compiled from its recorded calls (trace.py, lower.py): every
+    piece but the last as a forward alone and as forward-and-backward from its output's gradient, the
+    last as forward, loss and backward. Recording runs each piece once: the parameters' ``.grad`` are
+    held aside meanwhile and put back."""
+
+    def __init__(self, step, inputs, n):
+        from ..jit.tracer import Tracer
+        from .lower import lower
+        from .trace import record
+
+        model, loss_fn = step.model, step.loss_fn
+        bounds = [round(i * len(model) / n) for i in range(n + 1)]
+        self.pieces = [model[a:b] for a, b in zip(bounds, bounds[1:])]
+        backend = inputs[0].device.backend
+        pure = backend.name == "mlx"
+
+        def compiled(fn, piece, args, backward):
+            tracer = Tracer(piece, args)
+            _, recorded = record(fn, args, tracer, piece, backward)
+            return Compiled(tracer.tape(_), lower(recorded, backend, buffers=False, pure=pure), recorded=True), _
+
+        held = [(p, p.grad) for p in model.parameters()]
+        for p, _ in held:
+            p.grad = None
+        try:
+            self.forwards, self.backwards = [], []
+            h = inputs[0].detach()
+            for piece in self.pieces[:-1]:
+                forward, out = compiled(piece, piece, [h], None)
+                self.forwards.append(forward)
+                leaf = h.detach().requires_grad_(True)
+                self.backwards.append(compiled(piece, piece, [leaf, out.new_ones(out.shape)], "seeded")[0])
+                h = out.detach()
+            last = self.pieces[-1]
+            self.last = compiled(lambda h, *targets: loss_fn(last(h), *targets), last,
+                                 [h.detach().requires_grad_(True)] + list(inputs[1:]), "loss")[0]
+        finally:
+            for p, g in held:
+                p.grad = g
+
+
+__all__ = ["check_segments", "plan_step", "segmented", "Pieces", "RecordedPieces"]

@@ -19,11 +19,11 @@ from ..ops import autocast
 from .compiled import Compiled
 from .generic import ShapeChanged
 from .lower import GuardFailed, Unrecorded, lower
-from .segments import check_segments, plan_step, updates_in_program
+from .segments import RecordedPieces, check_segments, plan_step, segmented, updates_in_program
 from .trace import record_step
 
 # Backends whose steps compile from the primitives they recorded (on MLX the program is one pure function,
-# for mx.compile); segments still take the tape's rules (plan.py).
+# for mx.compile); a step whose record cannot account for an array takes the tape's rules (plan.py).
 RECORDED_BACKENDS = ("numpy", "numba", "mlx", "cuda")
 # What a tape cannot hold but a record can: its calls draw, write and index as the step did.
 REPLAYED_ESCAPES = ("random", "an in-place write", "a tensor used as an index", "an array passed to")
@@ -103,7 +103,7 @@ class CompiledStep:
         if self.optimizer is not None:
             self.optimizer.zero_grad(set_to_none=True)
         backend = inputs[0].device.backend
-        if self.segments == 1 and backend.name in RECORDED_BACKENDS:
+        if backend.name in RECORDED_BACKENDS:
             return self._record(key, inputs, backend)
         tracer = Tracer(self.model, inputs)
         with tracer:
@@ -150,7 +150,14 @@ class CompiledStep:
         if reason is not None:
             self._give_up(reason, stacklevel=4)
             return loss.detach()
-        self.cache[key] = Compiled(tracer.tape(loss), program, recorded=True)
+        tape = tracer.tape(loss)
+        one = Compiled(tape, program, recorded=True)
+        try:
+            self.cache[key] = segmented(self, inputs, one, lambda: Compiled(tape, lower(recorded, backend), recorded=True),
+                                        lambda n: RecordedPieces(self, inputs, n))
+        except Unrecorded as error:  # a piece's record cannot account for an array: plan the tape's pieces instead
+            self.unrecorded = str(error)
+            self.cache[key] = plan_step(self, tape, inputs)
         return loss.detach()
 
     def _eager(self, inputs):

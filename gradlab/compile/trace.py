@@ -175,20 +175,36 @@ def record_step(model, loss_fn, inputs, tracer):
     device's backend is recorded and the tracer watches the forward's ops. Returns (loss, Recorded).
 
     The optimizer's update is not recorded: the program calls the optimizer itself, per parameter."""
+    return record(lambda x, *targets: loss_fn(model(x), *targets), inputs, tracer, model, "loss")
+
+
+def record(fn, inputs, tracer, model, backward):
+    """``out = fn(*inputs)`` recorded, then (``backward``) the engine's backward: ``"loss"`` from the scalar
+    ``out``, ``"seeded"`` from the gradient given as the last input (a piece of a model: its input's
+    gradient is an output too, ``input_grad``), None for none (a forward alone, run under no_grad).
+    ``model``'s parameters and buffers are the live tensors. Returns (out, Recorded)."""
+    from ..autograd.grad_mode import no_grad
+
     live = _live_tensors(model)
+    args = inputs[:-1] if backward == "seeded" else inputs
     with watching(inputs[0].device, tracer.ops) as rec:
         numbers = [rec.number(x.array) for x in inputs]
         start = [(t, t.array, rec.number(t.array)) for t in live]
-        with tracer:
-            loss = loss_fn(model(inputs[0]), *inputs[1:])
-        rec.phase = "backward"
-        op_of = tracer.op_of_node()
-        done = len(rec.calls)
-        for step in backward_steps(loss):  # the engine's own backward, one node at a time
-            op = op_of.get(step.node)
-            if op is not None:
-                rec.calls[done:] = [call._replace(op=op.index) for call in rec.calls[done:]]
+        if backward is None:
+            with no_grad(), tracer:
+                out = fn(*args)
+        else:
+            with tracer:
+                out = fn(*args)
+            rec.phase = "backward"
+            op_of = tracer.op_of_node()
             done = len(rec.calls)
+            seed = inputs[-1] if backward == "seeded" else None
+            for step in backward_steps(out, seed):  # the engine's own backward, one node at a time
+                op = op_of.get(step.node)
+                if op is not None:
+                    rec.calls[done:] = [call._replace(op=op.index) for call in rec.calls[done:]]
+                done = len(rec.calls)
     captured = [t for t in tracer.externals.values() if all(t is not s for s, _, _ in start)]
     live_numbers = {n: t for t, a, n in start if t.array is a}
     made = set().union(*(_numbers(call.results) for call in rec.calls))
@@ -197,13 +213,14 @@ def record_step(model, loss_fn, inputs, tracer):
         if n is not None and n not in made:
             live_numbers[n] = t
     leaves = [t for t in live + captured if t.requires_grad and t.grad_fn is None and t.grad is not None]
-    grads = {t: rec.known(t.grad.array) for t in leaves}
+    grads = {t: rec.known(t.grad.array) for t in leaves}  # (None: a .grad made outside the calls)
     rebound = {t: rec.known(t.array) for t, a, _ in start if t.array is not a}
-    missing = [t for t, n in list(grads.items()) + list(rebound.items()) if n is None]
-    if missing:
-        raise ValueError("a .grad or buffer the step gave a new array was made outside the backend's calls")
-    outputs = {"loss": rec.known(loss.array)} if rec.known(loss.array) is not None else {}
-    return loss, Recorded(rec, numbers, live_numbers, outputs, grads, rebound, tracer.ops)
+    outputs = {}
+    if hasattr(out, "array") and rec.known(out.array) is not None:
+        outputs["out" if backward is None else "loss"] = rec.known(out.array)
+    if backward == "seeded" or (backward == "loss" and inputs[0].requires_grad):
+        outputs["input_grad"] = rec.known(inputs[0].grad.array) if inputs[0].grad is not None else None
+    return out, Recorded(rec, numbers, live_numbers, outputs, grads, rebound, tracer.ops)
 
 
 def _live_tensors(model) -> list:
