@@ -2,17 +2,17 @@
 
 1. MLP 784-256-256-10 (ReLU), cross-entropy, SGD step, batch 128           target: compiled ≤ 0.85× torch
 2. CNN (2 convs, pools, linear; bench_training's), SGD step, 64×1×28×28     target: ≤ 1.1×
-3. pre-norm transformer block (bench_training's), forward + backward        target: ≤ 1.0×
+3. LSTM(32, 64) over 20 steps, batch 32, a Linear on the last step, SGD step  target: ≤ 1.0×
+4. pre-norm transformer block (bench_training's), forward + backward        target: ≤ 1.0×
    (make_step without an optimizer, loss = out.sum())
-4. a chain of 100 adds of 16-element float32 tensors, forward + backward,
+5. a chain of 100 adds of 16-element float32 tensors, forward + backward,
    in µs per op (a Module whose forward is x + w + w + ..., loss (out * y).sum())  target: ≤ 1.0 µs/op
-5. peak memory of a deep MLP (16 × Linear(512, 512) + ReLU, batch 256, SGD step) with segments=1, 2, 4, "auto":
+6. peak memory of a deep MLP (16 × Linear(512, 512) + ReLU, batch 256, SGD step) with segments=1, 2, 4, "auto":
    the plan's own figure (``step.memory()["peak_bytes"]``), and what tracemalloc (which sees numpy's
    allocations) finds at the peak of one warm step, for the compiled steps and for eager
 
-"compiled" is the step planned from the backend calls its first call recorded (compile/trace.py, lower.py);
-"rules" is the same step planned the older way, from the tape's ops by the rules in compile/rules_*.py (what
-segments and gl.compile(fn) still use). Each one's first call (the eager step traced, then planned) is timed too.
+"compiled" is the step made from the backend calls its first call recorded (compile/trace.py, lower.py); its
+first call (the eager step recorded, then lowered to a program) is timed too.
 The models and weights are bench_training's (copied from the PyTorch model, so all compute the same
 numbers). Without PyTorch it still runs and reports compiled against eager gradlab.
 Run: python benchmarks/bench_compile.py
@@ -56,21 +56,31 @@ def compiled_training_step(model, x, y, lr=0.01):
     return step, lambda: step(x, y)
 
 
-FIRST_CALLS: dict = {}  # (case, "compiled" / "rules") -> seconds of the first call (trace + plan)
+FIRST_CALLS: dict = {}  # case -> seconds of the compiled step's first call (record + lower)
 
 
-def first_call(title, kind, run, rules=False):
-    """Make the step's first call now (timed): with ``rules``, planned from the tape's ops by the old rules."""
-    saved = gl.compile.step.RECORDED_BACKENDS
-    if rules:
-        gl.compile.step.RECORDED_BACKENDS = ()
-    try:
-        started = time.perf_counter()
-        run()
-        FIRST_CALLS[title, kind] = time.perf_counter() - started
-    finally:
-        gl.compile.step.RECORDED_BACKENDS = saved
+def first_call(title, run):
+    """Make the step's first call now, timed."""
+    started = time.perf_counter()
+    run()
+    FIRST_CALLS[title] = time.perf_counter() - started
     return run
+
+
+def lstm(lib):
+    """An LSTM classifier: LSTM(32, 64) over the sequence, a Linear(64, 10) on its last step."""
+
+    class LastStep(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm = lib.nn.LSTM(32, 64, batch_first=True)
+            self.head = lib.nn.Linear(64, 10)
+
+        def forward(self, x):
+            out, _ = self.lstm(x)
+            return self.head(out[:, -1])
+
+    return LastStep()
 
 
 def summed(out, y):
@@ -112,36 +122,30 @@ def timing_cases(torch, rng):
     train = {
         "MLP 784-256-256-10 SGD step, batch 128": (mlp, (128, 784), 10, "≤ 0.85× torch"),
         "CNN SGD step, 64x1x28x28": (cnn, (64, 1, 28, 28), 10, "≤ 1.1× torch"),
+        "LSTM(32, 64), 20 steps, SGD step, batch 32": (lstm, (32, 20, 32), 10, "≤ 1.0× torch"),
     }
     for title, (build, shape, classes, target) in train.items():
         x_np, y_np = rng.standard_normal(shape), rng.integers(0, classes, shape[0])
         xg, yg = gl.tensor(x_np, dtype=gl.float32), gl.tensor(y_np)
         eager_model, torch_model = build_pair(build, torch)
         compiled_model, _ = build_pair(build, torch)
-        rules_model, _ = build_pair(build, torch)
         step, compiled = compiled_training_step(compiled_model, xg, yg)
-        rules_step, rules = compiled_training_step(rules_model, xg, yg)
-        candidates = {"compiled": first_call(title, "compiled", compiled),
-                      "rules": first_call(title, "rules", rules, rules=True),
-                      "eager": training_step(gl, eager_model, xg, yg)}
+        candidates = {"compiled": first_call(title, compiled), "eager": training_step(gl, eager_model, xg, yg)}
         if torch is not None:
             candidates["torch"] = training_step(torch, torch_model, torch.tensor(x_np, dtype=torch.float32),
                                                 torch.tensor(y_np))
-        cases.append((title, target, candidates, [step, rules_step]))
+        cases.append((title, target, candidates, step))
 
     x_np = rng.standard_normal((16, 64, 128))
     xg = gl.tensor(x_np, dtype=gl.float32)
     eager_model, torch_model = build_pair(transformer, torch)
     compiled_model, _ = build_pair(transformer, torch)
-    rules_model, _ = build_pair(transformer, torch)
     title = "pre-norm transformer block fwd+bwd, 16x64x128"
     step, compiled = compiled_forward_backward(compiled_model, xg)
-    rules_step, rules = compiled_forward_backward(rules_model, xg)
-    candidates = {"compiled": first_call(title, "compiled", compiled), "rules": first_call(title, "rules", rules, True),
-                  "eager": forward_backward(eager_model, xg)}
+    candidates = {"compiled": first_call(title, compiled), "eager": forward_backward(eager_model, xg)}
     if torch is not None:
         candidates["torch"] = forward_backward(torch_model, torch.tensor(x_np, dtype=torch.float32))
-    cases.append((title, "≤ 1.0× torch", candidates, [step, rules_step]))
+    cases.append((title, "≤ 1.0× torch", candidates, step))
 
     x, seed = gl.ones(SIZE), gl.ones(SIZE)
     title = f"chain of {CHAIN} adds, {SIZE}-element float32, fwd+bwd"
@@ -156,12 +160,11 @@ def timing_cases(torch, rng):
 
         return step, run
 
-    (step, compiled), (rules_step, rules) = chain_step(), chain_step()
-    candidates = {"compiled": first_call(title, "compiled", compiled), "rules": first_call(title, "rules", rules, True),
-                  "eager": eager_chain(gl)}
+    step, compiled = chain_step()
+    candidates = {"compiled": first_call(title, compiled), "eager": eager_chain(gl)}
     if torch is not None:
         candidates["torch"] = eager_chain(torch)
-    cases.append((title, "≤ 1.0 µs/op compiled", candidates, [step, rules_step]))
+    cases.append((title, "≤ 1.0 µs/op compiled", candidates, step))
     return cases
 
 
@@ -256,17 +259,16 @@ def main():
     rows = []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", gl.compile.CompileWarning)
-        for title, target, candidates, steps in timing_cases(torch, rng):
+        for title, target, candidates, step in timing_cases(torch, rng):
             times = interleaved(candidates, rounds=7, repeats=10, warmup=2)
-            fallback = next((s.fallback for s in steps if s.fallback), None)
-            rows.append((title, target, times, fallback))
+            rows.append((title, target, times, step.fallback))
         memory = memory_rows(rng)
     for w in caught:
         print(f"warning: {w.category.__name__}: {w.message}")
 
     print("\ntime per step; ratios to PyTorch CPU eager measured in this run")
-    header = f"{'case':52s} {'torch':>9s} {'eager':>9s} {'rules':>9s} {'compiled':>9s} {'eager/torch':>11s} " \
-             f"{'rules/torch':>11s} {'comp/torch':>10s} {'comp/eager':>10s}  target"
+    header = f"{'case':52s} {'torch':>9s} {'eager':>9s} {'compiled':>9s} {'eager/torch':>11s} " \
+             f"{'comp/torch':>10s} {'comp/eager':>10s}  target"
     print(header)
     print("-" * len(header))
     for title, target, times, fallback in rows:
@@ -279,15 +281,15 @@ def main():
         def ratio(a, b):
             return f"{times[a] / times[b]:.2f}x" if a in times and b in times else "—"
 
-        print(f"{title:52s} {shown('torch'):>9s} {shown('eager'):>9s} {shown('rules'):>9s} {shown('compiled'):>9s} "
-              f"{ratio('eager', 'torch'):>11s} {ratio('rules', 'torch'):>11s} {ratio('compiled', 'torch'):>10s} "
+        print(f"{title:52s} {shown('torch'):>9s} {shown('eager'):>9s} {shown('compiled'):>9s} "
+              f"{ratio('eager', 'torch'):>11s} {ratio('compiled', 'torch'):>10s} "
               f"{ratio('compiled', 'eager'):>10s}  {target} ({unit})")
         if fallback:
             print(f"   compiled fell back to eager: {fallback}")
 
-    print("\nfirst call (the eager step traced, then planned), ms")
+    print("\nfirst call of the compiled step (the eager step recorded, then lowered), ms")
     for title, *_ in rows:
-        print(f"{title:52s} compiled {FIRST_CALLS[title, 'compiled'] * 1e3:8.1f}   rules {FIRST_CALLS[title, 'rules'] * 1e3:8.1f}")
+        print(f"{title:52s} {FIRST_CALLS[title] * 1e3:8.1f}")
 
     print("\npeak memory, deep MLP 16 x Linear(512, 512) + ReLU, batch 256, float32, SGD step")
     print("   planned: step.memory()['peak_bytes'] (the plan's intermediate values);")

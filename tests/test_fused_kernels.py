@@ -248,7 +248,7 @@ OPS = {  # name: (function of x, the kernels it calls forward, then backward wit
     "layer_norm": (lambda x: F.layer_norm(x, (5,), gl.ones(5, dtype=x.dtype), gl.zeros(5, dtype=x.dtype)),
                    ("layer_norm", "layer_norm_backward")),
     # eager records cross-entropy as PyTorch does, nll_loss after log_softmax (the compiled step runs their
-    # two backwards as cross_entropy_backward: tests/test_compile_rules.py)
+    # two backwards as the engine does: the calls it recorded)
     "cross_entropy": (lambda x: F.cross_entropy(x, gl.tensor([0, 4, 2])), ("log_softmax", "log_softmax_backward")),
 }
 

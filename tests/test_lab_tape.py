@@ -272,3 +272,24 @@ def test_device_timings_draws_an_eager_and_a_compiled_bar_per_device():
     assert 'data-variant="compiled"' in svg and widget.runs == 1
     widget.run()
     assert widget.runs == 2 and widget.table["cpu", "compiled"].timed
+
+
+class _HostSquare(gl.autograd.Function):
+    """x², computed with numpy on x.array: no backend call the compiler could record."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x._wrap(np.square(x.array))
+
+    @staticmethod
+    def backward(ctx, grad):
+        raise AssertionError("not reached: the tape is only drawn")
+
+
+def test_a_tape_the_compiler_cannot_take_is_drawn_without_fused_groups_and_says_so():
+    x = gl.randn(3, 4, dtype=gl.float64)
+    tape = gl.jit.trace(lambda x: (_HostSquare.apply(x * 2) + 1).relu(), x)
+    graph = capture(tape)
+    assert not any(g.label.startswith("fused") for g in graph.groups.values())
+    assert graph.note.startswith("no fused groups drawn") and "made outside the backend's calls" in graph.note
+    assert capture(traced()[2]).note == ""  # a tape it compiles: nothing to say

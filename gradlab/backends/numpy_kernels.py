@@ -130,9 +130,10 @@ def softmax(a, axis):
     return e
 
 
-def sigmoid(a):
-    """1 / (1 + exp(-a)) in four in-place passes; exp overflowing to inf gives exactly 0, as it should."""
-    e = np.negative(a, out=...)
+def sigmoid(a, out=...):
+    """1 / (1 + exp(-a)) in four in-place passes (into ``out`` when given, which may be ``a``); exp
+    overflowing to inf gives exactly 0, as it should."""
+    e = np.negative(a, out=out)
     with np.errstate(over="ignore"):
         np.exp(e, out=e)
     np.add(e, 1, out=e)

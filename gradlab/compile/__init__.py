@@ -1,10 +1,11 @@
-"""``gradlab.compile``: plan a training step (or a forward pass) once, then run it as a flat program.
+"""``gradlab.compile``: record a training step (or a forward pass) once, then run it as a flat program.
 
 ``step = gl.compile.make_step(model, loss_fn, optimizer=opt)`` then ``loss = step(x, y)`` runs
 forward, loss, backward and the update; ``fast = gl.compile(model)`` runs a forward with no graph.
-Both trace once per input signature (``gradlab.jit``), plan a program of array instructions
-(``plan.py``, ``rules.py``, ``passes.py``) and fall back to eager, with a ``CompileWarning``,
-for what a tape cannot hold.
+Both run once eagerly per input signature while the backend records every call it is asked to make
+(``trace.py``), lower that record into a program (``lower.py``, ``leaves.py``), rewrite it
+(``passes.py``, ``fuse.py``) and run it (``program.py``); no module here knows how an op
+differentiates. What a record cannot hold makes them run eagerly, after a ``CompileWarning``.
 """
 
 import sys

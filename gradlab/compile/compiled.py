@@ -1,8 +1,8 @@
-"""One input signature, compiled: its tape and program, and how a run hands back the loss.
+"""One input signature, compiled: its program (and the tape of ops it came from), and how a run hands back the loss.
 
 The program itself adds each gradient into its ``.grad`` as soon as it is final (as backward
-does); on MLX, where the program is one pure function, the gradients come back as results and
-are written here.
+does); on MLX, where the program is one pure function, the gradients (and rebound buffers) come
+back as results and are written here.
 """
 
 from __future__ import annotations
@@ -12,14 +12,12 @@ from .mlx_runner import runner
 
 
 class Compiled:
-    """One traced signature planned as one program: ``run`` fills the ``.grad``s and gives the loss."""
+    """One recorded signature lowered to one program: ``run`` fills the ``.grad``s and gives the loss.
+    ``tape`` is the tracer's list of the ops the step ran (the lab links each call back to its op)."""
 
-    def __init__(self, tape, program, recorded: bool = False):
+    def __init__(self, tape, program):
         self.tape, self.program = tape, program
-        self.recorded = recorded  # planned from the backend calls the step made (else from the tape's ops, by rules)
-        self.handed = list(program.handed.items())  # a recorded pure program's gradients and arrays (MLX)
-        self.leaves = [] if recorded else [(tape.externals[int(name[5:])], slot) for name, slot in program.results.items()
-                                           if name.startswith("grad:")]
+        self.handed = list(program.handed.items())  # a pure program's gradients and arrays (MLX)
         self._run = runner(program)
         self.updates = any(ins.phase == "update" for ins in program.instrs)  # the program moves the parameters
 
@@ -33,8 +31,6 @@ class Compiled:
             self._run(env)
         slot = program.results.get("input_grad")
         self.input_grad = env[slot] if slot is not None else None  # a piece's gradient for the piece before it
-        for leaf, slot in self.leaves:
-            accumulate(leaf, env[slot])
         for name, (tensor, how) in self.handed:
             if how == "grad":
                 accumulate(tensor, env[program.results[name]])

@@ -1,9 +1,10 @@
-"""``gl.compile(fn)``: a forward pass (inference, evaluation) traced once per input signature and run as a program.
+"""``gl.compile(fn)``: a forward pass (inference, evaluation) recorded once per input signature and run as a program.
 
-Like ``torch.compile`` for a function or Module: the first call with new shapes runs it eagerly
-while tracing; later calls run the planned forward program, building no graph. What a tape
-cannot hold (``.item()``, an ``if`` on a tensor, a random draw outside an op) makes it run
-eagerly after one ``CompileWarning``. On MLX the program itself is handed to ``mx.compile``.
+Like ``torch.compile`` for a function or Module: the first call with new shapes runs it eagerly,
+under ``no_grad``, while its backend calls are recorded (``trace.py``); that record, lowered
+(``lower.py``), is what later calls run. A value that leaves the ops for Python (``.item()``,
+an ``if`` on a tensor) makes it run eagerly after one ``CompileWarning``. On MLX the program is
+handed to ``mx.compile``.
 """
 
 from __future__ import annotations
@@ -11,12 +12,20 @@ from __future__ import annotations
 import warnings
 
 from ..autograd.grad_mode import no_grad
-from ..jit.tape import _fill_one
 from ..jit.tracer import Tracer
-from .generic import ShapeChanged
+from .lower import GuardFailed, Unrecorded, lower
 from .mlx_runner import runner
-from .plan import plan
-from .step import CompileWarning, escape_reason, signature
+from .step import REPLAYED_ESCAPES, CompileWarning, escape_reason, signature
+from .trace import record, tensors_in, with_tensors
+
+
+class _Place:
+    """Where a tensor of the function's result goes (the first result's shape, kept without its arrays)."""
+
+    array = None
+
+
+_PLACE = _Place()
 
 
 class CompiledFunction:
@@ -34,39 +43,43 @@ class CompiledFunction:
     def __call__(self, *inputs):
         from ..autograd.function import TrackedTensor
 
-        if self.fallback is not None or not all(isinstance(x, TrackedTensor) for x in inputs):
+        if self.fallback is not None or not inputs or not all(isinstance(x, TrackedTensor) for x in inputs):
             return self._eager(inputs)
         key = signature(inputs, self.fn if hasattr(self.fn, "training") else None)
         entry = self.cache.get(key)
         if entry is None:
             return self._trace(key, inputs)
-        tape, program, run = entry
+        program, run, shape_of_result = entry
         env = program.environment()
         for slot, x in zip(program.inputs, inputs):
             env[slot] = x.array
         try:
             with no_grad():
                 run(env)
-        except ShapeChanged as error:
-            self._give_up(f"an op's output shape changed between calls with the same input shapes ({error})")
+        except GuardFailed as error:
+            self._give_up(str(error))
             return self._eager(inputs)
-        like = inputs[0]
-        values = {int(name[4:]): like._wrap(env[slot]) for name, slot in program.results.items()}
-        values.update({vid: t for vid, t in tape.externals.items() if vid not in values})
-        return _fill_one(tape.output, values)
+        for name, (tensor, how) in program.handed.items():  # a pure (MLX) program's rebound buffers
+            tensor.array = env[program.results[name]]
+        outs = (inputs[0]._wrap(env[program.results[f"out:{i}"]]) for i in range(len(tensors_in(shape_of_result))))
+        return with_tensors(shape_of_result, outs)
 
     def _trace(self, key, inputs):
+        backend = inputs[0].device.backend
         tracer = Tracer(self.fn, inputs)
-        with no_grad(), tracer:
-            out = self.fn(*inputs)
+        out, recorded = record(self.fn, list(inputs), tracer, self.fn, None)
         self.traces += 1
-        reason = escape_reason(tracer.escapes, "the function")
+        escapes = [(what, where) for what, where in tracer.escapes if not what.startswith(REPLAYED_ESCAPES)]
+        reason = escape_reason(escapes, "the function")
+        if reason is None:
+            try:
+                program = lower(recorded, backend, pure=backend.name == "mlx")
+            except (GuardFailed, Unrecorded) as error:
+                reason = str(error)
         if reason is not None:
             self._give_up(reason, stacklevel=4)
             return out
-        tape = tracer.tape(out)
-        program = plan(tape, inputs[0].device.backend, inputs[0]._wrap, backward=False)
-        self.cache[key] = (tape, program, runner(program))
+        self.cache[key] = (program, runner(program), with_tensors(out, (_PLACE for _ in tensors_in(out))))
         return out
 
     def _eager(self, inputs):

@@ -62,17 +62,6 @@ def numba_gelu32():
     return numba.njit(cache=True)(_gelu32)  # (numba's default error model: 1/s never divides by 0 here, and is faster)
 
 
-@functools.cache
-def numba_gelu_backward():
-    """numba's serial GELU-backward kernel (g · (Φ + x·φ)), or None without numba. Serial: a parallel
-    loop here fights BLAS's threads for the cores and loses more than it gains."""
-    try:
-        from ..backends import numba_kernels
-    except ImportError:
-        return None
-    return numba_kernels.gelu_erf_backward_serial
-
-
 def faster(backend, name, args, arrays):
     """A kernel to call instead of ``backend.<name>(*args)`` (same arguments, same results), or None.
     ``arrays(arg)`` gives the traced array an argument stood for (its dtype decides)."""

@@ -17,16 +17,16 @@ import numbers
 import numpy as np
 
 from . import kernels, passes
-from .generic import ShapeChanged
-from .plan import Accumulate, Update
+from .leaves import before_copy, hand_to_leaves
 from .program import Builder, Instr, Program
 from .trace import HOST_READS, RANDOM, WRITES, ArrayRef
 
 
 class Unrecorded(Exception):
     """The record cannot be this step's program: an array reached its calls that none of them made and
-    that is no input, parameter or buffer (some op computed it on ``.array`` with numpy directly), or a
-    guard could stop a run half done (``LateGuard``). The step is planned from its tape instead."""
+    that is no input, parameter or buffer (some op computed it on ``.array`` with numpy directly, or took
+    a captured tensor's ``.array`` as an index), or a guard could stop a run half done (``LateGuard``).
+    The step then runs eagerly, saying why."""
 
 
 class GuardFailed(Exception):
@@ -65,15 +65,15 @@ def lower(recorded, backend, *, optimizer=None, fuse: bool = True, buffers: bool
     if any(n is None for n in list(recorded.outputs.values()) + list(recorded.grads.values())
            + list(recorded.rebound.values())):
         raise Unrecorded("a .grad, output or buffer of the step was given an array made outside the backend's calls")
-    results = {name: now(sources.slot(_before_copy(rec, n) if name == "input_grad" else n))
+    results = {name: now(sources.slot(before_copy(rec, n) if name == "input_grad" else n))
                for name, n in recorded.outputs.items()}
-    grads = {leaf: now(sources.slot_of[_before_copy(rec, n)]) for leaf, n in recorded.grads.items()}
+    grads = {leaf: now(sources.slot_of[before_copy(rec, n)]) for leaf, n in recorded.grads.items()}
     handed = {}  # result name -> (tensor, "grad" or "array"): what a pure program's caller writes back
     if pure:
         for k, (leaf, slot) in enumerate(grads.items()):
             results[f"grad:{k}"], handed[f"grad:{k}"] = slot, (leaf, "grad")
     else:
-        _hand_to_leaves(b, grads, optimizer, {id(t): slot for slot, t in sources.externals.items()})
+        hand_to_leaves(b, grads, optimizer, {id(t): slot for slot, t in sources.externals.items()})
     b.phase = "update"
     for k, (tensor, n) in enumerate(recorded.rebound.items()):
         slot = now(sources.slot(n))
@@ -280,14 +280,15 @@ VIEWS = frozenset({"reshape", "permute", "broadcast_to", "getitem", "diagonal", 
 
 # --- elementwise calls the passes can fuse and run in place -------------------------------------
 
-_UFUNCS = {"add": np.add, "sub": np.subtract, "mul": np.multiply}
+_UFUNCS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "maximum": np.maximum, "minimum": np.minimum}
 _SCALAR_FORMULAS = {"add": ("{} + {c}", "{c} + {}"), "sub": ("{} - {c}", "{c} - {}"), "mul": ("{} * {c}", "{c} * {}")}
 
 
 def _as_ufunc(backend, call, args, kwargs, ins, rec):
-    """numpy's own ufunc (``out=`` capable) for an add, sub, mul or neg the backend does as numpy does,
-    when every array has the result's dtype: the buffer pass may then run it in place, and the fusion
-    pass fold it into one kernel. None for any other call."""
+    """numpy's own ufunc (``out=`` capable) for an add, sub, mul, maximum, minimum (ReLU, clamp) or neg the
+    backend does as numpy does (and the backend's sigmoid, which takes ``out=`` as a ufunc does), when every array has the result's dtype: the buffer pass may then run it in
+    place, and the fusion pass fold + − × into one kernel (not max/min: numba's max does not pass a NaN on
+    as numpy's does). None for any other call."""
     from ..backends.numpy_backend import NumpyBackend
 
     name = call.name
@@ -301,6 +302,8 @@ def _as_ufunc(backend, call, args, kwargs, ins, rec):
         return None
     if name == "neg" and len(args) == 1:
         return {"fn": functools.partial(np.negative, out=...), "ufunc": True}
+    if name == "sigmoid" and len(args) == 1:  # numpy_kernels.sigmoid: four in-place passes, into a buffer too
+        return {"fn": functools.partial(NumpyBackend.sigmoid, out=...), "ufunc": True}
     if name not in _UFUNCS or len(args) != 2:
         return None
     holes = [a.__class__ is _Hole for a in args]
@@ -309,16 +312,18 @@ def _as_ufunc(backend, call, args, kwargs, ins, rec):
     number = args[1] if holes[0] else args[0]
     if sum(holes) != 1 or isinstance(number, bool) or not isinstance(number, (int, float)):
         return None
-    return {"fn": ScalarUfunc(_UFUNCS[name], number, _SCALAR_FORMULAS[name][0 if holes[0] else 1]), "ufunc": True}
+    formulas = _SCALAR_FORMULAS.get(name)
+    return {"fn": ScalarUfunc(_UFUNCS[name], number, formulas[0 if holes[0] else 1] if formulas else None, holes[0]),
+            "ufunc": True}
 
 
 class ScalarUfunc:
-    """``a ∘ number`` (or ``number ∘ a``) with numpy's ufunc, into ``out`` when given. ``formula`` and
-    ``number`` tell the fusion pass the step it does (``{}`` the array, ``{c}`` the number)."""
+    """``a ∘ number`` (``first``) or ``number ∘ a`` with numpy's ufunc, into ``out`` when given. ``formula``
+    and ``number`` tell the fusion pass the step it does (``{}`` the array, ``{c}`` the number; no formula:
+    not fused)."""
 
-    def __init__(self, ufunc, number, formula):
-        self.ufunc, self.number, self.formula = ufunc, number, formula
-        self.first = formula.startswith("{}")
+    def __init__(self, ufunc, number, formula, first):
+        self.ufunc, self.number, self.formula, self.first = ufunc, number, formula, first
         self.__name__ = ufunc.__name__
 
     def __call__(self, a, out=...):
@@ -381,7 +386,7 @@ def _value_form(b, ins, name, slot):
     number = fn.args[1][1] if isinstance(fn, functools.partial) and fn.func is _call else None
     if isinstance(number, bool) or not isinstance(number, (int, float)):
         return None
-    return ScalarUfunc(_UFUNCS[name], number, _SCALAR_FORMULAS[name][0])
+    return ScalarUfunc(_UFUNCS[name], number, _SCALAR_FORMULAS[name][0], True)
 
 
 # --- host reads, checks, rebinding ---------------------------------------------------------------
@@ -412,7 +417,8 @@ class ShapeGuard:
     def __call__(self, *arrays):
         out = self.fn(*arrays)
         if tuple(out.shape) != self.shape:
-            raise ShapeChanged(f"x[mask] gave shape {tuple(out.shape)}, traced as {self.shape}")
+            raise GuardFailed(f"x[mask] gave shape {tuple(out.shape)} where the traced step's gave {self.shape}: an output "
+                              "shape changed between calls with the same input shapes (it depends on the values)")
         return out
 
 
@@ -448,7 +454,7 @@ class LateGuard(Unrecorded):
 
 def _refuse_late_guards(program) -> None:
     """A guard after the program has changed a parameter, buffer or input could stop a run half done,
-    leaving that change behind: such a step is planned from its tape instead."""
+    leaving that change behind: such a step runs eagerly instead."""
     sources = set(program.externals) | set(program.inputs)
     changed = False
     for ins in program.instrs:
@@ -468,66 +474,3 @@ def _impure(instrs, given) -> str | None:
         if ins.name in RANDOM:
             return f"{ins.name} draws random numbers"
     return None
-
-
-# --- the leaves' gradients -----------------------------------------------------------------------
-
-
-def _before_copy(rec, n) -> int:
-    """The gradient the engine copied into a fresh ``.grad`` (its first): the program hands over that
-    value itself, and copies it only when it must (``Accumulate``)."""
-    for call in reversed(rec.calls):
-        if call.name == "copy" and isinstance(call.results, ArrayRef) and call.results.index == n:
-            (source,) = call.args
-            if call.phase == "backward" and call.op is None and isinstance(source, ArrayRef):
-                return source.index
-            break
-    return n
-
-
-def _hand_to_leaves(b, grads, optimizer, externals_of) -> None:
-    """``leaf.grad += g`` right after the last instruction that writes g (as the engine's AccumulateGrad runs
-    once a leaf's gradient is complete); then the parameter's update, once nothing later reads the parameter."""
-    groups = {id(p): group for group in optimizer.param_groups for p in group["params"]} if optimizer else {}
-    placed = []  # (after instruction n, order, instruction)
-    for order, (leaf, g) in enumerate(grads.items()):
-        done = _last_write(b.instrs, g)
-        placed.append((done, order, 0, Instr(Accumulate(leaf), (g,), (), "accumulate into .grad", pure=False,
-                                             phase="backward")))
-        if id(leaf) in groups:
-            param = externals_of.get(id(leaf))
-            read = _last_read(b.instrs, param) if param is not None else -1
-            placed.append((max(done, read), order, 1, Instr(Update(optimizer, leaf, groups[id(leaf)]), (), (),
-                                                           f"{type(optimizer).__name__} update", pure=False,
-                                                           phase="update")))
-    placed.sort(key=lambda p: p[:3])
-    out, k = [], 0
-    for n, ins in enumerate(b.instrs):
-        out.append(ins)
-        while k < len(placed) and placed[k][0] <= n:
-            out.append(placed[k][3])
-            k += 1
-    out.extend(p[3] for p in placed[k:])
-    b.instrs[:] = out
-
-
-def _last_write(instrs, slot) -> int:
-    """The last instruction that makes ``slot`` or writes into it (or into a view of it)."""
-    last, roots = -1, {slot}
-    for n, ins in enumerate(instrs):
-        if slot in ins.outs or (not ins.pure and ins.ins and ins.ins[0] in roots):
-            last = n
-        if not ins.fresh and any(i in roots for i in ins.ins):
-            roots.update(ins.outs)
-    return last
-
-
-def _last_read(instrs, slot) -> int:
-    """The last instruction that reads ``slot``'s memory: itself, or a view of it, or an object holding it."""
-    last, roots = -1, {slot}
-    for n, ins in enumerate(instrs):
-        if any(i in roots for i in ins.ins):
-            last = n
-            if not ins.fresh:
-                roots.update(ins.outs)
-    return last

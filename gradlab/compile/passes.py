@@ -20,7 +20,7 @@ def run_all(program, fuse: bool = True, buffers: bool = True) -> None:
     as it is made and let go at its last reader): segments choose that, since their point is memory."""
     drop_dead(program)
     if fuse and program.backend.name in OUT_BACKENDS:
-        from .rules_fuse import fuse_chains  # elementwise runs as one numba kernel, where numba is installed
+        from .fuse import fuse_chains  # elementwise runs as one numba kernel, where numba is installed
 
         fuse_chains(program)
     if fuse and buffers:

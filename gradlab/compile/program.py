@@ -1,10 +1,10 @@
 """The compiled program: a flat list of instructions over numbered slots, and the builder that writes it.
 
-An instruction is ``outs = fn(*ins)`` on backend arrays (or, for ops run as they are, on the
-opaque ``ctx`` their forward made). Running a program is one loop over the list: no graph, no
-Tensors, no decisions. Everything was decided when the program was planned — which gradients
-exist, where each is added, which buffers are reused — and the passes in ``passes.py`` edit the
-list before it runs.
+An instruction is ``outs = fn(*ins)`` on backend arrays: one backend call the recorded step made
+(``lower.py``), a leaf's ``.grad`` or update (``leaves.py``), or a fused run of them (``fuse.py``).
+Running a program is one loop over the list: no graph, no Tensors, no decisions. Everything was
+decided when it was lowered — which calls remain, where each gradient lands, which buffers are
+reused — and the passes in ``passes.py`` edit the list before it runs.
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from typing import NamedTuple
 
 
 class Slot(NamedTuple):
-    """What a slot will hold: an array of this shape and dtype (native), or an opaque object (shape None)."""
+    """What a slot will hold: an array of this shape and dtype (native), or another object a call returned
+    (shape None: a tuple of arrays, a host value)."""
 
     shape: tuple | None
     dtype: object
@@ -24,8 +25,9 @@ class Instr:
     """``outs = fn(*ins)``. ``pure`` instructions may be dropped when nobody reads their outputs;
     ``fresh`` ones return new memory of their own (never a view of an input), so their output may
     be handed to the user (a ``.grad``) without a copy; a not-fresh one may return a view of its
-    inputs or an object that keeps them (``holders`` of the inputs at positions ``aliases``). ``ufunc`` marks one elementwise numpy ufunc,
-    which the fusion pass may run in place into a buffer (``fn`` then also accepts ``out=``)."""
+    inputs or an object that keeps them (``holders`` of the inputs at positions ``aliases``). ``ufunc``
+    marks one elementwise numpy ufunc, which the buffer pass may run in place into a buffer (``fn`` then
+    also accepts ``out=``)."""
 
     __slots__ = ("fn", "ins", "outs", "name", "op", "pure", "fresh", "ufunc", "phase", "many", "aliases", "holders")
 
@@ -34,7 +36,7 @@ class Instr:
         self.fn, self.ins, self.outs, self.name, self.op = fn, tuple(ins), tuple(outs), name, op
         self.pure, self.fresh, self.ufunc, self.phase = pure, fresh, ufunc, phase
         self.aliases = aliases  # positions of the inputs a not-fresh output may hold or view (None: all)
-        self.holders = holders  # the outputs that may (a view, a ctx that saved them; None: all)
+        self.holders = holders  # the outputs that may (a view, a tuple holding them; None: all)
         self.many = len(self.outs) != 1 if many is None else many  # fn returns a sequence, one item per output
 
     def __repr__(self):
@@ -50,8 +52,7 @@ class Builder:
         self.backend = backend
         self.slots: list = []
         self.instrs: list = []
-        self.constants: dict = {}  # slot -> a value fixed when planned (a Python number's array, a seed of ones)
-        self.notes: dict = {}  # what one rule tells a later one about a slot (rules_loss: nll_loss's gradient)
+        self.constants: dict = {}  # slot -> a value fixed when lowered (host data the step turned into an array)
         self.phase = "forward"
 
     def slot(self, shape, dtype, name: str = "") -> int:
@@ -63,27 +64,15 @@ class Builder:
         s = self.slots[slot]
         return self.slot(s.shape, s.dtype, name or s.name)
 
-    def constant(self, value, name: str = "constant") -> int:
-        shape = getattr(value, "shape", None)
-        slot = self.slot(shape, getattr(value, "dtype", None), name)
-        self.constants[slot] = value
-        return slot
-
     def emit(self, fn, ins, outs, name, **flags) -> tuple:
         """Append ``outs = fn(*ins)``; ``outs`` are slots made beforehand. Returns them."""
         flags.setdefault("phase", self.phase)
         self.instrs.append(Instr(fn, ins, outs, name, **flags))
         return tuple(outs)
 
-    def emit1(self, fn, ins, shape, dtype, name, **flags) -> int:
-        """Append an instruction with one new output of the given shape and dtype; returns its slot."""
-        out = self.slot(shape, dtype, name)
-        self.emit(fn, ins, (out,), name, **flags)
-        return out
-
 
 class Program:
-    """A planned list of instructions and the slots they use. ``run(env)`` executes it in place."""
+    """A lowered list of instructions and the slots they use. ``run(env)`` executes it in place."""
 
     def __init__(self, builder: Builder, inputs, externals, results):
         self.slots = builder.slots
@@ -172,7 +161,7 @@ def _step(ins: Instr, buffer):
             return lambda env: env.__setitem__(o, fn(env[a], env[b]))
         return lambda env: env.__setitem__(o, fn(*[env[i] if i is not None else None for i in args]))
 
-    if len(outs) == 2 and None not in args:  # an op run as it is: (ctx, output), and a one-input backward
+    if len(outs) == 2 and None not in args:  # a call with two results (an array and what its backward keeps)
         o0, o1 = outs
         if len(args) == 1:
             (a,) = args

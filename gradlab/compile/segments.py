@@ -13,9 +13,10 @@ from __future__ import annotations
 import time
 
 from ..autograd.grad_mode import no_grad
-from ..jit.tracer import trace
-from .plan import plan
+from ..jit.tracer import Tracer
 from .compiled import Compiled
+from .lower import lower
+from .trace import record
 
 AUTO_COUNTS = (1, 2, 4)
 
@@ -48,15 +49,6 @@ def updates_in_program(optimizer, backend):
     if optimizer is None or type(optimizer).step is not Optimizer.step or backend.name == "mlx":
         return None
     return optimizer
-
-
-def plan_step(step, tape, inputs):
-    """The compiled form of one signature, planned from its tape: one program, or pieces (``step.segments``),
-    or the fastest of a few."""
-    backend, wrap = inputs[0].device.backend, inputs[0]._wrap
-    one = Compiled(tape, plan(tape, backend, wrap, optimizer=updates_in_program(step.optimizer, backend)))
-    return segmented(step, inputs, one, lambda: Compiled(tape, plan(tape, backend, wrap)),
-                     lambda n: Pieces(step, inputs, n))
 
 
 def segmented(step, inputs, one, probe, pieces):
@@ -95,28 +87,44 @@ def segmented(step, inputs, one, probe, pieces):
 
 
 class Pieces:
-    """A Sequential's step as N pieces: forward keeps each piece's input, backward reruns each piece.
+    """A Sequential's step as N pieces, each compiled from its own record (trace.py, lower.py): every piece
+    but the last as a forward alone and as forward-and-backward from its output's gradient, the last as
+    forward, loss and backward. Forward keeps each piece's input; backward reruns each piece.
 
-    The pieces keep no buffers between runs (one program's are reused to save time; N programs'
-    would add up): each value is allocated when made and let go at its last reader."""
+    Recording runs each piece once, with the parameters' ``.grad`` held aside and put back after. The
+    pieces keep no buffers between runs (one program's are reused to save time; N programs' would add
+    up): each value is allocated when made and let go at its last reader."""
 
     def __init__(self, step, inputs, n):
-        model = step.model
+        model, loss_fn = step.model, step.loss_fn
         bounds = [round(i * len(model) / n) for i in range(n + 1)]
         self.pieces = [model[a:b] for a, b in zip(bounds, bounds[1:])]
-        backend, wrap = inputs[0].device.backend, inputs[0]._wrap
-        self.forwards, self.backwards = [], []
-        h = inputs[0]
-        with no_grad():
+        backend = inputs[0].device.backend
+        pure = backend.name == "mlx"
+
+        def compiled(fn, piece, args, backward):
+            tracer = Tracer(piece, args)
+            out, recorded = record(fn, args, tracer, piece, backward)
+            return Compiled(tracer.tape(out), lower(recorded, backend, buffers=False, pure=pure)), out
+
+        held = [(p, p.grad) for p in model.parameters()]
+        for p, _ in held:
+            p.grad = None
+        try:
+            self.forwards, self.backwards = [], []
+            h = inputs[0].detach()
             for piece in self.pieces[:-1]:
-                tape = trace(piece, h)
-                self.forwards.append(Compiled(tape, plan(tape, backend, wrap, backward=False, buffers=False)))
-                self.backwards.append(Compiled(tape, plan(tape, backend, wrap, input_grad=True, seed_input=True,
-                                                          buffers=False)))
-                h = tape.replay(h)
-            last, loss_fn = self.pieces[-1], step.loss_fn
-            tape = trace(lambda h, *targets: loss_fn(last(h), *targets), h, *inputs[1:])
-        self.last = Compiled(tape, plan(tape, backend, wrap, input_grad=True, buffers=False))
+                forward, out = compiled(piece, piece, [h], None)
+                self.forwards.append(forward)
+                leaf = h.detach().requires_grad_(True)
+                self.backwards.append(compiled(piece, piece, [leaf, out.new_ones(out.shape)], "seeded")[0])
+                h = out.detach()
+            last = self.pieces[-1]
+            self.last = compiled(lambda h, *targets: loss_fn(last(h), *targets), last,
+                                 [h.detach().requires_grad_(True)] + list(inputs[1:]), "loss")[0]
+        finally:
+            for p, g in held:
+                p.grad = g
 
     def run(self, arrays):
         x, targets = arrays[0], arrays[1:]
@@ -140,46 +148,4 @@ class Pieces:
         return [c.program for c in self.forwards + self.backwards + [self.last]]
 
 
-class RecordedPieces(Pieces):
-    """A Sequential's step as N pieces, each compiled from its recorded calls (trace.py, lower.py): every
-    piece but the last as a forward alone and as forward-and-backward from its output's gradient, the
-    last as forward, loss and backward. Recording runs each piece once: the parameters' ``.grad`` are
-    held aside meanwhile and put back."""
-
-    def __init__(self, step, inputs, n):
-        from ..jit.tracer import Tracer
-        from .lower import lower
-        from .trace import record
-
-        model, loss_fn = step.model, step.loss_fn
-        bounds = [round(i * len(model) / n) for i in range(n + 1)]
-        self.pieces = [model[a:b] for a, b in zip(bounds, bounds[1:])]
-        backend = inputs[0].device.backend
-        pure = backend.name == "mlx"
-
-        def compiled(fn, piece, args, backward):
-            tracer = Tracer(piece, args)
-            _, recorded = record(fn, args, tracer, piece, backward)
-            return Compiled(tracer.tape(_), lower(recorded, backend, buffers=False, pure=pure), recorded=True), _
-
-        held = [(p, p.grad) for p in model.parameters()]
-        for p, _ in held:
-            p.grad = None
-        try:
-            self.forwards, self.backwards = [], []
-            h = inputs[0].detach()
-            for piece in self.pieces[:-1]:
-                forward, out = compiled(piece, piece, [h], None)
-                self.forwards.append(forward)
-                leaf = h.detach().requires_grad_(True)
-                self.backwards.append(compiled(piece, piece, [leaf, out.new_ones(out.shape)], "seeded")[0])
-                h = out.detach()
-            last = self.pieces[-1]
-            self.last = compiled(lambda h, *targets: loss_fn(last(h), *targets), last,
-                                 [h.detach().requires_grad_(True)] + list(inputs[1:]), "loss")[0]
-        finally:
-            for p, g in held:
-                p.grad = g
-
-
-__all__ = ["check_segments", "plan_step", "segmented", "Pieces", "RecordedPieces"]
+__all__ = ["check_segments", "segmented", "Pieces"]

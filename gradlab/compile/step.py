@@ -1,13 +1,16 @@
-"""``make_step``: a training step traced once per input signature, then run as one planned program.
+"""``make_step``: a training step recorded once per input signature, then run as one program.
 
-The first call with new shapes runs the step eagerly while the tracer watches the forward and
-the loss; that tape is planned into a program of forward and backward (``plan.py``). Later calls
-with the same signature run the program: no graph is built, and the gradients it computes are
-written to every ``.grad`` as backward would, before the optimizer (if any) takes its step.
+The first call with new shapes runs the step eagerly — forward, loss, the engine's own backward —
+while the backend writes down every call it is asked to make (``trace.py``); that record becomes
+the program (``lower.py``, ``leaves.py``, ``passes.py``). Later calls with the same signature run
+the program: no graph is built, and the gradients it computes reach every ``.grad`` as backward
+would, before the optimizer (if any) takes its step — or, with an optimizer that moves each
+parameter on its own, inside the program, as soon as the parameter's gradient is final.
 
-What a tape cannot hold — a value that leaves the ops (``.item()``, an ``if`` on a tensor), a
-random draw outside an op, an op whose output shape changes between calls — makes the step run
-eagerly from then on, after one ``CompileWarning`` that says why.
+What a record cannot hold — a value that leaves the ops for Python (``.item()``, an ``if`` on a
+tensor), an array an op made with numpy outside the backend — makes the step run eagerly from
+then on, after one ``CompileWarning`` that says why. A host read the backend answered (a NaN
+check) is a guard: if its answer changes, the step falls back the same way.
 """
 
 from __future__ import annotations
@@ -17,15 +20,11 @@ import warnings
 from ..jit.tracer import Tracer
 from ..ops import autocast
 from .compiled import Compiled
-from .generic import ShapeChanged
 from .lower import GuardFailed, Unrecorded, lower
-from .segments import RecordedPieces, check_segments, plan_step, segmented, updates_in_program
+from .segments import Pieces, check_segments, segmented, updates_in_program
 from .trace import record_step
 
-# Backends whose steps compile from the primitives they recorded (on MLX the program is one pure function,
-# for mx.compile); a step whose record cannot account for an array takes the tape's rules (plan.py).
-RECORDED_BACKENDS = ("numpy", "numba", "mlx", "cuda")
-# What a tape cannot hold but a record can: its calls draw, write and index as the step did.
+# What the tracer calls an escape from its ops, but a record holds: its calls draw, write and index as the step did.
 REPLAYED_ESCAPES = ("random", "an in-place write", "a tensor used as an index", "an array passed to")
 
 
@@ -83,9 +82,6 @@ class CompiledStep:
             self.optimizer.zero_grad(set_to_none=True)
         try:
             loss = compiled.run([t.array for t in inputs])
-        except ShapeChanged as error:
-            self._give_up(f"an op's output shape changed between calls with the same input shapes ({error})")
-            return self._eager(inputs)
         except GuardFailed as error:
             self._give_up(str(error))
             return self._eager(inputs)
@@ -99,29 +95,10 @@ class CompiledStep:
     # --- tracing, and the eager way -------------------------------------------------------------------
 
     def _trace(self, key, inputs):
-        """Run this step eagerly while tracing it, then plan a program for its signature."""
+        """Run this step eagerly while its backend calls are recorded, then lower the record to a program."""
         if self.optimizer is not None:
             self.optimizer.zero_grad(set_to_none=True)
         backend = inputs[0].device.backend
-        if backend.name in RECORDED_BACKENDS:
-            return self._record(key, inputs, backend)
-        tracer = Tracer(self.model, inputs)
-        with tracer:
-            loss = self.loss_fn(self.model(inputs[0]), *inputs[1:])
-        loss.backward()
-        if self.optimizer is not None:
-            self.optimizer.step()
-        self.traces += 1
-        reason = _why_not(tracer, inputs)
-        if reason is not None:
-            self._give_up(reason, stacklevel=4)
-            return loss.detach()
-        tape = tracer.tape(loss)
-        self.cache[key] = plan_step(self, tape, inputs)
-        return loss.detach()
-
-    def _record(self, key, inputs, backend):
-        """Run this step eagerly while its backend calls are recorded, then lower the record to a program."""
         tracer = Tracer(self.model, inputs)
         held = _hold_grads(self.model) if self.optimizer is None else {}
         try:
@@ -131,33 +108,21 @@ class CompiledStep:
         if self.optimizer is not None:
             self.optimizer.step()
         self.traces += 1
-        reason = _why_not(tracer, inputs, recorded=True)
+        reason = _why_not(tracer, inputs)
         if reason is None and ("loss" not in recorded.outputs or tuple(loss.shape) != ()):
             shape = "no tensor" if "loss" not in recorded.outputs else f"shape {tuple(loss.shape)}"
             raise ValueError(f"compile.make_step: loss_fn must return a scalar (0-d) loss tensor, got {shape}; "
                              "reduce it first, e.g. .mean() or .sum()")
-        try:
-            program = None if reason else lower(recorded, backend, optimizer=updates_in_program(self.optimizer, backend),
-                                                pure=backend.name == "mlx")
-        except GuardFailed as error:
-            reason = str(error)
-        except Unrecorded as error:  # an op computed outside the backend: plan its tape, running that op as it is
-            self.unrecorded = str(error)
-            reason = _why_not(tracer, inputs)
-            if reason is None:
-                self.cache[key] = plan_step(self, tracer.tape(loss), inputs)
-                return loss.detach()
+        if reason is None:
+            try:
+                one = Compiled(tracer.tape(loss), lower(recorded, backend, optimizer=updates_in_program(self.optimizer, backend),
+                                                        pure=backend.name == "mlx"))
+                self.cache[key] = segmented(self, inputs, one, lambda: Compiled(one.tape, lower(recorded, backend)),
+                                            lambda n: Pieces(self, inputs, n))
+            except (GuardFailed, Unrecorded) as error:
+                reason = str(error)
         if reason is not None:
             self._give_up(reason, stacklevel=4)
-            return loss.detach()
-        tape = tracer.tape(loss)
-        one = Compiled(tape, program, recorded=True)
-        try:
-            self.cache[key] = segmented(self, inputs, one, lambda: Compiled(tape, lower(recorded, backend), recorded=True),
-                                        lambda n: RecordedPieces(self, inputs, n))
-        except Unrecorded as error:  # a piece's record cannot account for an array: plan the tape's pieces instead
-            self.unrecorded = str(error)
-            self.cache[key] = plan_step(self, tape, inputs)
         return loss.detach()
 
     def _eager(self, inputs):
@@ -187,18 +152,15 @@ class CompiledStep:
         return f"<gradlab.compile step: {state}, traced {self.traces}×>"
 
 
-def _why_not(tracer, inputs, recorded: bool = False) -> str | None:
-    """Why this trace cannot become a program, or None when it can. A recorded step replays random
-    draws, writes through views and indexing by a tensor as the backend was asked to do them (the
-    index array is one of the arrays it records): only a value leaving the ops for Python
-    (``.item()``, an ``if``) still stops it."""
-    escapes = tracer.escapes
-    if recorded:
-        escapes = [(what, where) for what, where in escapes if not what.startswith(REPLAYED_ESCAPES)]
-    reason = escape_reason(escapes)
+def _why_not(tracer, inputs) -> str | None:
+    """Why this record cannot become a program, or None when it can. A record replays random draws,
+    writes through views and indexing by a tensor as the backend was asked to do them (the index
+    array is one of the arrays it records): only a value leaving the ops for Python (``.item()``,
+    an ``if``) still stops it."""
+    reason = escape_reason([(what, where) for what, where in tracer.escapes if not what.startswith(REPLAYED_ESCAPES)])
     if reason is not None:
         return reason
-    if recorded and any(t.grad_fn is not None for t in tracer.externals.values()):
+    if any(t.grad_fn is not None for t in tracer.externals.values()):
         return ("the step uses a tensor computed before it, with its graph: every run's backward would go through "
                 "that graph again; detach() it, or compute it inside the step")
     for i, x in enumerate(inputs):

@@ -216,11 +216,37 @@ def record(fn, inputs, tracer, model, backward):
     grads = {t: rec.known(t.grad.array) for t in leaves}  # (None: a .grad made outside the calls)
     rebound = {t: rec.known(t.array) for t, a, _ in start if t.array is not a}
     outputs = {}
-    if hasattr(out, "array") and rec.known(out.array) is not None:
-        outputs["out" if backward is None else "loss"] = rec.known(out.array)
+    if backward is None:  # a forward alone: each tensor it returns (in a tuple, list or dict: tensors_in)
+        outputs.update({f"out:{i}": rec.known(t.array) for i, t in enumerate(tensors_in(out))})
+    elif hasattr(out, "array") and rec.known(out.array) is not None:
+        outputs["loss"] = rec.known(out.array)
     if backward == "seeded" or (backward == "loss" and inputs[0].requires_grad):
         outputs["input_grad"] = rec.known(inputs[0].grad.array) if inputs[0].grad is not None else None
     return out, Recorded(rec, numbers, live_numbers, outputs, grads, rebound, tracer.ops)
+
+
+def tensors_in(value) -> list:
+    """The tensors in a function's result, depth first: the result itself, or those in its tuples,
+    lists and dicts (``with_tensors`` puts new ones in their places)."""
+    if hasattr(value, "array"):
+        return [value]
+    if isinstance(value, (tuple, list)):
+        return [t for v in value for t in tensors_in(v)]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in tensors_in(v)]
+    return []
+
+
+def with_tensors(value, tensors):
+    """``value`` with its tensors (``tensors_in`` order) replaced by the next of the iterator ``tensors``."""
+    if hasattr(value, "array"):
+        return next(tensors)
+    if isinstance(value, (tuple, list)):
+        items = [with_tensors(v, tensors) for v in value]
+        return type(value)(*items) if hasattr(value, "_fields") else type(value)(items)
+    if isinstance(value, dict):
+        return {k: with_tensors(v, tensors) for k, v in value.items()}
+    return value
 
 
 def _live_tensors(model) -> list:

@@ -109,6 +109,7 @@ class Graph:
     by_ref: dict = field(default_factory=dict)  # id(engine object) -> node id
     calls: dict = field(default_factory=dict)  # node id -> (Function, inputs) as forward ran, for "check this node"
     modes: tuple = ("grad", "value", "kind")  # the colour modes it can offer (a tape has no values: only "kind")
+    note: str = ""  # something the picture cannot show, in words (shown under it)
 
     def add(self, node: GraphNode, *refs) -> GraphNode:
         self.nodes[node.id] = node

@@ -88,6 +88,8 @@ class GraphWidget(anywidget.AnyWidget):
         if graph.freed:
             notices.append("backward() already freed what forward saved: the graph is drawn, but saved tensors "
                            "are gone (use loss.backward(retain_graph=True), or draw before backward)")
+        if graph.note:
+            notices.append(graph.note)
         self.notice = " · ".join(notices)
         self.groups = {gid: {"label": self.scene.group_label(gid), "members": len(members),
                              "sub": self.scene.group_sub(gid)} for gid, members in self.scene.members.items()}

@@ -39,8 +39,8 @@ def is_tape(obj) -> bool:
 def tape_to_graph(tape, fused, rule_of) -> Graph:
     """The tape drawn as a graph; ``fused`` lists groups of op indices (None: what the compiler fuses);
     ``rule_of(function)`` gives an op's (words, math), as capture.py reads them for every graph."""
-    groups_of_ops = _fused_groups(tape, fused)
     graph = Graph(source="tape", modes=("kind",))
+    groups_of_ops = _fused_groups(tape, fused, graph)
     call_of = _module_calls(tape, graph)  # op index -> group id of the module call it ran in (or None)
     fused_of = _add_fused_groups(tape, graph, groups_of_ops, call_of)
     producer: dict = {}  # value id -> node id
@@ -113,8 +113,9 @@ def parent_path(path: str) -> str:
 
 # --- fused groups ---------------------------------------------------------------------------------------
 
-def _fused_groups(tape, fused) -> list:
-    """The groups to draw: checked when given, else the compiler's (none when it cannot plan this tape)."""
+def _fused_groups(tape, fused, graph) -> list:
+    """The groups to draw: checked when given, else the compiler's (none, said in ``graph.note``, when it
+    cannot compile this tape)."""
     if fused is None:
         try:
             from ..compile import fusion_groups
@@ -122,7 +123,9 @@ def _fused_groups(tape, fused) -> list:
             return []
         try:
             return [list(g) for g in fusion_groups(tape)]
-        except Exception:  # a tape the planner cannot take (an op with no rule): drawn without super-nodes
+        except Exception as error:  # (an op computing with numpy on its arrays): drawn without super-nodes
+            graph.note = (f"no fused groups drawn: gl.compile.fusion_groups could not compile this tape "
+                          f"({type(error).__name__}: {error})")
             return []
     if isinstance(fused, (str, bytes)) or not hasattr(fused, "__iter__"):
         raise TypeError(f"GraphView(tape, fused=...): fused is a list of lists of op indices, such as "
