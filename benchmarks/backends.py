@@ -137,9 +137,9 @@ def kernel_cases(backend, rng):
     w, bb = rng.standard_normal(COLS).astype(np.float32), rng.standard_normal(COLS).astype(np.float32)
     index = rng.integers(0, COLS, (ROWS, 1))
     scale = np.full((ROWS, 1), 1.0 / ROWS, np.float32)
+    classes = backend.arange(0, COLS, 1, gl.int64)  # NllLoss.backward's class positions, (C,) for (N, C)
     has = {name: getattr(backend, name, None) for name in
-           ("softmax_backward", "log_softmax_backward", "cross_entropy_backward", "gelu", "gelu_backward",
-            "layer_norm", "layer_norm_backward")}
+           ("softmax_backward", "log_softmax_backward", "gelu", "gelu_backward", "layer_norm", "layer_norm_backward")}
 
     def softmax():
         y = backend.softmax(x, 1)
@@ -154,11 +154,14 @@ def kernel_cases(backend, rng):
         return backend.sub(g, backend.mul(backend.exp(y), backend.sum(g, (1,), True)))
 
     def cross_entropy():
+        # what eager cross-entropy runs: log_softmax, then NllLoss's backward (−g/N at each row's target,
+        # in NllLoss.backward's backend calls) and LogSoftmax's backward on that gradient
         logp = backend.log_softmax(x, 1)
-        if has["cross_entropy_backward"]:
-            return backend.cross_entropy_backward(logp, index, scale, 1)
-        onehot = backend.eq(backend.reshape(backend.arange(0, COLS, 1, gl.int64), (1, COLS)), index)
-        return backend.mul(backend.sub(backend.exp(logp), onehot), scale)
+        onehot = backend.astype(backend.eq(index, classes), gl.float32)
+        grad_logp = backend.mul(onehot, backend.neg(scale))
+        if has["log_softmax_backward"]:
+            return backend.log_softmax_backward(logp, grad_logp, 1)
+        return backend.sub(grad_logp, backend.mul(backend.exp(logp), backend.sum(grad_logp, (1,), True)))
 
     def gelu():
         if has["gelu"]:
@@ -188,7 +191,7 @@ def kernel_cases(backend, rng):
     return {
         "kernel: softmax + backward": softmax,
         "kernel: log_softmax + backward": log_softmax,
-        "kernel: log_softmax + cross_entropy_backward": cross_entropy,
+        "kernel: log_softmax + nll + backward": cross_entropy,
         "kernel: gelu + backward": gelu,
         "kernel: layer_norm + backward": layer_norm,
         "kernel: exp": lambda: backend.exp(x),

@@ -75,3 +75,21 @@ def watch_trusted_forwards(monkeypatch) -> list:
 
     monkeypatch.setattr(Function, "apply", classmethod(watched_apply))
     return found
+
+
+def device_marks(name: str, slow: bool = False) -> list:
+    """Marks for a test run on device ``name``: a skip that says why when its backend does not load here
+    (numba, mlx or numba-cuda not installed), else ``slow`` when asked."""
+    try:
+        gl.device(name).backend
+    except RuntimeError as error:
+        return [pytest.mark.skip(reason=f"the {name} backend does not load here: {error}")]
+    return [pytest.mark.slow] if slow else []
+
+
+def assert_same_bits(a, b, what: str) -> None:
+    """a and b are equal bit for bit (NaN where NaN), with the largest difference named when they are not."""
+    a, b = np.asarray(a), np.asarray(b)
+    assert a.shape == b.shape and a.dtype == b.dtype, f"{what}: {a.shape} {a.dtype} vs {b.shape} {b.dtype}"
+    assert np.array_equal(a, b, equal_nan=True), f"{what}: compiled differs from eager (max |Δ| " \
+                                                   f"{np.nanmax(np.abs(a - b))})"

@@ -13,19 +13,12 @@ import numpy as np
 import pytest
 
 import gradlab as gl
+from helpers import assert_same_bits, device_marks
 
 nn, F = gl.nn, gl.nn.functional
 
 
-def _numba_marks() -> list:
-    try:
-        gl.device("numba").backend
-    except RuntimeError as error:  # numba not installed: its runs skip, saying why
-        return [pytest.mark.skip(reason=f"the numba backend does not load here: {error}")]
-    return []
-
-
-DEVICES = [pytest.param("cpu", id="numpy"), pytest.param("numba", id="numba", marks=_numba_marks())]
+DEVICES = [pytest.param("cpu", id="numpy"), pytest.param("numba", id="numba", marks=device_marks("numba"))]
 
 
 def _rng(seed=0):
@@ -34,13 +27,6 @@ def _rng(seed=0):
 
 def _t(shape, rng=None, device="cpu"):
     return gl.tensor((rng or _rng()).standard_normal(shape), dtype=gl.float64, device=device)
-
-
-def _equal(a, b, what):
-    a, b = np.asarray(a), np.asarray(b)
-    assert a.shape == b.shape and a.dtype == b.dtype, f"{what}: {a.shape} {a.dtype} vs {b.shape} {b.dtype}"
-    assert np.array_equal(a, b, equal_nan=True), f"{what}: compiled differs from eager (max |Δ| " \
-                                                   f"{np.nanmax(np.abs(a - b))})"
 
 
 def _assert_runs_its_program(step):
@@ -55,10 +41,10 @@ def _assert_same_state(model, twin, what):
     for (name, p), q in zip(model.named_parameters(), twin.parameters()):
         assert (q.grad is None) == (p.grad is None), f"{what}: {name}.grad"
         if p.grad is not None:
-            _equal(q.grad.numpy(), p.grad.numpy(), f"{what}: {name}.grad")
-        _equal(q.detach().numpy(), p.detach().numpy(), f"{what}: {name}")
+            assert_same_bits(q.grad.numpy(), p.grad.numpy(), f"{what}: {name}.grad")
+        assert_same_bits(q.detach().numpy(), p.detach().numpy(), f"{what}: {name}")
     for (name, a), b in zip(model.named_buffers(), twin.buffers()):
-        _equal(b.numpy(), a.numpy(), f"{what}: buffer {name}")
+        assert_same_bits(b.numpy(), a.numpy(), f"{what}: buffer {name}")
 
 
 def _compare(model, x, y, loss_fn, calls=3, device="cpu", dtype=gl.float64):
@@ -76,7 +62,7 @@ def _compare(model, x, y, loss_fn, calls=3, device="cpu", dtype=gl.float64):
             loss = loss_fn(model(x), y)
             loss.backward()
             got = step(x, y)
-            _equal(got.numpy(), loss.detach().numpy(), f"call {call}: the loss")
+            assert_same_bits(got.numpy(), loss.detach().numpy(), f"call {call}: the loss")
             _assert_same_state(model, twin, f"call {call}")
     _assert_runs_its_program(step)
     return step
@@ -351,7 +337,7 @@ def test_an_optimizer_trajectory_matches_eager(device):
             loss = F.cross_entropy(model(x), y)
             loss.backward()
             opt.step()
-            _equal(step(x, y).numpy(), loss.detach().numpy(), f"call {call}: the loss")
+            assert_same_bits(step(x, y).numpy(), loss.detach().numpy(), f"call {call}: the loss")
             _assert_same_state(model, twin, f"call {call}")
     _assert_runs_its_program(step)
 
@@ -396,7 +382,7 @@ def _forward_compare(fn, x):
         want = fn(x).numpy()
         for _ in range(3):
             got = fast(x).numpy()
-            _equal(got, want, "the forward")
+            assert_same_bits(got, want, "the forward")
     assert fast.fallback is None and fast.traces == 1 and len(fast.cache) == 1
     return got
 

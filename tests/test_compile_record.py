@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import gradlab as gl
+from helpers import assert_same_bits, device_marks
 
 nn, F = gl.nn, gl.nn.functional
 ROWS, COLS = 4, 5
@@ -84,32 +85,11 @@ def _weighted(out, y):
     return (out * y).sum()
 
 
-def _equal(a, b, what):
-    assert np.array_equal(a, b, equal_nan=True), f"{what}: compiled differs from eager (max |Δ| " \
-                                                   f"{np.nanmax(np.abs(a - b)) if a.shape == b.shape else 'shape'})"
-
-
-def _numba_marks() -> list:
-    try:
-        gl.device("numba").backend
-    except RuntimeError as error:  # numba not installed: its runs skip, saying why
-        return [pytest.mark.skip(reason=f"the numba backend does not load here: {error}")]
-    return []
-
-
 SEEDS = ([pytest.param(seed, "cpu", id=f"numpy-{seed}") for seed in range(60)]
-         + [pytest.param(seed, "numba", id=f"numba-{seed}", marks=_numba_marks()) for seed in range(8)])
+         + [pytest.param(seed, "numba", id=f"numba-{seed}", marks=device_marks("numba")) for seed in range(8)])
 
 
-def _mlx_marks() -> list:
-    try:
-        gl.device("mlx").backend
-    except RuntimeError as error:  # mlx not installed: its runs skip, saying why
-        return [pytest.mark.skip(reason=f"the mlx backend does not load here: {error}")]
-    return []
-
-
-@pytest.mark.parametrize("seed", [pytest.param(seed, marks=_mlx_marks()) for seed in range(8)])
+@pytest.mark.parametrize("seed", [pytest.param(seed, marks=device_marks("mlx")) for seed in range(8)])
 def test_a_random_program_on_mlx_runs_through_mx_compile_with_eagers_numbers(seed):
     """MLX's program is one pure function for mx.compile, which may fuse its steps: equal to float32's rounding."""
     gl.manual_seed(seed)
@@ -133,15 +113,8 @@ def test_a_random_program_on_mlx_runs_through_mx_compile_with_eagers_numbers(see
     assert step.fallback is None and compiled.program.instrs
 
 
-def _cuda_marks() -> list:
-    try:
-        gl.device("cuda").backend
-    except RuntimeError as error:  # no numba-cuda here: its runs skip, saying why
-        return [pytest.mark.skip(reason=f"the cuda backend does not load here: {error}")]
-    return [pytest.mark.slow]  # (on numba's CUDA simulator without a GPU: a Python thread per GPU thread)
-
-
-@pytest.mark.parametrize("seed", [pytest.param(seed, marks=_cuda_marks()) for seed in range(2)])
+# (slow: without a GPU, numba's CUDA simulator runs a Python thread per GPU thread)
+@pytest.mark.parametrize("seed", [pytest.param(seed, marks=device_marks("cuda", slow=True)) for seed in range(2)])
 def test_a_random_program_on_cuda_runs_its_recorded_calls_on_device_arrays(seed):
     gl.manual_seed(seed)
     model = RandomProgram(seed, steps=5).float().to("cuda")
@@ -154,11 +127,11 @@ def test_a_random_program_on_cuda_runs_its_recorded_calls_on_device_arrays(seed)
         twin.zero_grad()
         want = _weighted(model(x), y)
         want.backward()
-        _equal(step(x, y).cpu().numpy(), want.detach().cpu().numpy(), "the loss")
+        assert_same_bits(step(x, y).cpu().numpy(), want.detach().cpu().numpy(), "the loss")
         for p, q in zip(model.parameters(), twin.parameters()):
             assert (p.grad is None) == (q.grad is None)
             if p.grad is not None:  # the same kernels in the same order: the same bits
-                _equal(q.grad.cpu().numpy(), p.grad.cpu().numpy(), "a gradient")
+                assert_same_bits(q.grad.cpu().numpy(), p.grad.cpu().numpy(), "a gradient")
     (compiled,) = step.cache.values()
     assert step.fallback is None and compiled.program.instrs
 
@@ -188,12 +161,12 @@ def test_a_random_program_compiles_to_eagers_bits(seed, device):
             if opt is not None:
                 opt.step()
             got = step(x, y)
-            _equal(got.numpy(), want.detach().numpy(), f"call {call}: the loss")
+            assert_same_bits(got.numpy(), want.detach().numpy(), f"call {call}: the loss")
             for (name, p), q in zip(model.named_parameters(), twin.parameters()):
                 assert (p.grad is None) == (q.grad is None), f"call {call}: {name}.grad"
                 if p.grad is not None:
-                    _equal(q.grad.numpy(), p.grad.numpy(), f"call {call}: {name}.grad")
-                _equal(q.detach().numpy(), p.detach().numpy(), f"call {call}: {name}")
+                    assert_same_bits(q.grad.numpy(), p.grad.numpy(), f"call {call}: {name}.grad")
+                assert_same_bits(q.detach().numpy(), p.detach().numpy(), f"call {call}: {name}")
     (compiled,) = step.cache.values()
     assert step.traces == 1 and step.fallback is None
 
@@ -210,7 +183,7 @@ def test_gradients_accumulate_across_calls_without_an_optimizer():
     for (name, p), q in zip(model.named_parameters(), twin.parameters()):
         assert (p.grad is None) == (q.grad is None), name
         if p.grad is not None:
-            _equal(q.grad.numpy(), p.grad.numpy(), name)
+            assert_same_bits(q.grad.numpy(), p.grad.numpy(), name)
 
 
 def test_a_custom_function_compiles_from_its_calls_with_no_rule():
@@ -236,7 +209,7 @@ def test_a_custom_function_compiles_from_its_calls_with_no_rule():
         (Cube.apply(model(x)) * y).sum().backward()
         step(x, y)
         for p, q in zip(model.parameters(), twin.parameters()):
-            _equal(q.grad.numpy(), p.grad.numpy(), "grad")
+            assert_same_bits(q.grad.numpy(), p.grad.numpy(), "grad")
     (compiled,) = step.cache.values()
     names = [ins.name for ins in compiled.program.instrs]
     assert "matmul" in names and not any("Cube" in n for n in names)
@@ -292,7 +265,7 @@ def test_one_array_given_as_two_inputs_is_another_signature():
     assert got.item() == _weighted(model(a), b).item() and len(step.cache) == 2
 
 
-@pytest.mark.parametrize("layer", [pytest.param("batch norm", marks=_mlx_marks()), pytest.param("dropout", marks=_mlx_marks())])
+@pytest.mark.parametrize("layer", [pytest.param("batch norm", marks=device_marks("mlx")), pytest.param("dropout", marks=device_marks("mlx"))])
 def test_on_mlx_a_step_that_writes_a_buffer_or_draws_runs_call_by_call_as_eager(layer):
     """mx.compile traces one pure function once: a running statistic written inside it would stay there, a
     random draw would be frozen. Such a program runs call by call instead, with eager's numbers."""
@@ -334,11 +307,70 @@ def test_segments_compile_each_piece_from_its_record_with_eagers_bits(segments):
         want = _weighted(model(x), y)
         want.backward()
         opt.step()
-        _equal(step(x, y).numpy(), want.detach().numpy(), f"call {call}: the loss")
+        assert_same_bits(step(x, y).numpy(), want.detach().numpy(), f"call {call}: the loss")
         for (name, p), q in zip(model.named_parameters(), twin.parameters()):
-            _equal(q.detach().numpy(), p.detach().numpy(), f"call {call}: {name}")
+            assert_same_bits(q.detach().numpy(), p.detach().numpy(), f"call {call}: {name}")
     (compiled,) = step.cache.values()
     assert step.fallback is None
     if step.segments > 1:  # ("auto" may find one program fastest here)
         assert isinstance(compiled, gl.compile.segments.Pieces), type(compiled).__name__
         assert len(compiled.forwards) == len(compiled.backwards) == step.segments - 1
+
+
+class _WritesIntoZeros(nn.Module):
+    """Makes a zeros array each call and writes into it: it must be made afresh every run, not kept."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(gl.tensor(np.linspace(-1, 1, COLS)))
+
+    def forward(self, x):
+        buf = gl.zeros(ROWS, COLS, dtype=gl.float64)
+        buf[0] = x[0]
+        buf.add_(x.detach())
+        return (buf * self.w).sigmoid() + self.w.sum()
+
+
+def test_an_array_filled_from_nothing_is_a_constant_unless_something_writes_into_it():
+    model = _WritesIntoZeros()
+    twin = copy.deepcopy(model)
+    step = gl.compile.make_step(twin, _weighted)
+    rng = np.random.default_rng(11)
+    for call in range(3):
+        x, y = gl.tensor(rng.standard_normal((ROWS, COLS))), gl.tensor(rng.standard_normal((ROWS, COLS)))
+        model.zero_grad()
+        twin.zero_grad()
+        want = _weighted(model(x), y)
+        want.backward()
+        assert_same_bits(step(x, y).numpy(), want.detach().numpy(), f"call {call}: the loss")
+        assert_same_bits(twin.w.grad.numpy(), model.w.grad.numpy(), f"call {call}: w.grad")
+        twin.w.grad.mul_(0)  # the user writes into .grad: no constant of the program may change with it
+    (compiled,) = step.cache.values()
+    program = compiled.program
+    names = [ins.name for ins in program.instrs]
+    assert "zeros" in names  # written into (setitem, iadd): made every run
+    assert "full" not in names and "ones" not in names and program.constants  # sigmoid's 1 - y, the seed: made once
+
+
+@pytest.mark.parametrize("device", [pytest.param("cpu", id="numpy"), pytest.param("numba", marks=device_marks("numba")),
+                                    pytest.param("mlx", marks=device_marks("mlx")),
+                                    pytest.param("cuda", marks=device_marks("cuda", slow=True))])  # (the simulator)
+def test_a_compiled_forward_runs_its_record_and_gives_back_the_results_shape(device):
+    """gl.compile(fn): the forward's calls recorded once under no_grad; every tensor of a nested result comes back
+    in its place, with eager's numbers (bit for bit where the backend is numpy's)."""
+    gl.manual_seed(0)
+    model = nn.Sequential(nn.Linear(6, 8), nn.GELU(), nn.LayerNorm(8), nn.Linear(8, 3)).to(device).eval()
+    fast = gl.compile(lambda x: (model(x), {"sum": model(x).sum(), "x": x}, "a label"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", gl.compile.CompileWarning)
+        for call in range(3):
+            x = gl.randn(4, 6).to(device)
+            out, extras, label = fast(x)
+            with gl.no_grad():
+                want = model(x)
+            same = assert_same_bits if device in ("cpu", "numba") else lambda a, b, what: np.testing.assert_allclose(a, b, 1e-5, 1e-6)
+            same(out.cpu().numpy(), want.cpu().numpy(), f"call {call}: the output")
+            same(extras["sum"].cpu().numpy(), want.sum().cpu().numpy(), f"call {call}: the sum")
+            assert extras["x"].cpu().numpy().tolist() == x.cpu().numpy().tolist() and label == "a label"
+            assert out.grad_fn is None and out.device == x.device
+    assert fast.traces == 1 and fast.fallback is None and len(fast.cache) == 1

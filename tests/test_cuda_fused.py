@@ -166,28 +166,6 @@ def test_a_non_float_array_is_refused_with_the_kernel_named():
         B.softmax(dev(np.arange(6).reshape(2, 3)), 1)
 
 
-@pytest.mark.parametrize("dtype", FLOATS)
-@pytest.mark.parametrize("scale_shape", [(), (4, 1), (1, 5), (4, 5), "number"])
-def test_cross_entropy_backward_is_softmax_minus_onehot_times_scale(scale_shape, dtype):
-    x = randn(4, 5, dtype=dtype)
-    logp = np.log(softmax_ref(x, 1)).astype(dtype)
-    target = np.array([[0], [4], [2], [4]])
-    scale = 0.25 if scale_shape == "number" else RNG.uniform(0.5, 2, scale_shape).astype(dtype)
-    onehot = (np.arange(5) == target).astype(np.float64)
-    want = (np.exp(logp.astype(np.float64)) - onehot) * np.asarray(scale, np.float64)
-    scale_arg = scale if scale_shape == "number" else dev(scale)
-    check(B.cross_entropy_backward(dev(logp), dev(target), scale_arg, 1), want, dtype)
-
-
-def test_cross_entropy_backward_along_a_middle_axis_with_a_scattered_scale():
-    logp = np.log(softmax_ref(randn(2, 3, 4), 1))
-    target = RNG.integers(0, 3, (2, 1, 4))
-    scale = RNG.uniform(size=(2, 1, 1))  # broadcast over the inner axis only: copied to the full shape
-    onehot = (np.arange(3)[None, :, None] == target).astype(np.float64)
-    check(B.cross_entropy_backward(dev(logp), dev(target), dev(scale), 1), (np.exp(logp) - onehot) * scale,
-          np.float64)
-
-
 # --- layer norm ---------------------------------------------------------------------------------------
 
 def layer_norm_ref(x, w, b, n, eps):

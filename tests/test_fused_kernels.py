@@ -17,7 +17,7 @@ from gradlab.backends.numpy_backend import NumpyBackend
 
 F = gl.nn.functional
 NEW_KERNELS = ("gelu gelu_backward silu silu_backward softmax_backward log_softmax_backward layer_norm "
-               "layer_norm_backward cross_entropy_backward").split()
+               "layer_norm_backward").split()
 
 
 class ComposedBackend(NumpyBackend):
@@ -126,7 +126,7 @@ def test_silu_and_gelu_stay_finite_at_extreme_inputs(backend):
     np.testing.assert_array_equal(backend.gelu(x, "none")[0][[0, 2, 3, 4]], [-0.0, 0.0, 100.0, 1e4])
 
 
-# --- softmax, log_softmax, cross-entropy ---------------------------------------------------------------
+# --- softmax, log_softmax ----------------------------------------------------------------------------
 
 SOFTMAX_CASES = [((6,), 0), ((4, 7), 0), ((4, 7), 1), ((2, 3, 5), 0), ((2, 3, 5), 1), ((2, 3, 5), 2), ((3, 0), 0),
                  ((0, 4), 1), ((4, 7), -1), ((2, 3, 5), -2)]
@@ -163,20 +163,6 @@ def test_log_softmax_backward_is_the_jacobian_applied_row_by_row(backend, dtype,
     # ∂y_i/∂x_j = δ_ij − p_j
     expected = np.stack([(np.eye(len(p)) - p[None, :]).T @ v for p, v in zip(pr, gr)]) if pr.size else pr
     check(backend.log_softmax_backward(y, g, axis), unrows(expected, shape, axis), dt, rtol, atol)
-
-
-@pytest.mark.parametrize("shape, axis", [((5,), 0), ((4, 6), 1), ((3, 5, 2), 1), ((2, 3, 4), 2), ((0, 3), 1)])
-@pytest.mark.parametrize("per_row", [True, False])
-def test_cross_entropy_backward_is_softmax_minus_the_one_hot_target(backend, dtype, shape, axis, per_row):
-    dt, rtol, atol = dtype
-    x = sample(shape, np.float64)
-    logp = (x - np.log(np.exp(x).sum(axis, keepdims=True))).astype(dt)
-    index_shape = shape[:axis] + (1,) + shape[axis + 1:]
-    index = np.random.default_rng(2).integers(0, shape[axis], index_shape).astype(np.int64)
-    scale = sample(index_shape, dt, seed=3) if per_row else np.asarray(0.25, dt)
-    onehot = np.moveaxis(np.eye(shape[axis])[np.moveaxis(index, axis, -1)[..., 0]], -1, axis)
-    expected = (np.exp(logp.astype(np.float64)) - onehot) * scale.astype(np.float64)
-    check(backend.cross_entropy_backward(logp, index, scale, axis), expected, dt, rtol, atol)
 
 
 # --- layer norm -------------------------------------------------------------------------------------

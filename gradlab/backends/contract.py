@@ -6,8 +6,8 @@ exactly this list implemented on its own arrays. Arrays here are the backend's o
 maps them with ``native_dtype``. Below the primitives sit the optional fused kernels
 (``FUSED_KERNELS``): each has a fallback in ``Backend`` composed from primitives, so a new backend
 gets all of them for free, and overrides one only to be faster. They are the heavy paths of a
-network: softmax and log-softmax with their backwards, cross-entropy's gradient, GELU and SiLU
-with theirs, layer norm forward and backward, plus in-place updates and random numbers.
+network: softmax and log-softmax with their backwards, GELU and SiLU with theirs, layer norm
+forward and backward, plus in-place updates and random numbers.
 """
 
 from __future__ import annotations
@@ -83,7 +83,6 @@ FUSED_KERNELS = {
     "softmax log_softmax": "exp(a) / Σ exp(a) along one axis, and its log, computed stably",
     "softmax_backward": "y · (g − Σ g·y) along the axis, y the softmax output",
     "log_softmax_backward": "g − exp(y) · Σ g along the axis, y the log_softmax output",
-    "cross_entropy_backward": "(exp(logp) − onehot(index)) · scale: the softmax minus the target, scaled",
     # activations: forward saves what its backward needs
     "sigmoid": "1 / (1 + exp(−a)) without overflow",
     "ndtr": "Φ(a), the standard normal CDF (GELU's gate)",
@@ -186,7 +185,7 @@ class Backend(LinalgKernels):
         """a *= b in a's own memory, for an array the caller made and owns; composed as mul + setitem."""
         self.setitem(a, Ellipsis, self.mul(a, b))
 
-    # --- fused kernels of the heavy paths (activations, softmax's backward, layer norm, cross-entropy) ---
+    # --- fused kernels of the heavy paths (activations, softmax's backward, layer norm) ---
     # Each is written once from primitives (and the kernels above); 16-bit floats are widened to float32
     # first, the results rounded back, the saved arrays kept in float32.
 
@@ -287,24 +286,6 @@ class Backend(LinalgKernels):
         p = self.exp(y)
         self.imul(p, self.sum(g, (axis,), True))
         return self.sub(g, p)
-
-    def cross_entropy_backward(self, logp, index, scale, axis):
-        """(exp(logp) − onehot) · scale: cross-entropy from logits sends each row softmax minus its target.
-
-        index (int64, size 1 along axis) names the target class; the one-hot is where the class
-        position along axis equals it. scale (the gradient times the target's weight, over N for
-        'mean') broadcasts against logp.
-        """
-        half = self.dtype_of(logp)
-        if half in dt.HALF_DTYPES:
-            widened = self.cross_entropy_backward(self.astype(logp, dt.float32), index, self._widen(scale), axis)
-            return self.astype(widened, half)
-        n_classes = logp.shape[axis]
-        classes = self.reshape(self.arange(0, n_classes, 1, dt.int64), (n_classes,) + (1,) * (logp.ndim - axis - 1))
-        out = self.exp(logp)
-        self.isub(out, self.astype(self.eq(index, classes), self.dtype_of(out)))
-        self.imul(out, scale)
-        return out
 
     def layer_norm(self, a, weight, bias, n, eps):
         """x̂ = (a − mean) / σ over the last n axes (σ² the biased variance, plus eps), then x̂ · weight + bias.

@@ -110,7 +110,7 @@ _tree_max = _tree(_larger)
 @functools.cache
 def _softmax_kernels(ftype):
     acc = _numba_type(ftype)
-    zero, one, neg_inf = ftype(0), ftype(1), ftype(-np.inf)
+    zero, neg_inf = ftype(0), ftype(-np.inf)
 
     def row_max_and_sum(buf, a, o, i):
         """The row's maximum m (0 if it is infinite, as the composed kernel shifts) and Σ exp(a - m)."""
@@ -185,25 +185,8 @@ def _softmax_kernels(ftype):
         for j in range(tid, n, step):
             out[o, j, i] = g[o, j, i] - math.exp(y[o, j, i]) * s
 
-    @cuda.jit
-    def cross_entropy_backward(logp, index, scale, scale_value, use_scale, out):
-        """(exp(logp) - onehot) · scale, elementwise; scale is (1 or outer, 1 or n, 1 or inner)."""
-        outer, n, inner = logp.shape
-        for f in range(cuda.grid(1), logp.size, cuda.gridsize(1)):
-            o, rest = f // (n * inner), f % (n * inner)
-            j, i = rest // inner, rest % inner
-            p = math.exp(logp[o, j, i])
-            if index[o, 0, i] == j:
-                p -= one
-            if use_scale:
-                p *= scale[o if scale.shape[0] > 1 else 0, j if scale.shape[1] > 1 else 0,
-                           i if scale.shape[2] > 1 else 0]
-            else:
-                p *= scale_value
-            out[o, j, i] = p
-
     return SimpleNamespace(softmax=softmax, log_softmax=log_softmax, logsumexp=logsumexp, softmax_backward=softmax_backward,
-                           log_softmax_backward=log_softmax_backward, cross_entropy_backward=cross_entropy_backward)
+                           log_softmax_backward=log_softmax_backward)
 
 
 # --- layer norm: one block per row forward and for grad_a; a column reduction for weight and bias ----
@@ -695,42 +678,6 @@ class CudaFusedKernels:
             grad_weight = column_sums(partial_w) if needs[1] else None
             grad_bias = column_sums(partial_b) if needs[2] else None
         return grad_a, grad_weight, grad_bias
-
-    def cross_entropy_backward(self, logp, index, scale, axis):
-        """(exp(logp) - onehot(index)) · scale in one elementwise pass; scale broadcasts against logp."""
-        like, logp = logp, self._widened(logp)
-        ftype = _float_type("cross_entropy_backward", logp)
-        axis %= logp.ndim
-        rows = self._rows(logp, axis)
-        if index.size != rows.shape[0] * rows.shape[2]:
-            raise ValueError(f"cross_entropy_backward: index of shape {tuple(index.shape)} should have size 1 "
-                             f"along axis {axis} of logp's shape {tuple(logp.shape)}")
-        index = self._contiguous(index).reshape((rows.shape[0], 1, rows.shape[2]))
-        if isinstance(scale, (int, float, np.number)):
-            scale_rows, value, use = rows, ftype(scale), False
-        else:
-            scale_rows, value, use = self._scale_rows(self._widened(scale), logp.shape, axis), ftype(0), True
-        out = device_array(logp.shape, logp.dtype)
-        if out.size:
-            _softmax_kernels(ftype).cross_entropy_backward[_blocks(out.size), _THREADS](rows, index, scale_rows, value, use,
-                                                                    self._rows(out, axis))
-        return self._narrowed(out, like)
-
-    def _scale_rows(self, scale, shape, axis):
-        """scale as (1 or outer, 1 or n, 1 or inner) without copying when its broadcast allows; else the
-        full broadcast, copied."""
-        padded = (1,) * (len(shape) - scale.ndim) + tuple(scale.shape)
-        groups = (range(axis), range(axis, axis + 1), range(axis + 1, len(shape)))
-        sizes = []
-        for group in groups:
-            mine, theirs = [padded[i] for i in group], [shape[i] for i in group]
-            if all(m == 1 for m in mine):
-                sizes.append(1)
-            elif mine == theirs:
-                sizes.append(math.prod(theirs))
-            else:
-                return self._rows(self.copy(self.broadcast_to(scale, shape)), axis)
-        return scale.reshape(tuple(sizes))
 
     # windows
     def sliding_windows(self, a, window_shape, axes, steps, dilation):

@@ -229,18 +229,6 @@ class NumbaBackend(NumpyBackend):
                 grad_w.sum(0).reshape(param_shape).astype(weight.dtype) if needs[1] else None,
                 grad_b.sum(0).reshape(param_shape).astype(a.dtype) if needs[2] else None)
 
-    def cross_entropy_backward(self, logp, index, scale, axis):
-        """(exp(logp) − onehot(index)) · scale: one pass per row when the classes are the last axis and the
-        scale is one number per row; the numpy backend's kernel otherwise."""
-        rows_shape = logp.shape[:-1] + (1,)
-        x = _rows(logp, axis) if index.shape == rows_shape else None
-        if x is None or np.broadcast_shapes(np.shape(scale), rows_shape) != rows_shape:
-            return super().cross_entropy_backward(logp, index, scale, axis)
-        s = _flat(np.broadcast_to(scale, rows_shape), x.dtype)
-        out = np.empty_like(x)
-        _kernel("cross_entropy_backward_rows", x.size)(x, _flat(index, np.int64), s, out)
-        return _like(out, logp)
-
     # --- helpers of the fused kernels ----------------------------------------------------------
 
     @staticmethod
@@ -266,7 +254,7 @@ class NumbaBackend(NumpyBackend):
         return times
 
     def _warm(self, x, times):
-        dtype, index = x.dtype, np.zeros((x.shape[0], 1), np.int64)
+        dtype = x.dtype
         w = np.ones(x.shape[1], x.dtype)
         calls = {
             "exp": lambda: self.exp(x), "tanh": lambda: self.tanh(x), "erf": lambda: self.erf(x),
@@ -274,7 +262,6 @@ class NumbaBackend(NumpyBackend):
             "softmax": lambda: self.softmax_backward(self.softmax(x, 1), x, 1),
             "log_softmax": lambda: self.log_softmax_backward(self.log_softmax(x, 1), x, 1),
             "logsumexp": lambda: self.logsumexp(x, (1,), False),
-            "cross_entropy_backward": lambda: self.cross_entropy_backward(x, index, np.ones((1, 1), dtype), 1),
             "gelu": lambda: self.gelu_backward(x, x, self.gelu(x, "none")[1], "none"),
             "gelu_tanh": lambda: self.gelu_backward(x, x, self.gelu(x, "tanh")[1], "tanh"),
             "silu": lambda: self.silu_backward(x, self.silu(x)),

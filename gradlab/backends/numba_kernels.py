@@ -7,7 +7,7 @@ Three kinds, each written once:
   and stops vectorisation; exp32 builds 2^k from its bits instead and runs 8 lanes at a time.
 * elementwise kernels, made by ``_kernel`` from a scalar function and a loop template:
   ``out[i] = f(x[i])`` over flat arrays, ``prange`` splitting the elements among the threads.
-* row kernels (softmax, layer norm, cross-entropy, ...): ``prange`` over the rows of a C-contiguous
+* row kernels (softmax, log-softmax, layer norm, ...): ``prange`` over the rows of a C-contiguous
   (rows, n) array, each row read a few times while it sits in the L1 cache.
 
 Every parallel kernel has a serial twin (``<name>_serial``) for small arrays and forked children.
@@ -394,18 +394,6 @@ def log_softmax_backward_rows(y, g, out):
         total = _sum(gi)
         for j in range(yi.size):
             o[j] = gi[j] - fast_exp(yi[j]) * total
-
-
-@_parallel
-def cross_entropy_backward_rows(logp, index, scale, out):
-    """(exp(logp) − onehot(index)) · scale per row: softmax and the one-hot target in one pass."""
-    for i in prange(logp.shape[0]):
-        row, o, s = logp[i], out[i], scale[i]
-        for j in range(row.size):
-            o[j] = fast_exp(row[j]) * s
-        t = index[i]
-        if 0 <= t < row.size:
-            o[t] -= s
 
 
 @_parallel

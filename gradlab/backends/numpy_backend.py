@@ -5,8 +5,8 @@ into scalars, so every result is forced back to an array (``out=...`` where nump
 and the floating-point warnings that PyTorch never gives are silenced in the ops where ordinary
 inputs raise them (log(0), x/0, sqrt(-1), pow). add, sub and mul are left unguarded: a guard costs
 more than the op itself on small tensors, so inf - inf may still warn. The hand-written kernels
-(float32 erf and Φ, softmax and log-softmax with their backwards, sigmoid, cross-entropy's gradient,
-layer norm) live beside it in ``numpy_kernels.py``.
+(float32 erf and Φ, softmax and log-softmax with their backwards, sigmoid, layer norm) live beside
+it in ``numpy_kernels.py``.
 """
 
 from __future__ import annotations
@@ -446,7 +446,6 @@ class NumpyBackend(Backend):
     log_softmax = _float32_route("log_softmax", kernels.log_softmax)
     softmax_backward = _float32_route("softmax_backward", kernels.softmax_backward)
     log_softmax_backward = _float32_route("log_softmax_backward", kernels.log_softmax_backward)
-    cross_entropy_backward = _float32_route("cross_entropy_backward", kernels.cross_entropy_backward)
     layer_norm = _float32_route("layer_norm", kernels.layer_norm)
     layer_norm_backward = _float32_route("layer_norm_backward", kernels.layer_norm_backward)
     # gelu and silu are the contract's compositions: on numpy they already run the ndtr / sigmoid kernels

@@ -3,9 +3,8 @@
 ``numpy_backend.py`` is the reference (one numpy call per primitive); what needs more than one
 call to be fast lives here: erf and Φ for float32 from minimax polynomials (several times faster
 than scipy's float64 erf, within 1 ulp), softmax and sigmoid in place in one new array, and the
-heavy paths' fused kernels (log-softmax, the softmax backwards, cross-entropy's gradient, layer
-norm) with einsum sums and in-place steps. Each has a composed fallback in ``contract.py`` and a
-test against an exact reference.
+heavy paths' fused kernels (log-softmax, the softmax backwards, layer norm) with einsum sums and
+in-place steps. Each has a composed fallback in ``contract.py`` and a test against an exact reference.
 """
 
 from __future__ import annotations
@@ -188,16 +187,6 @@ def log_softmax_backward(y, g, axis):
     p = np.exp(y)
     p *= _total((g,), (axis,))
     return np.subtract(g, p, out=p)
-
-
-def cross_entropy_backward(logp, index, scale, axis):
-    """(exp(logp) − onehot) · scale: 1 is taken off each row's target entry in place, no one-hot array made."""
-    out = np.exp(logp)
-    target = np.take_along_axis(out, index, axis)
-    target -= 1
-    np.put_along_axis(out, index, target, axis)
-    out *= scale
-    return out
 
 
 def _trailing(ndim, n):

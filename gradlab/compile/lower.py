@@ -82,6 +82,7 @@ def lower(recorded, backend, *, optimizer=None, fuse: bool = True, buffers: bool
             handed[f"rebind:{k}"] = (tensor, "array")
         else:
             b.instrs.append(Instr(Rebind(tensor), (slot,), (), "rebind .array", pure=False, phase="update"))
+    _hoist_constants(b, set(results.values()))
     program = Program(b, inputs, sources.externals, results)
     program.handed, program.impure = handed, impure
     _refuse_late_guards(program)
@@ -387,6 +388,37 @@ def _value_form(b, ins, name, slot):
     if isinstance(number, bool) or not isinstance(number, (int, float)):
         return None
     return ScalarUfunc(_UFUNCS[name], number, _SCALAR_FORMULAS[name][0], True)
+
+
+# --- constants ------------------------------------------------------------------------------------
+
+CREATION = frozenset({"zeros", "ones", "full", "arange"})  # (not empty: its contents are whatever memory held)
+
+
+def _hoist_constants(b, results) -> None:
+    """A filled array made from no array (the ones of ``1 - y`` in sigmoid's backward, a sum's gradient
+    seed) is the same every run: made once now, a constant of the program, unless some instruction writes
+    into it or a view of it, or hands it out (a result, a rebound buffer) — anything that could change it."""
+    for n, ins in enumerate(b.instrs):
+        if ins.name in CREATION and not ins.ins and ins.pure and len(ins.outs) == 1 and not _changed(b.instrs, ins.outs[0], results):
+            b.constants[ins.outs[0]] = ins.fn()
+            b.instrs[n] = None
+    b.instrs[:] = [ins for ins in b.instrs if ins is not None]
+
+
+def _changed(instrs, slot, results) -> bool:
+    """Whether any instruction may write into ``slot``'s memory (directly or through a view), or it (or a
+    view of it) leaves the program."""
+    roots = {slot}
+    for ins in instrs:
+        if ins is None:
+            continue
+        if not ins.pure and ins.ins and (ins.ins[0] in roots or ins.name.startswith(("accumulate", "rebind"))
+                                         and any(i in roots for i in ins.ins)):
+            return True
+        if not ins.fresh and any(i in roots for i in ins.ins):
+            roots.update(ins.outs)
+    return bool(roots & results)
 
 
 # --- host reads, checks, rebinding ---------------------------------------------------------------

@@ -29,7 +29,6 @@ CATEGORY = {
                      "copy", "full", "zeros", "ones", "empty", "arange", "asarray", "sliding_windows", "take_along_axis",
                      "diagonal", "flip", "roll", "pad"), "shape"),
     **dict.fromkeys(("layer_norm", "layer_norm_backward"), "normalization"),
-    "cross_entropy_backward": "loss",
 }
 PHASES = {"forward": "forward", "backward": "backward (the engine's, as recorded)", "update": "update"}
 

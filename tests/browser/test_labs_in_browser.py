@@ -37,8 +37,9 @@ EXPECTED = {
     "10-deeper-networks-and-skip-connections.ipynb": [13, 13, 11, 0, 0],
     # the step's DeviceTimings (no graph); the profiled step: Linear, QuickGELU's Mul, Sigmoid, Mul, Linear, ReLU,
     # Linear, LogSoftmax, NllLoss + 3 weights + 3 biases + inputs and targets; the tape: the 4 ops outside the fused
-    # chain (closed: a group, not a box) + the input and 6 parameters (1.702 is in its op); then eager vs compiled
-    "12-performance.ipynb": [0, 17, 11, 0],
+    # chain (closed: a group, not a box) + the input and 6 parameters (1.702 is in its op); the compiled step's
+    # program (GraphView(step): its calls' top boxes, inputs and parameters); then eager vs compiled
+    "12-performance.ipynb": [0, 17, 11, 29, 0],
     # the RNN unrolled 5 steps: 5 × (2 Linear, 2 Add, Tanh) + the cell's 4 parameters + the inputs xs and h_0 +
     # GetItem (xs[:5]), Unbind (the loop over xs), Sum; the tiny GPT with its two blocks closed: the 19 nodes outside
     # them (2 inputs, the text and its targets: the four 31×31 masks are made inside the blocks, so they are drawn

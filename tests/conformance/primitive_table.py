@@ -59,7 +59,6 @@ FUSED_CASES = {
     "logsumexp": f"logsumexp_softmax{F32}", "softmax": f"logsumexp_softmax{F32}",
     "log_softmax": f"logsumexp_softmax{F32}", "softmax_backward": f"logsumexp_softmax{F32}",
     "log_softmax_backward": f"logsumexp_softmax{F32}",
-    "cross_entropy_backward": "test_the_compiled_cross_entropy_reaches_its_fused_backward",
     "sigmoid": f"sigmoid{F32}", "ndtr": f"activations{F32}", "gelu": f"activations{F32}",
     "gelu_backward": f"activations{F32}", "silu": f"activations{F32}", "silu_backward": f"activations{F32}",
     "layer_norm": f"normalisations{F32}", "layer_norm_backward": f"normalisations{F32}",
@@ -69,5 +68,4 @@ FUSED_CASES = {
        for name in ("random_uniform", "random_normal", "random_integers", "random_permutation")},
 }
 
-DIRECT |= {"test_random_numbers_match_numpy_or_their_distribution",  # in test_random.py
-           "test_the_compiled_cross_entropy_reaches_its_fused_backward"}  # in test_primitive_sweep.py
+DIRECT |= {"test_random_numbers_match_numpy_or_their_distribution"}  # in test_random.py
