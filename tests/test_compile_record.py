@@ -374,3 +374,42 @@ def test_a_compiled_forward_runs_its_record_and_gives_back_the_results_shape(dev
             assert extras["x"].cpu().numpy().tolist() == x.cpu().numpy().tolist() and label == "a label"
             assert out.grad_fn is None and out.device == x.device
     assert fast.traces == 1 and fast.fallback is None and len(fast.cache) == 1
+
+
+class _MatmulInto(gl.autograd.Function):
+    """x @ w whose backward writes w's gradient with matmul_into (its out is the last argument), as attention's does."""
+
+    @staticmethod
+    def forward(ctx, x, w):
+        ctx.save_for_backward(x, w)
+        return x @ w
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        b = g.device.backend
+        out = b.empty(tuple(w.shape), gl.float64)
+        b.matmul_into(b.permute(x.array, (1, 0)), g.array, out)
+        return g @ w.t(), g._wrap(out)
+
+
+def test_a_gradient_written_by_matmul_into_is_final_only_after_that_write():
+    """w's .grad is the array matmul_into wrote: its update must come after that write, not after the empty()."""
+    model = nn.Linear(COLS, COLS, bias=False).double()
+    twin = copy.deepcopy(model)
+    w = nn.Parameter(gl.randn(COLS, COLS, dtype=gl.float64))
+    eager_w = nn.Parameter(w.detach().clone())
+    step = gl.compile.make_step(twin, lambda out, y: (_MatmulInto.apply(out, w) * y).sum(),
+                                optimizer=gl.optim.SGD(list(twin.parameters()) + [w], lr=0.1, momentum=0.9))
+    opt = gl.optim.SGD(list(model.parameters()) + [eager_w], lr=0.1, momentum=0.9)
+    rng = np.random.default_rng(4)
+    for call in range(4):
+        x, y = gl.tensor(rng.standard_normal((ROWS, COLS))), gl.tensor(rng.standard_normal((ROWS, COLS)))
+        opt.zero_grad()
+        want = (_MatmulInto.apply(model(x), eager_w) * y).sum()
+        want.backward()
+        opt.step()
+        assert_same_bits(step(x, y).numpy(), want.detach().numpy(), f"call {call}: the loss")
+        assert_same_bits(w.grad.numpy(), eager_w.grad.numpy(), f"call {call}: w.grad")
+        assert_same_bits(w.detach().numpy(), eager_w.detach().numpy(), f"call {call}: w")
+    assert step.fallback is None

@@ -41,6 +41,8 @@ def test_every_call_of_the_program_is_a_node_in_its_phase_module_and_op():
     leaves = {n.label: n for n in graph.nodes.values() if n.kind != "op"}
     assert {name for name, _ in model.named_parameters()} <= set(leaves) and leaves["0.weight"].kind == "param"
     assert {"input 0", "input 1"} <= set(leaves)
+    ones = [n for label, n in leaves.items() if label == "constant 1"]  # the loss's seed, made once
+    assert ones and ones[0].words.startswith("made once") and not {"ones", "full"} & {i.name for i in calls}
     updates = [n for n in ops if n.op == "SGD update"]
     assert len(updates) == 4 and all(n.group == "update" for n in updates)
     for update in updates:  # each update follows its parameter's accumulate

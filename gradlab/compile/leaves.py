@@ -9,7 +9,7 @@ it can be, while later instructions still compute other gradients.
 from __future__ import annotations
 
 from .program import Instr
-from .trace import ArrayRef
+from .trace import ArrayRef, written
 
 
 class Update:
@@ -79,7 +79,7 @@ def _last_write(instrs, slot) -> int:
     """The last instruction that makes ``slot`` or writes into it (or into a view of it)."""
     last, roots = -1, {slot}
     for n, ins in enumerate(instrs):
-        if slot in ins.outs or (not ins.pure and ins.ins and ins.ins[0] in roots):
+        if slot in ins.outs or (not ins.pure and ins.ins and written(ins.name, ins.ins) in roots):
             last = n
         if not ins.fresh and any(i in roots for i in ins.ins):
             roots.update(ins.outs)

@@ -19,7 +19,7 @@ import numpy as np
 from . import kernels, passes
 from .leaves import before_copy, hand_to_leaves
 from .program import Builder, Instr, Program
-from .trace import HOST_READS, RANDOM, WRITES, ArrayRef
+from .trace import HOST_READS, RANDOM, WRITES, ArrayRef, written
 
 
 class Unrecorded(Exception):
@@ -287,9 +287,10 @@ _SCALAR_FORMULAS = {"add": ("{} + {c}", "{c} + {}"), "sub": ("{} - {c}", "{c} - 
 
 def _as_ufunc(backend, call, args, kwargs, ins, rec):
     """numpy's own ufunc (``out=`` capable) for an add, sub, mul, maximum, minimum (ReLU, clamp) or neg the
-    backend does as numpy does (and the backend's sigmoid, which takes ``out=`` as a ufunc does), when every array has the result's dtype: the buffer pass may then run it in
-    place, and the fusion pass fold + − × into one kernel (not max/min: numba's max does not pass a NaN on
-    as numpy's does). None for any other call."""
+    backend does as numpy does (and the backend's sigmoid, which takes ``out=`` as a ufunc does), when every
+    array has the result's dtype (or, multiplied, is a bool mask): the buffer pass may then run it in place,
+    and the fusion pass fold + − × of one dtype into one kernel (not max/min: numba's max does not pass a
+    NaN on as numpy's does). None for any other call."""
     from ..backends.numpy_backend import NumpyBackend
 
     name = call.name
@@ -299,8 +300,9 @@ def _as_ufunc(backend, call, args, kwargs, ins, rec):
     if not isinstance(out, np.ndarray) or out.dtype.kind not in "fc":
         return None
     arrays = [rec.arrays[r.index] for r in _refs(call.args)]
-    if any(a.dtype != out.dtype for a in arrays):
-        return None
+    mixed = any(a.dtype != out.dtype for a in arrays)
+    if mixed and not (name == "mul" and all(a.dtype == out.dtype or a.dtype == np.bool_ for a in arrays)):
+        return None  # (a mask times a gradient is the float's own loop: into a float buffer, the same bits)
     if name == "neg" and len(args) == 1:
         return {"fn": functools.partial(np.negative, out=...), "ufunc": True}
     if name == "sigmoid" and len(args) == 1:  # numpy_kernels.sigmoid: four in-place passes, into a buffer too
@@ -413,8 +415,7 @@ def _changed(instrs, slot, results) -> bool:
     for ins in instrs:
         if ins is None:
             continue
-        if not ins.pure and ins.ins and (ins.ins[0] in roots or ins.name.startswith(("accumulate", "rebind"))
-                                         and any(i in roots for i in ins.ins)):
+        if not ins.pure and any(i in roots for i in ins.ins):  # (a write, a .grad, a rebind, a guard: all kept out)
             return True
         if not ins.fresh and any(i in roots for i in ins.ins):
             roots.update(ins.outs)
@@ -492,7 +493,7 @@ def _refuse_late_guards(program) -> None:
     for ins in program.instrs:
         if isinstance(ins.fn, (Guard, ShapeGuard)) and changed:
             raise LateGuard(f"{ins.name} comes after a write into a parameter, buffer or input")
-        if ins.phase == "update" or (not ins.pure and ins.ins and ins.ins[0] in sources and ins.name in WRITES):
+        if ins.phase == "update" or (not ins.pure and ins.ins and ins.name in WRITES and written(ins.name, ins.ins) in sources):
             changed = True
 
 
@@ -501,7 +502,7 @@ def _impure(instrs, given) -> str | None:
     parameter, buffer or input it was given — inside a traced function the write would stay there
     (BatchNorm's running statistics) — or draws random numbers, which the trace would freeze."""
     for ins in instrs:
-        if ins.name in WRITES and ins.ins and ins.ins[0] in given:
+        if ins.name in WRITES and ins.ins and written(ins.name, ins.ins) in given:
             return f"{ins.name} writes into a parameter, buffer or input"
         if ins.name in RANDOM:
             return f"{ins.name} draws random numbers"

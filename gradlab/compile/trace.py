@@ -22,10 +22,16 @@ from ..autograd.engine import backward_steps
 # Calls that answer from an array's metadata alone: the same for every run of one signature.
 METADATA = frozenset({"native_dtype", "dtype_of", "is_contiguous", "synchronize", "supported_dtypes", "check"})
 HOST_READS = frozenset({"to_numpy", "any_true"})
-# Calls that change memory they were given (the first array argument), or the state of a random generator.
+# Calls that change memory they were given (the first array argument; matmul_into's out is its last), or the
+# state of a random generator.
 WRITES = frozenset({"setitem", "add_at", "multiply_at", "maximum_at", "minimum_at", "matmul_into", "isub", "iadd",
                     "imul"})
 RANDOM = frozenset({"random_uniform", "random_normal", "random_integers", "random_permutation"})
+
+
+def written(name, ins):
+    """Which of a writing call's array arguments (``ins``, in order) it writes into."""
+    return ins[-1] if name == "matmul_into" else ins[0]
 
 
 class Call(NamedTuple):

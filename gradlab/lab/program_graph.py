@@ -158,7 +158,22 @@ def _engine_words(ins) -> str:
         return "a value read back to the host, read again each run: if it differs from the traced one, the step runs eagerly"
     if ins.name.startswith("check"):
         return "an op's check of its input's values, run again each time (a bad value raises the op's error)"
-    return "an operation run as it is (planned from the tape's ops)"
+    if ins.name.startswith("rebind"):
+        return "a buffer the step gave a new array (a running statistic): the tensor is handed this one, each run"
+    return "a call of the backend, as the recorded step made it"
+
+
+def _constant_name(value) -> str:
+    """"constant", or "constant 1.0" for an array holding one value throughout."""
+    import numpy as np
+
+    try:
+        flat = np.asarray(value).reshape(-1)
+    except Exception:  # (an array off the host: named plainly)
+        return "constant"
+    if flat.size and flat.dtype.kind in "biuf" and bool((flat == flat[0]).all()):
+        return f"constant {flat[0].item():g}"
+    return "constant"
 
 
 def _leaf(graph, program, slot, leaf_names, names) -> GraphNode:
@@ -171,7 +186,9 @@ def _leaf(graph, program, slot, leaf_names, names) -> GraphNode:
     elif slot in leaf_names:
         name, kind, words = leaf_names[slot], "input", "an input of the step: filled in by each call"
     else:
-        name, kind, words = "constant", "input", "data fixed when the step was planned (host data given to asarray)"
+        name, kind = _constant_name(program.constants.get(slot)), "input"
+        words = ("made once, when the step was compiled: host data given to asarray, or an array filled from no "
+                 "other array (the ones of 1 − y) that no call writes into")
     return graph.add(GraphNode(graph.new_id(), kind, name, name, output_shape=list(s.shape) if s.shape else None,
                                dtype=str(s.dtype or ""), words=words, requires_grad=kind == "param",
                                source=f"program slot %{slot}"))
