@@ -15,7 +15,7 @@ from ..autograd.grad_mode import no_grad
 from ..jit.tracer import Tracer
 from .lower import GuardFailed, Unrecorded, lower
 from .mlx_runner import runner
-from .step import REPLAYED_ESCAPES, CompileWarning, escape_reason, signature
+from .step import CompileWarning, escape_reason, signature
 from .trace import record, tensors_in, with_tensors
 
 
@@ -69,8 +69,7 @@ class CompiledFunction:
         tracer = Tracer(self.fn, inputs)
         out, recorded = record(self.fn, list(inputs), tracer, self.fn, None)
         self.traces += 1
-        escapes = [(what, where) for what, where in tracer.escapes if not what.startswith(REPLAYED_ESCAPES)]
-        reason = escape_reason(escapes, "the function")
+        reason = escape_reason(tracer.escapes, "the function")
         if reason is None:
             try:
                 program = lower(recorded, backend, pure=backend.name == "mlx")

@@ -51,19 +51,19 @@ def updates_in_program(optimizer, backend):
     return optimizer
 
 
-def segmented(step, inputs, one, probe, pieces):
-    """``one`` program (``step.segments == 1``), ``pieces(n)``, or for "auto" the fastest of 1, 2 and 4 on this
-    batch; ``probe()`` is one program that moves no parameter (the probes' runs must not train)."""
+def segmented(step, inputs, one, probe):
+    """``one`` program (``step.segments == 1``), ``Pieces`` of ``step.segments``, or for "auto" the fastest of 1,
+    2 and 4 on this batch; ``probe()`` is one program that moves no parameter (the probes' runs must not train)."""
     if step.segments == 1:
         return one
     if step.segments != "auto":
-        return pieces(step.segments)
+        return Pieces(step, inputs, step.segments)
     from ..nn.modules.container import Sequential
 
     counts = [n for n in AUTO_COUNTS if n == 1 or (isinstance(step.model, Sequential) and n <= len(step.model)
                                                      and not (step.model.training and any(True for _ in step.model.buffers())))]
     candidates = {1: probe() if one.updates else one}
-    candidates.update({n: pieces(n) for n in counts if n > 1})
+    candidates.update({n: Pieces(step, inputs, n) for n in counts if n > 1})
     arrays = [t.array for t in inputs]
     params = [p for p in step.model.parameters()]
     kept = [p.grad for p in params]  # probing fills .grad: each probe starts from None, and they are put back after

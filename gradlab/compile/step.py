@@ -21,7 +21,7 @@ from ..jit.tracer import Tracer
 from ..ops import autocast
 from .compiled import Compiled
 from .lower import GuardFailed, Unrecorded, lower
-from .segments import Pieces, check_segments, segmented, updates_in_program
+from .segments import check_segments, segmented, updates_in_program
 from .trace import record_step
 
 # What the tracer calls an escape from its ops, but a record holds: its calls draw, write and index as the step did.
@@ -117,8 +117,7 @@ class CompiledStep:
             try:
                 one = Compiled(tracer.tape(loss), lower(recorded, backend, optimizer=updates_in_program(self.optimizer, backend),
                                                         pure=backend.name == "mlx"))
-                self.cache[key] = segmented(self, inputs, one, lambda: Compiled(one.tape, lower(recorded, backend)),
-                                            lambda n: Pieces(self, inputs, n))
+                self.cache[key] = segmented(self, inputs, one, lambda: Compiled(one.tape, lower(recorded, backend)))
             except (GuardFailed, Unrecorded) as error:
                 reason = str(error)
         if reason is not None:
@@ -153,11 +152,8 @@ class CompiledStep:
 
 
 def _why_not(tracer, inputs) -> str | None:
-    """Why this record cannot become a program, or None when it can. A record replays random draws,
-    writes through views and indexing by a tensor as the backend was asked to do them (the index
-    array is one of the arrays it records): only a value leaving the ops for Python (``.item()``,
-    an ``if``) still stops it."""
-    reason = escape_reason([(what, where) for what, where in tracer.escapes if not what.startswith(REPLAYED_ESCAPES)])
+    """Why this record cannot become a program, or None when it can."""
+    reason = escape_reason(tracer.escapes)
     if reason is not None:
         return reason
     if any(t.grad_fn is not None for t in tracer.externals.values()):
@@ -170,20 +166,14 @@ def _why_not(tracer, inputs) -> str | None:
 
 
 def escape_reason(escapes, subject: str = "the forward") -> str | None:
-    """The first escape the tracer saw, in words: why a program of ops would not do what the code does."""
-    if not escapes:
+    """The first escape the tracer saw that a record cannot hold, in words, or None. A record replays random
+    draws, writes through views and indexing by a tensor as the backend was asked to do them (the index
+    array is one of the arrays it records): only a value leaving the ops for Python stops it."""
+    kept = [(what, where) for what, where in escapes if not what.startswith(REPLAYED_ESCAPES)]
+    if not kept:
         return None
-    what, where = escapes[0]
+    what, where = kept[0]
     place = f" in module '{where}'" if where else ""
-    if what == "random":
-        return (f"{subject} draws random numbers outside an operation{place} (dropout's mask, gl.randn): "
-                "a program would reuse one draw every step")
-    if what.startswith("an in-place write"):
-        return (f"{subject} makes {what}{place}: the views see the write, which a program of ops does not "
-                "follow; clone() the tensor before writing into it")
-    if what == "a tensor used as an index" or what.startswith("an array passed to"):
-        return (f"{subject} indexes with a tensor{place} (x[mask], x[idx], masked_select: {what}): its values "
-                "become part of the op, and a program would keep the first batch's")
     return (f"{subject} reads a tensor's value with {what}{place}, so what it does next may depend on the data "
             "(data-dependent control flow); a program would freeze the branch taken once")
 
